@@ -1,0 +1,111 @@
+package verbs
+
+import (
+	"context"
+	"net"
+)
+
+// QueueCaps sizes a connection's queues (struct ibv_qp_cap plus the CQ).
+type QueueCaps struct {
+	// SendQueue is the number of send work requests that may be
+	// outstanding (posted and not yet completed).
+	SendQueue int
+	// RecvQueue is the number of Receives that may be posted at once.
+	RecvQueue int
+	// MaxSGE is the largest scatter/gather list of one work request.
+	MaxSGE int
+	// ReadDepth is the number of RDMA Reads this side may have
+	// outstanding towards the peer (initiator depth / responder
+	// resources).
+	ReadDepth int
+}
+
+// DefaultQueueCaps are queue sizes that suit an RPC-over-RDMA connection
+// with 128 credits.
+var DefaultQueueCaps = QueueCaps{SendQueue: 512, RecvQueue: 256, MaxSGE: 4, ReadDepth: 16}
+
+// ConnOptions apply to both sides of a connection.
+type ConnOptions struct {
+	// PrivateData is sent with the connect request (at most 56 bytes) or
+	// with the accept (at most 196 bytes). The RPC-over-RDMA transport
+	// puts its RFC 8797 message here.
+	PrivateData []byte
+	// Caps sizes the queues; zero fields take DefaultQueueCaps.
+	Caps QueueCaps
+	// Setup, if set, runs once the queue pair exists and before the
+	// connection is established: allocate regions and post Receives
+	// here, so that no Send of the peer can find the receive queue
+	// empty. An error aborts the connection (a listener rejects it).
+	Setup func(Conn) error
+}
+
+// Conn is one reliable connection (an RC queue pair with its completion
+// queue and protection domain). Posting and polling may be called from any
+// goroutine; one goroutine should poll.
+type Conn interface {
+	// PostSend posts work requests to the send queue, in order, in one
+	// batch. On error, none from the failing one on was posted.
+	PostSend(wrs []WorkRequest) error
+	// PostRecv posts Receives in one batch.
+	PostRecv(rrs []RecvRequest) error
+	// Poll moves up to len(cs) completions into cs without blocking.
+	Poll(cs []Completion) (int, error)
+	// Wait blocks until a completion may be ready to Poll, the connection
+	// is closed, or ctx is done. It parks the goroutine on the Go
+	// netpoller (or a channel), never an OS thread.
+	Wait(ctx context.Context) error
+
+	// AllocRegion allocates and registers size bytes.
+	AllocRegion(size int) (Region, error)
+	// AllocWindow allocates an unbound memory window.
+	AllocWindow() (Window, error)
+
+	// PeerPrivateData is the private data the peer sent, as delivered by
+	// the CM: zero-padded to the CM's length (56 bytes on connect, 196
+	// on accept) or empty if the peer sent none.
+	PeerPrivateData() []byte
+	// Done is closed when the connection is disconnected, by either side
+	// or by a fatal error; Err then tells why.
+	Done() <-chan struct{}
+	Err() error
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+	// Close disconnects (rdma_disconnect), flushes outstanding work
+	// requests and frees every resource of the connection. Idempotent.
+	Close() error
+}
+
+// ConnRequest is an incoming connection request, seen by the listener
+// before it decides to accept.
+type ConnRequest interface {
+	// PrivateData is the private data of the connect request as
+	// delivered (zero-padded to 56 bytes by the IB CM), or empty.
+	PrivateData() []byte
+	RemoteAddr() net.Addr
+	// Accept creates the queue pair, runs opts.Setup and accepts with
+	// opts.PrivateData.
+	Accept(ctx context.Context, opts *ConnOptions) (Conn, error)
+	// Reject refuses the request, with optional private data.
+	Reject(privateData []byte) error
+}
+
+// Listener waits for connection requests on an address in the RDMA-CM TCP
+// port space (RDMA_PS_TCP).
+type Listener interface {
+	// Accept returns the next connection request. After Close it returns
+	// an error wrapping ErrClosed.
+	Accept(ctx context.Context) (ConnRequest, error)
+	Addr() net.Addr
+	Close() error
+}
+
+// Provider is a verbs implementation.
+type Provider interface {
+	// Name identifies the provider ("soft", "rdmacore").
+	Name() string
+	// Dial connects to addr ("host:port"), sending opts.PrivateData with
+	// the connect request.
+	Dial(ctx context.Context, addr string, opts *ConnOptions) (Conn, error)
+	// Listen listens on addr ("host:port"; port 0 picks one).
+	Listen(addr string) (Listener, error)
+}

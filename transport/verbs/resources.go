@@ -1,0 +1,28 @@
+package verbs
+
+// Region is registered memory that lives outside the Go heap (mmap'd or C
+// memory), registered for local access and as the target of window binds
+// (ibv_reg_mr with IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND). The peer
+// can reach it only through a Window bound to a part of it.
+type Region interface {
+	// Bytes returns the region's memory. The slice is valid until Close.
+	Bytes() []byte
+	// Addr returns the address the peer uses to name byte off of the
+	// region in RDMA Read and Write (a virtual address for rdma-core).
+	Addr(off int) uint64
+	// Close deregisters and frees the memory. Work requests that still
+	// name it fail.
+	Close() error
+}
+
+// Window is a type 2 memory window (ibv_alloc_mw(IBV_MW_TYPE_2)): an rkey
+// through which the peer may access one range of a Region, bound with
+// OpBindWindow and revoked by OpLocalInvalidate or by the peer's Send With
+// Invalidate.
+type Window interface {
+	// RKey returns the rkey of the current binding (after OpBindWindow
+	// was posted), or of the unbound window.
+	RKey() uint32
+	// Close frees the window.
+	Close() error
+}
