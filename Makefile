@@ -14,7 +14,6 @@ FUZZTIME    ?= 10s
 BENCHTIME   ?= 1s
 PKGS        := ./...
 
-export GOFLAGS := -mod=mod
 
 .PHONY: all test tools lint vet staticcheck fmt-check unit fuzz bench clean
 

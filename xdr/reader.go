@@ -109,15 +109,18 @@ func (r *Reader) FixedOpaque(n int) ([]byte, error) {
 }
 
 // Opaque decodes variable-length opaque data (RFC 4506 §4.10) whose length
-// may not exceed max. The declared length is checked against max and against
-// the bytes present before anything is consumed, so a hostile length never
-// causes an allocation or a large read. The result aliases the buffer.
+// may not exceed max; a negative max admits no length at all. The declared
+// length is checked against max and against the bytes present before
+// anything is consumed, so a hostile length never causes an allocation or a
+// large read. The result aliases the buffer.
 func (r *Reader) Opaque(max int) ([]byte, error) {
 	if r.Len() < 4 {
 		return nil, ErrShortBuffer
 	}
 	n := binary.BigEndian.Uint32(r.buf[r.off:])
-	if uint64(n) > uint64(max) {
+	// Compare as int64: a negative max admits nothing (converting it to
+	// uint64 would have admitted every length).
+	if int64(n) > int64(max) {
 		return nil, ErrTooLong
 	}
 	if uint64(RoundUp(int(n))) > uint64(r.Len()-4) {
