@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"testing"
+)
+
+// TestUsageErrors checks the exit statuses of command line mistakes, which
+// never boot a VM.
+func TestUsageErrors(t *testing.T) {
+	t.Setenv("RPCRDMA_VM_CACHE", t.TempDir())
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 2},
+		{[]string{"frobnicate"}, 2},
+		{[]string{"run"}, 2},
+		{[]string{"run", "-t", "10"}, 2},
+		{[]string{"run", "-nosuchflag", "true"}, 2},
+		{[]string{"build", "-nosuchflag"}, 2},
+		{[]string{"manifest"}, 1}, // empty cache: no image
+		{[]string{"help"}, 0},
+	} {
+		if got := rxevm(context.Background(), c.args); got != c.want {
+			t.Errorf("rxevm %q = %d, want %d", c.args, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package vm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeQEMU stands in for qemu-system-x86_64: it records its arguments, finds
+// the status file (-serial file:...) and the command (-fw_cfg ...,file=...),
+// and behaves as $FAKE_QEMU_MODE says.
+const fakeQEMU = `#!/bin/bash
+PATH=/usr/bin:/bin:$PATH
+printf '%s\n' "$@" > "$FAKE_QEMU_DIR/args"
+status= cmd=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-serial) case $2 in file:*) status=${2#file:} ;; esac; shift ;;
+	-fw_cfg) cmd=${2#*file=}; shift ;;
+	esac
+	shift
+done
+case $FAKE_QEMU_MODE in
+run) # like the guest's /init
+	echo "[    0.000000] Linux version 6.1.0"
+	bash "$cmd" < /dev/null
+	echo $? > "$status"
+	;;
+fail)
+	echo "qemu-system-x86_64: -virtfs: cannot initialize fsdev" >&2
+	exit 1
+	;;
+panic)
+	echo "Kernel panic - not syncing: Attempted to kill init!"
+	;;
+hang)
+	echo $$ > "$FAKE_QEMU_DIR/pid"
+	sleep 60 &
+	echo $! > "$FAKE_QEMU_DIR/child"
+	wait
+	;;
+esac
+`
+
+type fakeVM struct {
+	dir  string
+	opts Options
+}
+
+func newFakeVM(t *testing.T, mode string) *fakeVM {
+	t.Helper()
+	dir := t.TempDir()
+	q := filepath.Join(dir, "qemu")
+	if err := os.WriteFile(q, []byte(fakeQEMU), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAKE_QEMU_DIR", dir)
+	t.Setenv("FAKE_QEMU_MODE", mode)
+	img := &Image{Dir: dir, Kernel: filepath.Join(dir, "kernel"), Initrd: filepath.Join(dir, "initrd.img")}
+	return &fakeVM{dir: dir, opts: Options{Image: img, QEMU: q, Timeout: 20 * time.Second}}
+}
+
+func (f *fakeVM) args(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.dir, "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func TestRunReturnsGuestStatus(t *testing.T) {
+	f := newFakeVM(t, "run")
+	for _, want := range []int{0, 3, 255} {
+		status, console, err := Run(context.Background(), f.opts, "echo hello from the guest; exit "+strconv.Itoa(want))
+		if err != nil || status != want {
+			t.Errorf("exit %d: status %d, %v", want, status, err)
+		}
+		if !strings.Contains(string(console), "hello from the guest") {
+			t.Errorf("console %q lacks the command's output", console)
+		}
+	}
+}
+
+func TestRunQEMUArguments(t *testing.T) {
+	f := newFakeVM(t, "run")
+	share := t.TempDir()
+	f.opts.Share = share
+	f.opts.MemMiB, f.opts.CPUs, f.opts.Net = 1024, 1, NetFlat
+	if _, _, err := Run(context.Background(), f.opts, "true"); err != nil {
+		t.Fatal(err)
+	}
+	args := f.args(t)
+	joined := strings.Join(args, " ")
+	for _, want := range []string{"-accel tcg", "-nic none", "-m 1024M", "-smp 1", "-no-reboot",
+		"-kernel " + f.opts.Image.Kernel, "-initrd " + f.opts.Image.Initrd,
+		"local,path=" + share + ",mount_tag=host0,security_model=none,id=host0"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("qemu arguments lack %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "kvm") {
+		t.Errorf("qemu arguments mention kvm (it hangs on these hosts): %s", joined)
+	}
+	i := slices.Index(args, "-append")
+	if i < 0 || !strings.Contains(args[i+1], "rxevm.net=flat") || !strings.Contains(args[i+1], "console=ttyS0") {
+		t.Errorf("kernel command line: %v", args)
+	}
+}
+
+func TestRunQEMUFailure(t *testing.T) {
+	f := newFakeVM(t, "fail")
+	status, console, err := Run(context.Background(), f.opts, "true")
+	if !errors.Is(err, ErrQEMU) || status != StatusQEMUFailed {
+		t.Fatalf("status %d, %v; want %d and ErrQEMU", status, err, StatusQEMUFailed)
+	}
+	if !strings.Contains(err.Error(), "cannot initialize fsdev") || !strings.Contains(string(console), "cannot initialize fsdev") {
+		t.Errorf("qemu's message is neither in the error (%v) nor on the console (%q)", err, console)
+	}
+}
+
+func TestRunNoStatus(t *testing.T) {
+	f := newFakeVM(t, "panic")
+	status, console, err := Run(context.Background(), f.opts, "true")
+	if !errors.Is(err, ErrNoStatus) || status != StatusNoStatus {
+		t.Fatalf("status %d, %v; want %d and ErrNoStatus", status, err, StatusNoStatus)
+	}
+	if !strings.Contains(string(console), "Kernel panic") {
+		t.Errorf("console %q", console)
+	}
+}
+
+// processGone reports whether pid has exited (gone, or a zombie waiting for
+// its new parent to reap it).
+func processGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+func waitGone(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{"pid", "child"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		deadline := time.Now().Add(5 * time.Second)
+		for !processGone(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("%s process %d still runs after Run returned", name, pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func TestRunTimeoutKillsQEMU(t *testing.T) {
+	f := newFakeVM(t, "hang")
+	f.opts.Timeout = 500 * time.Millisecond
+	status, _, err := Run(context.Background(), f.opts, "true")
+	if !errors.Is(err, ErrTimeout) || status != StatusTimeout {
+		t.Fatalf("status %d, %v; want %d and ErrTimeout", status, err, StatusTimeout)
+	}
+	waitGone(t, f.dir)
+}
+
+func TestRunCancelKillsQEMU(t *testing.T) {
+	f := newFakeVM(t, "hang")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(f.dir, "child")); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	status, _, err := Run(ctx, f.opts, "true")
+	if !errors.Is(err, context.Canceled) || status != StatusInterrupted {
+		t.Fatalf("status %d, %v; want %d and context.Canceled", status, err, StatusInterrupted)
+	}
+	waitGone(t, f.dir)
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	f := newFakeVM(t, "run")
+	for name, mod := range map[string]func(*Options){
+		"missing share": func(o *Options) { o.Share = filepath.Join(f.dir, "absent") },
+		"share is file": func(o *Options) { o.Share = f.opts.QEMU },
+		"bad network":   func(o *Options) { o.Net = "bridge" },
+	} {
+		o := f.opts
+		mod(&o)
+		if status, _, err := Run(context.Background(), o, "true"); !errors.Is(err, ErrQEMU) || status != StatusQEMUFailed {
+			t.Errorf("%s: status %d, %v; want ErrQEMU", name, status, err)
+		}
+	}
+	if _, _, err := Run(context.Background(), f.opts, "  "); !errors.Is(err, ErrQEMU) {
+		t.Errorf("empty command: %v, want ErrQEMU", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "args")); err == nil {
+		t.Error("qemu was started despite bad options")
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]int{"0\n": 0, "3\r\n": 3, "noise\n17\n": 17, "1\n300\n": 1} {
+		p := filepath.Join(dir, "s")
+		os.WriteFile(p, []byte(content), 0o644)
+		if got, ok := parseStatus(p); !ok || got != want {
+			t.Errorf("parseStatus(%q) = %d, %v; want %d", content, got, ok, want)
+		}
+	}
+	for _, content := range []string{"", "\n", "panic\n"} {
+		p := filepath.Join(dir, "s")
+		os.WriteFile(p, []byte(content), 0o644)
+		if _, ok := parseStatus(p); ok {
+			t.Errorf("parseStatus(%q) found a status", content)
+		}
+	}
+}

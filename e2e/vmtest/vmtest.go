@@ -1,0 +1,233 @@
+// Package vmtest runs end-to-end tests in the VM of package vm from Go tests.
+//
+// Whether the VM tests run depends on the environment variable RPCRDMA_VM:
+//
+//   - RPCRDMA_VM=1 (make test and CI set it): they run, and fail if qemu is
+//     missing or the image cannot be built or booted.
+//   - RPCRDMA_VM=0: they are skipped.
+//   - unset: they run when qemu-system-x86_64 is installed and -short is not
+//     given; otherwise they are skipped with a message saying how to enable
+//     them.
+//
+// A test either calls RunGuestTests, which compiles a package's guest-only
+// tests (build tag e2eguest) and runs them in one boot, or calls Require,
+// builds what the guest runs into a shared directory (BuildStatic,
+// BuildTest) and boots with Run. Each boot costs about 3-10 s under TCG:
+// do as much as possible in one.
+package vmtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+)
+
+// EnvVM is the environment variable that requires ("1") or disables ("0")
+// the VM tests.
+const EnvVM = "RPCRDMA_VM"
+
+// EnvInGuest is set to 1 by the guest's /init for every command it runs.
+const EnvInGuest = "RPCRDMA_IN_VM"
+
+// SkipMessage is the reason given when the VM tests are skipped for want of qemu.
+const SkipMessage = "VM tests need qemu-system-x86_64; run `make test` or set RPCRDMA_VM=1 " +
+	"(e2e/vm/install-host-deps.sh installs qemu)"
+
+// InGuest reports whether the program runs inside the VM.
+func InGuest() bool { return os.Getenv(EnvInGuest) == "1" }
+
+var (
+	buildOnce sync.Once
+	buildImg  *vm.Image
+	buildErr  error
+	buildLog  bytes.Buffer
+)
+
+// Require decides whether the calling VM test runs (see the package
+// comment), skipping or failing t accordingly, and returns the VM image,
+// built (or checked, when cached) once per test process.
+func Require(t testing.TB) *vm.Image {
+	t.Helper()
+	_, err := exec.LookPath("qemu-system-x86_64")
+	switch act, msg := decide(os.Getenv(EnvVM), testing.Short(), err == nil); act {
+	case skip:
+		t.Skip(msg)
+	case fail:
+		t.Fatal(msg)
+	}
+	buildOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		t0 := time.Now()
+		buildImg, buildErr = vm.Build(ctx, vm.BuildOptions{Log: &buildLog})
+		fmt.Fprintf(&buildLog, "image ready in %.1fs\n", time.Since(t0).Seconds())
+	})
+	if buildErr != nil {
+		t.Fatalf("building the VM image: %v\n%s", buildErr, buildLog.String())
+	}
+	return buildImg
+}
+
+type action int
+
+const (
+	run action = iota
+	skip
+	fail
+)
+
+// decide applies the policy of the package comment to the value of
+// RPCRDMA_VM, the -short flag and whether qemu is installed.
+func decide(env string, short, haveQEMU bool) (action, string) {
+	switch {
+	case env == "0":
+		return skip, "VM tests disabled by RPCRDMA_VM=0"
+	case env == "1" && !haveQEMU:
+		return fail, "RPCRDMA_VM=1 but qemu-system-x86_64 is not installed: run e2e/vm/install-host-deps.sh"
+	case env == "1":
+		return run, ""
+	case short:
+		return skip, "VM tests skipped in -short mode; set RPCRDMA_VM=1 to run them"
+	case !haveQEMU:
+		return skip, SkipMessage
+	}
+	return run, ""
+}
+
+// Result is what a VM run gave.
+type Result struct {
+	Status  int           // the guest command's exit status
+	Console []byte        // console output (kernel messages, the command's output)
+	Elapsed time.Duration // from qemu's start to its exit
+}
+
+// Lines returns the console output as lines, without carriage returns.
+func (r *Result) Lines() []string {
+	s := strings.ReplaceAll(string(r.Console), "\r", "")
+	return strings.Split(strings.TrimRight(s, "\n"), "\n")
+}
+
+// Tail returns the last n console lines.
+func (r *Result) Tail(n int) string {
+	l := r.Lines()
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// Run boots the VM with opts (Image defaults to Require's) and runs command.
+// A harness failure (timeout, qemu failure, no exit status) fails the test at
+// once; the command's own status is returned. If the test fails, the whole
+// console is saved to a file and its tail logged.
+func Run(t testing.TB, opts vm.Options, command string) *Result {
+	t.Helper()
+	if opts.Image == nil {
+		opts.Image = Require(t)
+	}
+	ctx := context.Background()
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := d.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl.Add(-5*time.Second))
+			defer cancel()
+		}
+	}
+	t0 := time.Now()
+	status, console, err := vm.Run(ctx, opts, command)
+	r := &Result{Status: status, Console: console, Elapsed: time.Since(t0)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			saveConsole(t, r)
+		}
+	})
+	t.Logf("VM run: status %d after %.1fs", status, r.Elapsed.Seconds())
+	if err != nil {
+		kind := "harness failure"
+		switch {
+		case errors.Is(err, vm.ErrTimeout):
+			kind = "timeout"
+		case errors.Is(err, vm.ErrNoStatus):
+			kind = "guest failure (no exit status: kernel panic or /init died)"
+		case errors.Is(err, vm.ErrQEMU):
+			kind = "qemu failure"
+		}
+		t.Fatalf("VM %s (status %d): %v", kind, status, err)
+	}
+	return r
+}
+
+// saveConsole writes the console to $RPCRDMA_VM_LOGDIR (default: the
+// temporary directory) and logs its tail.
+func saveConsole(t testing.TB, r *Result) {
+	dir := os.Getenv("RPCRDMA_VM_LOGDIR")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	path := filepath.Join(dir, "rxevm-"+name+"-console.log")
+	if err := os.WriteFile(path, r.Console, 0o644); err != nil {
+		path = "(not saved: " + err.Error() + ")"
+	}
+	t.Logf("VM console saved to %s; last lines:\n%s", path, r.Tail(60))
+}
+
+// ShareDir returns a new directory to share with the guest at /host,
+// removed when the test ends.
+func ShareDir(t testing.TB) string {
+	t.Helper()
+	return t.TempDir()
+}
+
+// BuildStatic builds the main package pkg (an import path or a directory
+// relative to the test's package directory) as a static binary
+// (CGO_ENABLED=0) at dir/name, to run in the guest as /host/name.
+func BuildStatic(t testing.TB, dir, pkg, name string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	goTool(t, []string{"CGO_ENABLED=0"}, "build", "-trimpath", "-o", out, pkg)
+	return out
+}
+
+// BuildTest compiles the tests of pkg (go test -c) into dir/name, with the
+// given build tags (comma separated, may be ""). With cgo false the binary is
+// static; with cgo true it links the host's C libraries dynamically, which
+// works in the guest when the host's glibc is not newer than Debian
+// bookworm's.
+func BuildTest(t testing.TB, dir, pkg, name, tags string, cgo bool) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	env := []string{"CGO_ENABLED=0"}
+	if cgo {
+		env = []string{"CGO_ENABLED=1"}
+	}
+	args := []string{"test", "-c", "-trimpath", "-o", out}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	goTool(t, env, append(args, pkg)...)
+	return out
+}
+
+func goTool(t testing.TB, env []string, args ...string) {
+	t.Helper()
+	gobin := filepath.Join(runtimeGOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		gobin = "go"
+	}
+	cmd := exec.Command(gobin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}

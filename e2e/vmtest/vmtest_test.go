@@ -1,0 +1,146 @@
+package vmtest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"reflect"
+	"testing"
+)
+
+func TestDecide(t *testing.T) {
+	for _, c := range []struct {
+		env         string
+		short, qemu bool
+		want        action
+	}{
+		{"1", false, true, run},
+		{"1", true, true, run},
+		{"1", false, false, fail},
+		{"0", false, true, skip},
+		{"0", false, false, skip},
+		{"", false, true, run},
+		{"", true, true, skip},
+		{"", false, false, skip},
+	} {
+		got, msg := decide(c.env, c.short, c.qemu)
+		if got != c.want {
+			t.Errorf("decide(%q, short=%v, qemu=%v) = %v (%s), want %v", c.env, c.short, c.qemu, got, msg, c.want)
+		}
+		if got != run && msg == "" {
+			t.Errorf("decide(%q, short=%v, qemu=%v): no message", c.env, c.short, c.qemu)
+		}
+	}
+	if _, msg := decide("", false, false); msg != SkipMessage {
+		t.Errorf("skip message without qemu = %q", msg)
+	}
+}
+
+func TestResultLines(t *testing.T) {
+	r := &Result{Console: []byte("a\r\nb\r\n[ 1.0] c\r\n")}
+	if got := r.Lines(); !reflect.DeepEqual(got, []string{"a", "b", "[ 1.0] c"}) {
+		t.Errorf("Lines = %q", got)
+	}
+	if got := r.Tail(2); got != "b\n[ 1.0] c" {
+		t.Errorf("Tail(2) = %q", got)
+	}
+	if got := r.Tail(10); got != "a\nb\n[ 1.0] c" {
+		t.Errorf("Tail(10) = %q", got)
+	}
+}
+
+// udpFrame builds an Ethernet/IPv4/UDP frame.
+func udpFrame(src, dst string, sport, dport uint16, payload []byte) []byte {
+	f := make([]byte, 14+20+8+len(payload))
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[14:]
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], uint16(20+8+len(payload)))
+	ip[8], ip[9] = 64, 17
+	s, d := netip.MustParseAddr(src).As4(), netip.MustParseAddr(dst).As4()
+	copy(ip[12:], s[:])
+	copy(ip[16:], d[:])
+	udp := ip[20:]
+	binary.BigEndian.PutUint16(udp[0:], sport)
+	binary.BigEndian.PutUint16(udp[2:], dport)
+	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
+	copy(udp[8:], payload)
+	return f
+}
+
+// pcapFile builds a little-endian microsecond pcap file of Ethernet frames.
+func pcapFile(frames ...[]byte) []byte {
+	var b bytes.Buffer
+	for _, v := range []uint32{0xa1b2c3d4, 0x00040002, 0, 0, 262144, 1} {
+		binary.Write(&b, binary.LittleEndian, v)
+	}
+	for _, f := range frames {
+		for _, v := range []uint32{1, 2, uint32(len(f)), uint32(len(f))} {
+			binary.Write(&b, binary.LittleEndian, v)
+		}
+		b.Write(f)
+	}
+	return b.Bytes()
+}
+
+func TestParsePCAP(t *testing.T) {
+	roce := udpFrame("10.0.0.2", "10.0.0.1", 49152, 4791, []byte{0x04, 0x40})
+	other := make([]byte, 60) // not IPv4
+	frames, err := ParsePCAP(pcapFile(roce, other))
+	if err != nil || len(frames) != 2 {
+		t.Fatalf("ParsePCAP: %d frames, %v", len(frames), err)
+	}
+	u, ok := frames[0].UDPv4()
+	want := UDP{Src: netip.MustParseAddrPort("10.0.0.2:49152"), Dst: netip.MustParseAddrPort("10.0.0.1:4791"), Payload: []byte{0x04, 0x40}}
+	if !ok || !reflect.DeepEqual(u, want) {
+		t.Errorf("UDPv4 = %+v, %v; want %+v", u, ok, want)
+	}
+	if _, ok := frames[1].UDPv4(); ok {
+		t.Error("a non-IPv4 frame decoded as UDP")
+	}
+}
+
+// TestParsePCAPTruncated checks that every truncated prefix of a valid file
+// fails cleanly or yields only complete frames, and that every truncated
+// frame is refused by UDPv4.
+func TestParsePCAPTruncated(t *testing.T) {
+	frame := udpFrame("10.0.0.1", "10.0.0.2", 4791, 4791, []byte("payload"))
+	file := pcapFile(frame)
+	for n := 0; n < len(file); n++ {
+		frames, err := ParsePCAP(file[:n])
+		if n > 24 && !errors.Is(err, ErrPCAP) {
+			t.Errorf("prefix %d: err %v, want ErrPCAP", n, err)
+		}
+		if len(frames) != 0 {
+			t.Errorf("prefix %d: %d frames from a truncated record", n, len(frames))
+		}
+	}
+	for n := 0; n < len(frame); n++ {
+		if _, ok := (Frame{Data: frame[:n]}).UDPv4(); ok {
+			t.Errorf("frame prefix %d decoded as UDP", n)
+		}
+	}
+	bad := pcapFile(frame)
+	binary.LittleEndian.PutUint32(bad[20:], 101) // raw IP link type
+	if _, err := ParsePCAP(bad); !errors.Is(err, ErrPCAP) {
+		t.Errorf("link type 101: %v, want ErrPCAP", err)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"-test.run=TestX": "-test.run=TestX", "": "''", "a b": "'a b'", "it's": `'it'\''s'`, "$(x)": "'$(x)'",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestGuestOutput(t *testing.T) {
+	r := &Result{Console: []byte("[    1.234] rdma_rxe: loaded\r\n=== RUN   TestX\r\n--- PASS: TestX (0.00s)\r\n[x]\r\n")}
+	if got := guestOutput(r); got != "=== RUN   TestX\n--- PASS: TestX (0.00s)\n[x]" {
+		t.Errorf("guestOutput = %q", got)
+	}
+}
