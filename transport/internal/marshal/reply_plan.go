@@ -1,0 +1,113 @@
+package marshal
+
+import (
+	"errors"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// ReplyPlan is a responder's decision for one reply (RFC 8166 §3.5.4 to
+// §3.5.6, §4.3.2, §4.3.3).
+type ReplyPlan struct {
+	// Proc is ProcMsg (the reply, reduced or not, is inline) or ProcNoMsg
+	// (the reply went through the Reply chunk).
+	Proc chunks.Proc
+	// Data is the DDP-eligible result RDMA-written into the requester's
+	// first Write chunk; Data.Present is false when nothing is written.
+	Data DataItem
+	// InlineLen is the number of RPC message bytes in the Send.
+	InlineLen int
+	// ReplyLen is the number of bytes written into the Reply chunk.
+	ReplyLen int
+	// HeaderLen is the exact size of the reply's transport header.
+	HeaderLen int
+}
+
+// ReplyInput describes one reply for PlanReply.
+type ReplyInput struct {
+	// MsgLen is the length of the whole RPC reply message.
+	MsgLen int
+	// Data is the DDP-eligible result the upper-layer binding found in the
+	// reply (NFSv3 READ data), if any.
+	Data DataItem
+	// Call is the transport header of the call being answered: its Write
+	// list and Reply chunk are what the requester offered.
+	Call *chunks.Header
+}
+
+// Errors of reply planning. Each means the responder answers ERR_CHUNK
+// (RFC 8166 §4.5.3): the requester did not provide the room the reply needs.
+var (
+	// ErrReplyChunkTooSmall: the reply does not fit inline and the Reply
+	// chunk is absent or too small.
+	ErrReplyChunkTooSmall = errors.New("rpcrdma: reply does not fit inline and the Reply chunk is too small")
+	// ErrWriteChunkTooSmall: the DDP-eligible result is larger than the
+	// Write chunk the requester offered for it.
+	ErrWriteChunkTooSmall = errors.New("rpcrdma: DDP-eligible result exceeds the Write chunk")
+)
+
+// PlanReply chooses how a responder conveys a reply to a call whose transport
+// header is in.Call, with inline threshold sendInline:
+//
+//   - a DDP-eligible result goes into the first Write chunk when the
+//     requester offered one (RFC 8166 §3.5.5), its length reported in the
+//     reply's Write list; a result larger than the chunk is an error;
+//   - the (possibly reduced) reply goes inline if it fits with its header;
+//   - else through the Reply chunk (RDMA_NOMSG) if one was offered and is
+//     large enough;
+//   - else the reply cannot be sent: ERR_CHUNK.
+//
+// Linux svcrdma uses the Reply chunk whenever one is offered; we send inline
+// whatever fits, which RFC 8166 §3.5.6 allows ("MAY") and the Linux client
+// accepts (an RDMA_MSG reply with an empty Reply chunk).
+func PlanReply(in ReplyInput, sendInline int) (ReplyPlan, error) {
+	var p ReplyPlan
+	if in.Data.Present && (in.Data.Off < 0 || in.Data.N < 0 || in.Data.end() > in.MsgLen) {
+		return p, ErrBadDataItem
+	}
+	inline := in.MsgLen
+	// The Write list of the reply echoes every Write chunk of the call,
+	// with the lengths actually written (zero for unused chunks).
+	c := chunks.Counts{WriteChunks: len(in.Call.WriteList)}
+	for _, wc := range in.Call.WriteList {
+		c.WriteSegments += len(wc)
+	}
+	if in.Data.Present && len(in.Call.WriteList) > 0 {
+		if uint64(in.Data.N) > in.Call.WriteList[0].Length() {
+			return p, ErrWriteChunkTooSmall
+		}
+		p.Data = in.Data
+		inline -= in.Data.end() - in.Data.Off
+	}
+	hdr := chunks.Size(c)
+	if hdr+inline <= sendInline {
+		p.Proc, p.InlineLen, p.HeaderLen = chunks.ProcMsg, inline, hdr
+		return p, nil
+	}
+	if !in.Call.HasReplyChunk || uint64(inline) > in.Call.ReplyChunk.Length() {
+		return p, ErrReplyChunkTooSmall
+	}
+	c.HasReplyChunk, c.ReplySegments = true, len(in.Call.ReplyChunk)
+	p.Proc, p.ReplyLen, p.HeaderLen = chunks.ProcNoMsg, inline, chunks.Size(c)
+	return p, nil
+}
+
+// AppendEchoChunk appends to dst a copy of the chunk offered, with segment
+// lengths set to the n bytes actually written into it, filled in order (RFC
+// 8166 §4.3.2: "the responder ... updates the segment lengths"). Segments
+// past the data get length 0.
+func AppendEchoChunk(dst chunks.WriteChunk, offered chunks.WriteChunk, n int) chunks.WriteChunk {
+	left := uint64(n)
+	for _, s := range offered {
+		l := min(uint64(s.Length), left)
+		left -= l
+		s.Length = uint32(l)
+		dst = append(dst, s)
+	}
+	return dst
+}
+
+// PaddedLen returns the length a data item of n bytes occupies in an XDR
+// stream.
+func PaddedLen(n int) int { return xdr.RoundUp(n) }
