@@ -35,7 +35,9 @@ type ConnOptions struct {
 	// Setup, if set, runs once the queue pair exists and before the
 	// connection is established: allocate regions and post Receives
 	// here, so that no Send of the peer can find the receive queue
-	// empty. An error aborts the connection (a listener rejects it).
+	// empty. Send work requests cannot be posted yet (the queue pair is
+	// not ready to send). An error aborts the connection (a listener
+	// rejects it).
 	Setup func(Conn) error
 }
 
@@ -62,7 +64,8 @@ type Conn interface {
 
 	// PeerPrivateData is the private data the peer sent, as delivered by
 	// the CM: zero-padded to the CM's length (56 bytes on connect, 196
-	// on accept) or empty if the peer sent none.
+	// on accept), also when the peer sent none (the IB CM always
+	// delivers the whole field: cma.c, cma_set_req_event_data).
 	PeerPrivateData() []byte
 	// Done is closed when the connection is disconnected, by either side
 	// or by a fatal error; Err then tells why.
@@ -79,13 +82,15 @@ type Conn interface {
 // before it decides to accept.
 type ConnRequest interface {
 	// PrivateData is the private data of the connect request as
-	// delivered (zero-padded to 56 bytes by the IB CM), or empty.
+	// delivered: zero-padded to 56 bytes by the IB CM, even if the peer
+	// sent none.
 	PrivateData() []byte
 	RemoteAddr() net.Addr
 	// Accept creates the queue pair, runs opts.Setup and accepts with
 	// opts.PrivateData.
 	Accept(ctx context.Context, opts *ConnOptions) (Conn, error)
-	// Reject refuses the request, with optional private data.
+	// Reject refuses the request, with optional private data (at most
+	// 148 bytes); the dialer's error is a *RejectedError.
 	Reject(privateData []byte) error
 }
 
@@ -104,7 +109,8 @@ type Provider interface {
 	// Name identifies the provider ("soft", "rdmacore").
 	Name() string
 	// Dial connects to addr ("host:port"), sending opts.PrivateData with
-	// the connect request.
+	// the connect request. A rejected request fails with a
+	// *RejectedError (errors.Is ErrRejected).
 	Dial(ctx context.Context, addr string, opts *ConnOptions) (Conn, error)
 	// Listen listens on addr ("host:port"; port 0 picks one).
 	Listen(addr string) (Listener, error)

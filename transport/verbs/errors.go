@@ -22,8 +22,10 @@ var (
 	// ErrRejected: the listener rejected the connection request.
 	ErrRejected = errors.New("verbs: connection rejected")
 	// ErrLength: a message was longer than the posted Receive, or a
-	// scatter/gather list longer than its buffers (IBV_WC_LOC_LEN_ERR,
-	// IBV_WC_REM_INV_REQ_ERR for an overlong Send at the receiver).
+	// scatter/gather list longer than its buffers (IBV_WC_LOC_LEN_ERR). It
+	// is the receiver's status for an overlong Send; the sender's is
+	// ErrRemoteInvalidRequest. rxe reports the receiver's side as
+	// IBV_WC_REM_INV_REQ_ERR too (rxe_resp.c, RESPST_ERR_LENGTH).
 	ErrLength = errors.New("verbs: length error")
 	// ErrRemoteAccess: an RDMA Read or Write named an rkey, address or
 	// length the peer had not exposed (IBV_WC_REM_ACCESS_ERR).
@@ -38,8 +40,9 @@ var (
 	// entered the error state (IBV_WC_WR_FLUSH_ERR).
 	ErrFlushed = errors.New("verbs: work request flushed")
 	// ErrRemoteInvalidRequest: the peer rejected the request as invalid,
-	// e.g. a Send With Invalidate naming an rkey it cannot invalidate
-	// (IBV_WC_REM_INV_REQ_ERR).
+	// e.g. a Send longer than the Receive it landed in (the sender's
+	// status), or, at the receiver, a Send With Invalidate naming an rkey
+	// it cannot invalidate (IBV_WC_REM_INV_REQ_ERR).
 	ErrRemoteInvalidRequest = errors.New("verbs: remote invalid request")
 	// ErrRetryExceeded: the transport retry counter was exhausted: the
 	// peer stopped answering (IBV_WC_RETRY_EXC_ERR).
@@ -49,9 +52,24 @@ var (
 	// request that did not fit on.
 	ErrQueueFull = errors.New("verbs: work queue full")
 	// ErrPrivateDataTooLong: private data over the CM limit (56 bytes on
-	// connect, 196 on accept or reject).
+	// connect, 196 on accept, 148 on reject: IB CM REQ, REP and REJ).
 	ErrPrivateDataTooLong = errors.New("verbs: private data too long")
 )
+
+// RejectedError is the error Dial returns when the listener rejected the
+// connection request (RDMA_CM_EVENT_REJECTED with a consumer reject). It
+// matches ErrRejected with errors.Is.
+type RejectedError struct {
+	// PrivateData is the reject's private data as delivered: zero-padded
+	// to 148 bytes by the IB CM (IB_CM_REJ_PRIVATE_DATA_SIZE).
+	PrivateData []byte
+}
+
+// Error returns the error's text.
+func (e *RejectedError) Error() string { return ErrRejected.Error() }
+
+// Is reports whether target is ErrRejected.
+func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
 
 // Status is the outcome of a work request, as in struct ibv_wc's status.
 type Status uint8

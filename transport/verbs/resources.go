@@ -11,7 +11,8 @@ type Region interface {
 	// region in RDMA Read and Write (a virtual address for rdma-core).
 	Addr(off int) uint64
 	// Close deregisters and frees the memory. Work requests that still
-	// name it fail.
+	// name it fail. Close fails while a window is bound to the region
+	// (IBA 10.6.7.2.6; rxe_dereg_mr returns EINVAL).
 	Close() error
 }
 
@@ -26,3 +27,9 @@ type Window interface {
 	// Close frees the window.
 	Close() error
 }
+
+// NextRKey returns the rkey an OpBindWindow gives a window whose current rkey
+// is rkey: the low 8 bits (the key) incremented, as ibv_inc_rkey does. Both
+// providers bind with it, so a requester can put the rkey of a window it is
+// about to bind into the Send posted in the same batch.
+func NextRKey(rkey uint32) uint32 { return rkey&^0xff | (rkey+1)&0xff }

@@ -83,7 +83,8 @@ type WorkRequest struct {
 	// InvalidateRKey is the rkey OpSendWithInvalidate invalidates at the
 	// peer, or OpLocalInvalidate invalidates here.
 	InvalidateRKey uint32
-	// Window, Region, Offset, Length and Access describe an OpBindWindow.
+	// Window, Bind (the Region, Offset and Length to expose) and Access
+	// describe an OpBindWindow.
 	Window Window
 	Bind   SGE
 	Access Access
@@ -112,4 +113,4 @@ type Completion struct {
 
 // Err returns nil for a successful completion, else an error matching one
 // of the package's sentinel errors.
-func (c *Completion) Err() error { return c.Status.Err() }
+func (c Completion) Err() error { return c.Status.Err() }

@@ -1,0 +1,26 @@
+package rdmacore
+
+import "github.com/go-rpcrdma/rpcrdma/transport/verbs"
+
+// Provider is the rdma-core verbs provider: reliable connections through
+// librdmacm (RDMA_PS_TCP) and libibverbs. Its zero value is ready to use; a
+// Provider must not be copied after first use.
+//
+// A Provider owns one RDMA-CM event channel, shared by its listeners and
+// connections and served by one goroutine, and one protection domain per
+// RDMA device. Both exist while the provider has a listener or a
+// connection, and are released with the last one.
+type Provider struct {
+	// LocalAddr, if set, is the IP address Dial connects from (the source
+	// address of rdma_resolve_addr): it picks the RDMA device and port
+	// when the routing table alone would choose another one, as with
+	// policy routing. Empty lets the routing table decide.
+	LocalAddr string
+
+	state providerState
+}
+
+var _ verbs.Provider = (*Provider)(nil)
+
+// Name returns "rdmacore".
+func (p *Provider) Name() string { return "rdmacore" }

@@ -1,0 +1,269 @@
+package soft
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+)
+
+// region is registered memory: an anonymous private mapping outside the Go
+// heap, so that its address never moves and the garbage collector never
+// scans it, as memory registered with a real NIC.
+type region struct {
+	c    *conn
+	mem  []byte // the whole mapping, page-rounded
+	size int
+	iova uint64
+	// closed is set under c.memMu (write) and c.mu; the data movers read
+	// it under c.memMu (read) before every copy, so that no copy touches
+	// unmapped memory.
+	closed atomic.Bool
+	// bound counts the windows bound to the region (guarded by c.mu).
+	bound int
+}
+
+// Bytes returns the region's memory, or nil once it is closed.
+func (r *region) Bytes() []byte {
+	if r.closed.Load() {
+		return nil
+	}
+	return r.mem[:r.size:r.size]
+}
+
+// Addr returns the address the peer names byte off of the region by: a
+// per-connection virtual address, not the mapping's real one, so that no
+// process address leaks to the peer.
+func (r *region) Addr(off int) uint64 { return r.iova + uint64(off) }
+
+// Close deregisters and unmaps the region. It fails while a window is
+// bound to it (IBA 10.6.7.2.6).
+func (r *region) Close() error { return r.c.closeRegion(r) }
+
+// windowState is the state of a type 2 memory window (IBA 10.6.7.2).
+type windowState uint8
+
+const (
+	windowFree windowState = iota
+	windowValid
+	windowClosed
+)
+
+// window is a type 2 memory window. Its rkey is index<<8 | key, the key
+// byte being what OpBindWindow increments (ibv_inc_rkey).
+type window struct {
+	c     *conn
+	index uint32
+	// userRKey is what RKey reports: the rkey of the last posted bind.
+	userRKey atomic.Uint32
+
+	// Guarded by c.mu: the binding the responder checks against.
+	rkey   uint32
+	state  windowState
+	region *region
+	off    int // of the bound range in region
+	length int
+	addr   uint64 // region.Addr(off)
+	access verbs.Access
+}
+
+// RKey returns the rkey of the last posted bind (or of the unbound window).
+func (w *window) RKey() uint32 { return w.userRKey.Load() }
+
+// Close frees the window; its rkey stops working at once.
+func (w *window) Close() error { return w.c.closeWindow(w) }
+
+var (
+	errRegionSize = fmt.Errorf("soft: region size must be positive: %w", verbs.ErrNotSupported)
+	errRegionBusy = fmt.Errorf("soft: region has bound memory windows (IBA 10.6.7.2.6): %w", verbs.ErrNotSupported)
+	errNoWindows  = fmt.Errorf("soft: out of memory window indexes: %w", verbs.ErrNotSupported)
+)
+
+// pageSize is the mapping granularity.
+var pageSize = os.Getpagesize()
+
+// AllocRegion maps size bytes of anonymous memory and registers them.
+func (c *conn) AllocRegion(size int) (verbs.Region, error) {
+	if size <= 0 {
+		return nil, errRegionSize
+	}
+	n := (size + pageSize - 1) / pageSize * pageSize
+	if n < size { // overflow
+		return nil, errRegionSize
+	}
+	mem, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("soft: mmap %d bytes: %w", n, err)
+	}
+	r := &region{c: c, mem: mem, size: size}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		_ = syscall.Munmap(mem)
+		return nil, errConnClosed
+	}
+	r.iova = c.nextIOVA
+	c.nextIOVA += uint64(n) + uint64(pageSize) // a guard page between regions
+	c.regions[r] = struct{}{}
+	c.mu.Unlock()
+	return r, nil
+}
+
+// AllocWindow allocates an unbound type 2 memory window.
+func (c *conn) AllocWindow() (verbs.Window, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errConnClosed
+	}
+	if len(c.windows) >= 1<<24-1 {
+		return nil, errNoWindows
+	}
+	for {
+		c.nextWindow = (c.nextWindow + 1) & (1<<24 - 1)
+		if _, used := c.windows[c.nextWindow]; !used && c.nextWindow != 0 {
+			break
+		}
+	}
+	w := &window{c: c, index: c.nextWindow}
+	w.rkey = w.index<<8 | uint32(byte(w.index*151+7))
+	w.userRKey.Store(w.rkey)
+	c.windows[w.index] = w
+	return w, nil
+}
+
+func (c *conn) closeWindow(w *window) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.state == windowClosed {
+		return nil
+	}
+	if w.state == windowValid {
+		w.region.bound--
+		w.region = nil
+	}
+	w.state = windowClosed
+	delete(c.windows, w.index)
+	return nil
+}
+
+func (c *conn) closeRegion(r *region) error {
+	c.memMu.Lock()
+	defer c.memMu.Unlock()
+	c.mu.Lock()
+	if r.closed.Load() {
+		c.mu.Unlock()
+		return nil
+	}
+	if r.bound > 0 {
+		c.mu.Unlock()
+		return errRegionBusy
+	}
+	r.closed.Store(true)
+	delete(c.regions, r)
+	c.mu.Unlock()
+	if err := syscall.Munmap(r.mem); err != nil {
+		return fmt.Errorf("soft: munmap: %w", err)
+	}
+	return nil
+}
+
+// freeMemory unmaps every region and frees every window of the
+// connection. Close calls it once the reader and writer have stopped.
+func (c *conn) freeMemory() error {
+	c.memMu.Lock()
+	defer c.memMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.windows {
+		w.state = windowClosed
+		w.region = nil
+	}
+	clear(c.windows)
+	var errs []error
+	for r := range c.regions {
+		r.closed.Store(true)
+		r.bound = 0
+		if err := syscall.Munmap(r.mem); err != nil {
+			errs = append(errs, fmt.Errorf("soft: munmap: %w", err))
+		}
+	}
+	clear(c.regions)
+	return errors.Join(errs...)
+}
+
+// checkSGL validates a scatter/gather list against this connection's
+// regions (the lkey check of a real NIC) and returns its total length; ok
+// is false if an element names a foreign or closed region or lies outside
+// its region. PostSend checks the total against MaxMessageSize. Called
+// with c.mu held.
+func (c *conn) checkSGL(sgl []verbs.SGE) (total int, ok bool) {
+	for _, s := range sgl {
+		r, isRegion := s.Region.(*region)
+		if !isRegion || r == nil || r.c != c || r.closed.Load() ||
+			s.Offset < 0 || s.Length < 0 || s.Offset > r.size-s.Length {
+			return 0, false
+		}
+		total += s.Length // at most maxSGE region sizes: no overflow
+	}
+	return total, true
+}
+
+// bindLocked executes an OpBindWindow: the checks are those of rxe_bind_mw
+// for a type 2 window (o10-37.2.30: the window must be free; o10-37.2.40:
+// the length must not be zero; C10-75: the range must lie in the region).
+func (c *conn) bindLocked(e *sqEntry) bool {
+	w := e.window
+	if w == nil || w.state != windowFree {
+		return false
+	}
+	r, isRegion := e.bind.Region.(*region)
+	if !isRegion || r == nil || r.c != c || r.closed.Load() || e.bind.Length <= 0 ||
+		e.bind.Offset < 0 || e.bind.Offset > r.size-e.bind.Length ||
+		e.access&^(verbs.AccessRemoteRead|verbs.AccessRemoteWrite) != 0 {
+		return false
+	}
+	w.rkey = e.newRKey
+	w.state = windowValid
+	w.region = r
+	w.off = e.bind.Offset
+	w.length = e.bind.Length
+	w.addr = r.Addr(e.bind.Offset)
+	w.access = e.access
+	r.bound++
+	return true
+}
+
+// invalidateLocked invalidates the window named by rkey, locally
+// (OpLocalInvalidate) or for the peer's Send With Invalidate. As in
+// rxe_invalidate_mw, the rkey must be the window's current one; a window
+// that is already free stays free.
+func (c *conn) invalidateLocked(rkey uint32) bool {
+	w := c.windows[rkey>>8]
+	if w == nil || w.rkey != rkey {
+		return false
+	}
+	if w.state == windowValid {
+		w.region.bound--
+		w.region = nil
+		w.state = windowFree
+	}
+	return true
+}
+
+// lookupLocked checks a remote access of length bytes at addr under rkey
+// needing the given right, as rxe_lookup_mw and the responder's bounds
+// check do, and returns the region and offset it lands at.
+func (c *conn) lookupLocked(rkey uint32, addr uint64, length uint32, need verbs.Access) (*region, int, bool) {
+	w := c.windows[rkey>>8]
+	if w == nil || w.rkey != rkey || w.state != windowValid || w.access&need == 0 {
+		return nil, 0, false
+	}
+	if addr < w.addr || uint64(length) > uint64(w.length) || addr-w.addr > uint64(w.length)-uint64(length) {
+		return nil, 0, false
+	}
+	return w.region, w.off + int(addr-w.addr), true
+}
