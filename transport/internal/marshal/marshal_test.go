@@ -11,7 +11,9 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-func th(send, recv int) Thresholds { return Thresholds{SendInline: send, RecvInline: recv, MaxRPC: 1 << 20} }
+func th(send, recv int) Thresholds {
+	return Thresholds{SendInline: send, RecvInline: recv, MaxRPC: 1 << 20}
+}
 
 func TestPlanCall(t *testing.T) {
 	const hdr = chunks.EmptyMsgHeaderSize // 28
@@ -80,7 +82,9 @@ func TestPlanCallErrors(t *testing.T) {
 	}
 }
 
-func seg(h uint32, l uint32) chunks.Segment { return chunks.Segment{Handle: h, Length: l, Offset: uint64(h) << 32} }
+func seg(h uint32, l uint32) chunks.Segment {
+	return chunks.Segment{Handle: h, Length: l, Offset: uint64(h) << 32}
+}
 
 func TestPlanReply(t *testing.T) {
 	write := &chunks.Header{Proc: chunks.ProcMsg, WriteList: []chunks.WriteChunk{{seg(1, 8192)}}}
@@ -268,7 +272,7 @@ func TestReplyRoundTrip(t *testing.T) {
 	for range 1000 {
 		msg, item := randomCall(r)
 		call := &chunks.Header{Proc: chunks.ProcMsg, WriteList: []chunks.WriteChunk{{seg(1, 16384)}},
-			HasReplyChunk: true, ReplyChunk: chunks.WriteChunk{seg(2, 1 << 20)}}
+			HasReplyChunk: true, ReplyChunk: chunks.WriteChunk{seg(2, 1<<20)}}
 		p, err := PlanReply(ReplyInput{MsgLen: len(msg), Data: item, Call: call}, 1024)
 		if err != nil {
 			t.Fatal(err)

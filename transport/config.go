@@ -1,0 +1,139 @@
+package transport
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
+)
+
+// Defaults of Config.
+const (
+	// DefaultInline is the inline send and receive size offered in the
+	// RFC 8797 private data, as the Linux client and server offer.
+	DefaultInline = 4096
+	// DefaultMaxRPCSize bounds one RPC message: 1 MiB of payload and a
+	// few pages of headers, as Linux's svcrdma (RPCSVC_MAXPAYLOAD).
+	DefaultMaxRPCSize = 1<<20 + 16<<10
+)
+
+// Config configures a requester (Dial) or a responder (Listen). The zero
+// value, or nil, gives the defaults a Linux peer uses.
+type Config struct {
+	// Provider is the verbs provider; nil means the software provider.
+	Provider verbs.Provider
+
+	// InlineSend and InlineRecv are the inline sizes offered to the peer
+	// in the RFC 8797 private data (1024..262144, rounded down to a
+	// multiple of 1024). 0 means DefaultInline.
+	InlineSend, InlineRecv int
+	// NoRemoteInvalidate clears the R bit we send. A requester then hands
+	// out rkeys it invalidates itself; a responder never uses Send With
+	// Invalidate.
+	NoRemoteInvalidate bool
+	// NoPrivateData sends no RFC 8797 private data at all, as NFS-Ganesha
+	// does: both sides then fall back to 1024-byte thresholds and no remote
+	// invalidation (RFC 8797 §5.1).
+	NoPrivateData bool
+
+	// Credits is, for a requester, the credits requested in every call
+	// (credits.DefaultRequest, 128, like Linux) and so the most calls in
+	// flight; for a responder, the largest grant (credits.DefaultMaxGrant,
+	// 64, like svcrdma). GrantPolicy refines the responder's policy; its
+	// Max is taken from Credits when 0.
+	Credits     uint32
+	GrantPolicy credits.Policy
+
+	// Limits bounds what a received transport header may hold; the zero
+	// value means chunks.DefaultLimits.
+	Limits chunks.Limits
+	// MaxRPCSize bounds one RPC message either way. 0 means
+	// DefaultMaxRPCSize.
+	MaxRPCSize int
+
+	// Binding is the upper-layer binding; nil means NullBinding.
+	Binding Binding
+
+	// Logger receives connection events (negotiated settings, protocol
+	// errors); nil discards them.
+	Logger *slog.Logger
+
+	// Reconnect, for a requester, re-establishes a connection that died,
+	// with a fresh RFC 8797 exchange, instead of failing the Conn.
+	Reconnect ReconnectPolicy
+}
+
+// ReconnectPolicy says what a requester does when its connection dies.
+type ReconnectPolicy struct {
+	// Enabled turns reconnection on.
+	Enabled bool
+	// Retransmit resends the calls that were in flight on the new
+	// connection, with their original XIDs, as the Linux client does;
+	// otherwise each of them fails with a synthesized SYSTEM_ERR reply.
+	Retransmit bool
+	// Backoff is the wait before the first attempt, doubled after each
+	// failed one up to MaxBackoff (defaults 100 ms and 5 s).
+	Backoff, MaxBackoff time.Duration
+	// MaxAttempts bounds consecutive failed attempts; 0 means 10.
+	MaxAttempts int
+}
+
+// withDefaults returns a copy of c with every zero field set.
+func (c *Config) withDefaults(role cmpriv.Role) Config {
+	var cfg Config
+	if c != nil {
+		cfg = *c
+	}
+	if cfg.Provider == nil {
+		cfg.Provider = &soft.Provider{}
+	}
+	if cfg.InlineSend == 0 {
+		cfg.InlineSend = DefaultInline
+	}
+	if cfg.InlineRecv == 0 {
+		cfg.InlineRecv = DefaultInline
+	}
+	if cfg.Credits == 0 {
+		if role == cmpriv.Requester {
+			cfg.Credits = credits.DefaultRequest
+		} else {
+			cfg.Credits = credits.DefaultMaxGrant
+		}
+	}
+	if cfg.GrantPolicy.Max == 0 {
+		cfg.GrantPolicy.Max = cfg.Credits
+	}
+	if cfg.Limits == (chunks.Limits{}) {
+		cfg.Limits = chunks.DefaultLimits
+	}
+	if cfg.MaxRPCSize == 0 {
+		cfg.MaxRPCSize = DefaultMaxRPCSize
+	}
+	if cfg.Binding == nil {
+		cfg.Binding = NullBinding{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Reconnect.Backoff == 0 {
+		cfg.Reconnect.Backoff = 100 * time.Millisecond
+	}
+	if cfg.Reconnect.MaxBackoff == 0 {
+		cfg.Reconnect.MaxBackoff = 5 * time.Second
+	}
+	if cfg.Reconnect.MaxAttempts == 0 {
+		cfg.Reconnect.MaxAttempts = 10
+	}
+	return cfg
+}
+
+// offer is the RFC 8797 message this configuration sends.
+func (c *Config) offer() cmpriv.Message {
+	m, _ := cmpriv.Message{RemoteInvalidate: !c.NoRemoteInvalidate, SendSize: c.InlineSend, RecvSize: c.InlineRecv}.Normalize()
+	return m
+}

@@ -1,0 +1,375 @@
+package transport
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Conn is one RPC-over-RDMA version 1 connection, as a net.Conn carrying an
+// RFC 5531 record-marked byte stream (see the package documentation). A Conn
+// from Dial is a requester; a Conn from a Listener is a responder.
+//
+// Read, Write, WriteMsg, ReadMsg, Close, the deadline setters and Stats may
+// be called from any goroutine. Writes are serialised (the record stream is
+// one stream); one Read at a time makes sense, for the same reason.
+type Conn struct {
+	cfg   Config
+	role  cmpriv.Role
+	laddr net.Addr
+	raddr net.Addr
+	dial  func() (*endpoint, error) // requester: makes a new connection
+
+	wmu      sync.Mutex // serialises writers: the record stream
+	deframer xdr.Deframer
+
+	mu       sync.Mutex
+	ep       *endpoint // the current connection; nil while reconnecting
+	closed   bool      // Close was called
+	err      error     // terminal error: reads and writes fail with it
+	eof      bool      // the peer went away: reads drain, then io.EOF
+	readQ    ring      // slots whose message waits for Read
+	cur      int       // slot being read, -1 for none
+	curHdr   [4]byte   // its record mark
+	curOff   int       // bytes of record mark + message already read
+	reqState requesterState
+	svcState responderState
+
+	readWake  chan struct{} // a message or an error arrived
+	writeWake chan struct{} // a slot, a credit or an error arrived
+	done      chan struct{} // closed by Close
+	rd, wd    deadline
+
+	stats counters
+}
+
+func newConn(cfg Config, role cmpriv.Role) *Conn {
+	c := &Conn{
+		cfg:       cfg,
+		role:      role,
+		cur:       -1,
+		readWake:  make(chan struct{}, 1),
+		writeWake: make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		rd:        makeDeadline(),
+		wd:        makeDeadline(),
+	}
+	c.deframer.MaxRecord = cfg.MaxRPCSize
+	return c
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// wakeAllLocked wakes readers and writers, after state changed under c.mu.
+func (c *Conn) wakeAllLocked() {
+	wake(c.readWake)
+	wake(c.writeWake)
+}
+
+// failLocked records a terminal error: the Conn is unusable from now on.
+func (c *Conn) failLocked(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+	c.wakeAllLocked()
+}
+
+// Read reads the record-marked stream of received RPC messages: each message
+// comes as one record whose record mark has the last-fragment bit set. It
+// blocks until a message is available, the read deadline passes, the Conn is
+// closed (net.ErrClosed) or the peer disconnected and every message received
+// before was read (io.EOF).
+func (c *Conn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return 0, c.opError("read", net.ErrClosed)
+		}
+		if c.cur < 0 {
+			if idx, ok := c.readQ.pop(); ok {
+				c.cur, c.curOff = idx, 0
+				binary.BigEndian.PutUint32(c.curHdr[:], xdr.LastFragment|uint32(len(c.slotMsgLocked(idx))))
+			}
+		}
+		if c.cur >= 0 {
+			msg := c.slotMsgLocked(c.cur)
+			n := 0
+			if c.curOff < 4 {
+				n = copy(p, c.curHdr[c.curOff:])
+			}
+			if n < len(p) {
+				start := max(c.curOff+n-4, 0)
+				n += copy(p[n:], msg[start:])
+			}
+			c.curOff += n
+			if c.curOff == 4+len(msg) {
+				c.releaseSlotLocked(c.cur)
+				c.cur = -1
+			}
+			c.mu.Unlock()
+			return n, nil
+		}
+		if err := c.readErrLocked(); err != nil {
+			c.mu.Unlock()
+			return 0, err
+		}
+		c.mu.Unlock()
+		if err := c.waitRead(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// ReadMsg returns the next received RPC message, appended to buf[:0], without
+// record marking. It blocks like Read. An RDMA_ERROR the responder sent for a
+// call is returned as the synthesized reply together with a *RemoteError.
+func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return buf[:0], c.opError("read", net.ErrClosed)
+		}
+		if c.cur >= 0 {
+			c.mu.Unlock()
+			return buf[:0], c.opError("read", errors.New("rpcrdma: ReadMsg during a partial Read"))
+		}
+		if idx, ok := c.readQ.pop(); ok {
+			buf = append(buf[:0], c.slotMsgLocked(idx)...)
+			err := c.slotErrLocked(idx)
+			c.releaseSlotLocked(idx)
+			c.mu.Unlock()
+			return buf, err
+		}
+		if err := c.readErrLocked(); err != nil {
+			c.mu.Unlock()
+			return buf[:0], err
+		}
+		c.mu.Unlock()
+		if err := c.waitRead(); err != nil {
+			return buf[:0], err
+		}
+	}
+}
+
+// readErrLocked is the error a read returns when no message is queued.
+func (c *Conn) readErrLocked() error {
+	switch {
+	case c.err != nil && c.eof:
+		return io.EOF
+	case c.err != nil:
+		return c.opError("read", c.err)
+	}
+	return nil
+}
+
+func (c *Conn) waitRead() error {
+	select {
+	case <-c.readWake:
+		return nil
+	case <-c.done:
+		return nil // the loop sees closed
+	case <-c.rd.wait():
+		return c.opError("read", errDeadline)
+	}
+}
+
+// Write writes to the record-marked stream of outgoing RPC messages. Records
+// may be split over Writes in any way; each complete record is sent as one
+// RPC message (a call for a requester, a reply for a responder) before Write
+// returns. A requester's Write blocks while no credit is available.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.writeCheck(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(p) {
+		// Feed the deframer one record at a time, so that a record is
+		// sent before the next one overwrites its buffer.
+		m, err := c.deframer.Write(p[n:])
+		n += m
+		if err != nil {
+			return n, c.opError("write", err)
+		}
+		for rec, ok := c.deframer.Next(); ok; rec, ok = c.deframer.Next() {
+			if err := c.send(rec); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// WriteMsg sends one RPC message without record marking.
+func (c *Conn) WriteMsg(msg []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.writeCheck(); err != nil {
+		return err
+	}
+	return c.send(msg)
+}
+
+func (c *Conn) writeCheck() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return c.opError("write", net.ErrClosed)
+	}
+	if c.err != nil {
+		return c.opError("write", c.err)
+	}
+	if isClosed(c.wd.wait()) {
+		return c.opError("write", errDeadline)
+	}
+	return nil
+}
+
+func (c *Conn) send(msg []byte) error {
+	if len(msg) > c.cfg.MaxRPCSize {
+		return c.opError("write", ErrMessageTooLarge)
+	}
+	if c.role == cmpriv.Requester {
+		return c.sendCall(msg)
+	}
+	return c.sendReply(msg)
+}
+
+// waitWrite blocks a writer until state changes, the deadline passes or the
+// Conn is closed.
+func (c *Conn) waitWrite() error {
+	select {
+	case <-c.writeWake:
+		return nil
+	case <-c.done:
+		return c.opError("write", net.ErrClosed)
+	case <-c.wd.wait():
+		return c.opError("write", errDeadline)
+	}
+}
+
+// Close closes the connection: it disconnects, fails blocked and later
+// reads and writes with net.ErrClosed and frees every resource. It is
+// idempotent and safe from any goroutine.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	ep := c.ep
+	c.ep = nil
+	c.failLocked(net.ErrClosed)
+	c.mu.Unlock()
+	if ep != nil {
+		ep.shutdown()
+	}
+	return nil
+}
+
+// LocalAddr returns the local address.
+func (c *Conn) LocalAddr() net.Addr { return c.laddr }
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
+
+// SetDeadline sets the read and write deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.rd.set(t)
+	c.wd.set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline for Read and ReadMsg.
+func (c *Conn) SetReadDeadline(t time.Time) error { c.rd.set(t); return nil }
+
+// SetWriteDeadline sets the deadline for Write and WriteMsg.
+func (c *Conn) SetWriteDeadline(t time.Time) error { c.wd.set(t); return nil }
+
+// Stats returns the connection's counters and its negotiated settings.
+func (c *Conn) Stats() Stats {
+	s := c.stats.snapshot()
+	c.mu.Lock()
+	if ep := c.ep; ep != nil {
+		s.Negotiated = negotiated(ep.settings)
+	} else if c.reqState.last != nil {
+		s.Negotiated = negotiated(*c.reqState.last)
+	}
+	if c.role == cmpriv.Requester {
+		s.Negotiated.Credits = c.reqState.credits.Limit()
+	} else {
+		s.Negotiated.Credits = c.svcState.lastGrant
+	}
+	c.mu.Unlock()
+	return s
+}
+
+// slotMsgLocked returns the message a queued slot holds.
+func (c *Conn) slotMsgLocked(idx int) []byte {
+	if c.role == cmpriv.Requester {
+		return c.reqState.calls[idx].reply
+	}
+	return c.svcState.calls[idx].msg
+}
+
+func (c *Conn) slotErrLocked(idx int) error {
+	if c.role == cmpriv.Requester {
+		if e := c.reqState.calls[idx].remoteErr; e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// releaseSlotLocked is called once a queued message has been read.
+func (c *Conn) releaseSlotLocked(idx int) {
+	if c.role == cmpriv.Requester {
+		c.replyConsumedLocked(idx)
+	} else {
+		c.callConsumedLocked(idx)
+	}
+}
+
+// ring is a fixed-capacity FIFO of slot indices.
+type ring struct {
+	buf        []int
+	head, size int
+}
+
+func newRing(n int) ring { return ring{buf: make([]int, n)} }
+
+func (r *ring) push(v int) {
+	r.buf[(r.head+r.size)%len(r.buf)] = v
+	r.size++
+}
+
+func (r *ring) pop() (int, bool) {
+	if r.size == 0 {
+		return 0, false
+	}
+	v := r.buf[r.head]
+	r.head = (r.head + 1) % len(r.buf)
+	r.size--
+	return v, true
+}
+
+func (r *ring) reset() { r.head, r.size = 0, 0 }

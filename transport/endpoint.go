@@ -1,0 +1,299 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+)
+
+// Work request kinds, in the top byte of a work request ID. The rest holds
+// the slot (call) index and the buffer index: kind<<56 | slot<<28 | buf.
+const (
+	wrRecv uint64 = iota + 1
+	wrSend
+	wrBind
+	wrLocalInv
+	wrRead
+	wrWrite
+)
+
+func wrID(kind uint64, slot, buf int) uint64 {
+	return kind<<56 | uint64(slot)<<28 | uint64(buf)
+}
+
+func wrSplit(id uint64) (kind uint64, slot, buf int) {
+	return id >> 56, int(id >> 28 & (1<<28 - 1)), int(id & (1<<28 - 1))
+}
+
+// endpoint is one RDMA connection of a Conn with the resources registered
+// on it: the Receive buffers, the Send buffers and the per-slot chunk
+// memory. A requester that reconnects gets a new endpoint.
+type endpoint struct {
+	c        *Conn
+	vc       verbs.Conn
+	settings cmpriv.Settings
+
+	recvRegion verbs.Region
+	recvSize   int
+	nRecv      int
+	recvFree   []int // responder: Receive buffers not posted
+
+	sendRegion verbs.Region
+	sendSize   int
+	sendFree   []int
+
+	sqOut, sqCap int // send work requests outstanding, and the limit
+
+	// chunk memory, one registered buffer and one window per slot,
+	// allocated on first use and grown as needed.
+	chunkMem []chunkBuf
+
+	// scratch, reused under c.mu
+	recvSGE [1]verbs.SGE
+	recvRR  [1]verbs.RecvRequest
+	wrs     []verbs.WorkRequest
+	sges    []verbs.SGE
+	rrs     []verbs.RecvRequest
+	hdr     chunks.Header
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	loopDone chan struct{}
+	once     sync.Once
+}
+
+// chunkBuf is registered memory a slot exposes to the peer (requester) or
+// reads into and writes from (responder), with its window.
+type chunkBuf struct {
+	region verbs.Region
+	win    verbs.Window
+	size   int
+	bound  bool // the window is bound and not yet invalidated
+	rkey   uint32
+}
+
+// setupEndpoint allocates and registers the endpoint's memory and posts its
+// Receives; it runs in verbs.ConnOptions.Setup, before the connection is
+// established. nSend Send buffers of sendSize and nRecv Receive buffers of
+// recvSize; post is the number of Receives to post now.
+func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSize, post int) error {
+	ep.vc = vc
+	var err error
+	if ep.recvRegion, err = vc.AllocRegion(nRecv * recvSize); err != nil {
+		return fmt.Errorf("rpcrdma: receive buffers: %w", err)
+	}
+	if ep.sendRegion, err = vc.AllocRegion(nSend * sendSize); err != nil {
+		return fmt.Errorf("rpcrdma: send buffers: %w", err)
+	}
+	ep.recvSize, ep.nRecv, ep.sendSize = recvSize, nRecv, sendSize
+	ep.sendFree = make([]int, nSend)
+	for i := range ep.sendFree {
+		ep.sendFree[i] = nSend - 1 - i
+	}
+	ep.chunkMem = make([]chunkBuf, nSlots)
+	ep.wrs = make([]verbs.WorkRequest, 0, 16)
+	ep.sges = make([]verbs.SGE, 0, 16)
+	ep.rrs = make([]verbs.RecvRequest, 0, nRecv)
+	ep.recvFree = make([]int, 0, nRecv)
+	for i := post; i < nRecv; i++ {
+		ep.recvFree = append(ep.recvFree, i)
+	}
+	for i := range post {
+		ep.rrs = append(ep.rrs, ep.recvRequest(i))
+	}
+	if err := vc.PostRecv(ep.rrs); err != nil {
+		return fmt.Errorf("rpcrdma: posting receives: %w", err)
+	}
+	ep.rrs = ep.rrs[:0]
+	return nil
+}
+
+func (ep *endpoint) recvRequest(i int) verbs.RecvRequest {
+	return verbs.RecvRequest{ID: wrID(wrRecv, 0, i), SGL: []verbs.SGE{{Region: ep.recvRegion, Offset: i * ep.recvSize, Length: ep.recvSize}}}
+}
+
+// recvBuf returns Receive buffer i.
+func (ep *endpoint) recvBuf(i int) []byte {
+	return ep.recvRegion.Bytes()[i*ep.recvSize : (i+1)*ep.recvSize]
+}
+
+// sendBuf returns Send buffer i, empty, with its capacity.
+func (ep *endpoint) sendBuf(i int) []byte {
+	b := ep.sendRegion.Bytes()[i*ep.sendSize : (i+1)*ep.sendSize]
+	return b[:0]
+}
+
+// repost posts Receive buffer i again.
+func (ep *endpoint) repost(i int) error {
+	ep.recvSGE[0] = verbs.SGE{Region: ep.recvRegion, Offset: i * ep.recvSize, Length: ep.recvSize}
+	ep.recvRR[0] = verbs.RecvRequest{ID: wrID(wrRecv, 0, i), SGL: ep.recvSGE[:]}
+	return ep.vc.PostRecv(ep.recvRR[:])
+}
+
+// chunk returns slot's chunk memory with at least n bytes, growing it.
+func (ep *endpoint) chunk(slot, n int) (*chunkBuf, error) {
+	cb := &ep.chunkMem[slot]
+	if cb.size >= n && cb.region != nil {
+		return cb, nil
+	}
+	size := max(64<<10, cb.size)
+	for size < n {
+		size *= 2
+	}
+	r, err := ep.vc.AllocRegion(size)
+	if err != nil {
+		return nil, fmt.Errorf("rpcrdma: chunk memory: %w", err)
+	}
+	if cb.win == nil {
+		if cb.win, err = ep.vc.AllocWindow(); err != nil {
+			_ = r.Close()
+			return nil, fmt.Errorf("rpcrdma: memory window: %w", err)
+		}
+	}
+	if cb.region != nil {
+		_ = cb.region.Close()
+	}
+	cb.region, cb.size = r, size
+	return cb, nil
+}
+
+// post posts the scratch work requests as one batch and counts them.
+func (ep *endpoint) post() error {
+	if len(ep.wrs) == 0 {
+		return nil
+	}
+	err := ep.vc.PostSend(ep.wrs)
+	if err == nil {
+		ep.sqOut += len(ep.wrs)
+		for i := range ep.wrs {
+			if ep.wrs[i].Op == verbs.OpSend || ep.wrs[i].Op == verbs.OpSendWithInvalidate {
+				ep.c.stats.sends.Add(1)
+			}
+		}
+	}
+	ep.wrs = ep.wrs[:0]
+	ep.sges = ep.sges[:0]
+	return err
+}
+
+// sgl appends one SGE to the scratch list and returns a slice of it.
+func (ep *endpoint) sgl(r verbs.Region, off, n int) []verbs.SGE {
+	i := len(ep.sges)
+	ep.sges = append(ep.sges, verbs.SGE{Region: r, Offset: off, Length: n})
+	return ep.sges[i : i+1 : i+1]
+}
+
+// run polls completions until the connection dies or is shut down, and
+// hands each one to the Conn under its lock.
+func (ep *endpoint) run() {
+	defer close(ep.loopDone)
+	cs := make([]verbs.Completion, 64)
+	for {
+		n, err := ep.vc.Poll(cs)
+		if err != nil && !errors.Is(err, verbs.ErrDisconnected) {
+			ep.c.endpointDied(ep, err)
+			return
+		}
+		if n > 0 {
+			c := ep.c
+			c.mu.Lock()
+			for i := range cs[:n] {
+				if c.ep != ep {
+					break
+				}
+				if herr := c.handleCompletionLocked(ep, &cs[i]); herr != nil {
+					c.mu.Unlock()
+					ep.c.endpointDied(ep, herr)
+					return
+				}
+			}
+			c.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			ep.c.endpointDied(ep, err)
+			return
+		}
+		select {
+		case <-ep.vc.Done():
+			// Drain what is left (flushes), then report.
+			if n, _ := ep.vc.Poll(cs); n > 0 {
+				continue
+			}
+			ep.c.endpointDied(ep, ep.vc.Err())
+			return
+		default:
+		}
+		if err := ep.vc.Wait(ep.ctx); err != nil {
+			if ep.ctx.Err() != nil {
+				return
+			}
+			ep.c.endpointDied(ep, err)
+			return
+		}
+	}
+}
+
+// shutdown disconnects and frees the endpoint; safe to call more than once
+// and from the loop's own failure path.
+func (ep *endpoint) shutdown() {
+	ep.once.Do(func() {
+		ep.cancel()
+		_ = ep.vc.Close()
+		<-ep.loopDone
+	})
+}
+
+// handleCompletionLocked dispatches one completion to the role's handler.
+func (c *Conn) handleCompletionLocked(ep *endpoint, wc *verbs.Completion) error {
+	kind, slot, buf := wrSplit(wc.ID)
+	if kind != wrRecv {
+		ep.sqOut--
+		defer wake(c.writeWake)
+	}
+	if wc.Status != verbs.StatusSuccess {
+		if wc.Status == verbs.StatusFlushed {
+			return verbs.ErrDisconnected
+		}
+		return fmt.Errorf("rpcrdma: %v work request failed: %w", wc.Op, wc.Err())
+	}
+	if c.role == cmpriv.Requester {
+		return c.requesterCompletionLocked(ep, kind, slot, buf, wc)
+	}
+	return c.responderCompletionLocked(ep, kind, slot, buf, wc)
+}
+
+// endpointDied handles the loss of ep's connection.
+func (c *Conn) endpointDied(ep *endpoint, err error) {
+	if err == nil {
+		err = verbs.ErrDisconnected
+	}
+	c.mu.Lock()
+	if c.ep != ep {
+		c.mu.Unlock()
+		go ep.shutdown()
+		return
+	}
+	c.ep = nil
+	c.cfg.Logger.Debug("rpcrdma: connection lost", "role", c.role.String(), "err", err)
+	if c.role == cmpriv.Requester {
+		c.requesterLostLocked(ep, err)
+	} else {
+		c.eof = errors.Is(err, verbs.ErrDisconnected)
+		c.failLocked(err)
+	}
+	c.mu.Unlock()
+	go ep.shutdown()
+}
+
+// start begins polling ep.
+func (ep *endpoint) start() {
+	ep.ctx, ep.cancel = context.WithCancel(context.Background())
+	ep.loopDone = make(chan struct{})
+	go ep.run()
+}

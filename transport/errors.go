@@ -1,0 +1,56 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+)
+
+// Errors of the transport. At the API edge they are wrapped in *net.OpError,
+// as the net package does.
+var (
+	// ErrProtocol: the peer violated RPC-over-RDMA version 1; the
+	// connection is closed.
+	ErrProtocol = errors.New("rpcrdma: protocol violation")
+	// ErrMessageTooLarge: an RPC message exceeds Config.MaxRPCSize.
+	ErrMessageTooLarge = errors.New("rpcrdma: RPC message too large")
+	// ErrNotCall, ErrNotReply: a requester was given something other than
+	// an RPC call to send, or a responder something other than a reply.
+	ErrNotCall  = errors.New("rpcrdma: not an RPC call")
+	ErrNotReply = errors.New("rpcrdma: not an RPC reply")
+	// ErrUnknownXID: a responder was given a reply to no outstanding call.
+	ErrUnknownXID = errors.New("rpcrdma: reply to no outstanding call")
+	// ErrDuplicateXID: a requester was given a call whose XID is in flight.
+	ErrDuplicateXID = errors.New("rpcrdma: XID already in flight")
+)
+
+// RemoteError is an RDMA_ERROR a responder sent for one call (RFC 8166
+// §4.5). On the byte stream the call fails with a synthesized RPC reply
+// (MSG_ACCEPTED, SYSTEM_ERR); ReadMsg reports this error as well.
+type RemoteError struct {
+	XID uint32
+	// Code is ERR_VERS (1) or ERR_CHUNK (2).
+	Code uint32
+	// Low and High are the versions an ERR_VERS reports.
+	Low, High uint32
+}
+
+func (e *RemoteError) Error() string {
+	if e.Code == 1 {
+		return fmt.Sprintf("rpcrdma: responder sent ERR_VERS (versions %d..%d) for xid %#x", e.Low, e.High, e.XID)
+	}
+	return fmt.Sprintf("rpcrdma: responder sent ERR_CHUNK for xid %#x", e.XID)
+}
+
+// opError wraps err the way net.Conn methods report errors.
+func (c *Conn) opError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &net.OpError{Op: op, Net: "rdma", Source: c.laddr, Addr: c.raddr, Err: err}
+}
+
+// errDeadline is returned when a deadline passes; it is
+// os.ErrDeadlineExceeded as the net package returns it.
+var errDeadline error = os.ErrDeadlineExceeded

@@ -1,0 +1,508 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// requesterState is the requester's part of a Conn, guarded by Conn.mu.
+type requesterState struct {
+	calls    []reqCall
+	free     []int          // free slots
+	byXID    map[uint32]int // slot of each call in flight
+	credits  credits.Requester
+	resend   ring // slots to retransmit after a reconnect
+	last     *cmpriv.Settings
+	scratchH xdr.CallHeader // sendCall's header, under Conn.wmu
+}
+
+// reqCall is one call slot: from the call's Send until its reply was read.
+type reqCall struct {
+	busy       bool // taken: from the call's Send until its reply was read
+	free       bool // on the free list
+	xid        uint32
+	hdr        xdr.CallHeader // Cred and Verf cleared: for the binding
+	plan       marshal.CallPlan
+	sendBuf    int
+	sending    bool // its Send has not completed
+	replied    bool // the reply arrived (or was synthesized)
+	invPending bool // a Local Invalidate has not completed
+	queued     bool // waiting in the read queue
+	writeOff   int  // where the Write chunk starts in the chunk memory
+	replyOff   int  // where the Reply chunk starts
+	reply      []byte
+	remoteErr  *RemoteError
+	msg        []byte // the call, kept for retransmission
+}
+
+func (c *Conn) initRequester() {
+	n := int(c.cfg.Credits)
+	s := &c.reqState
+	s.calls = make([]reqCall, n)
+	s.free = make([]int, n)
+	for i := range s.free {
+		s.free[i] = n - 1 - i
+		s.calls[i].free = true
+	}
+	s.byXID = make(map[uint32]int, n)
+	s.credits = credits.NewRequester(c.cfg.Credits)
+	s.resend = newRing(n)
+	c.readQ = newRing(n)
+}
+
+// sendCall sends one RPC call (RFC 8166 §3.5): it waits for a credit and a
+// slot, plans the call, and posts it.
+func (c *Conn) sendCall(msg []byte) error {
+	h := &c.reqState.scratchH
+	args, err := h.Unmarshal(msg)
+	if err != nil {
+		return c.opError("write", fmt.Errorf("%w: %w", ErrNotCall, err))
+	}
+	info := c.cfg.Binding.Call(h, msg, args)
+	h.Cred, h.Verf = xdr.OpaqueAuth{}, xdr.OpaqueAuth{}
+	stalled := false
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return c.opError("write", errClosed)
+		}
+		if c.err != nil {
+			err := c.err
+			c.mu.Unlock()
+			return c.opError("write", err)
+		}
+		s := &c.reqState
+		if _, dup := s.byXID[h.XID]; dup {
+			c.mu.Unlock()
+			return c.opError("write", ErrDuplicateXID)
+		}
+		ep := c.ep
+		if ep != nil && s.resend.size == 0 && len(s.free) > 0 && len(ep.sendFree) > 0 &&
+			ep.sqOut+3 <= ep.sqCap && s.credits.TryAcquire() {
+			slot := s.free[len(s.free)-1]
+			s.free = s.free[:len(s.free)-1]
+			call := &s.calls[slot]
+			*call = reqCall{busy: true, xid: h.XID, hdr: *h, reply: call.reply[:0], msg: call.msg[:0]}
+			if c.cfg.Reconnect.Enabled && c.cfg.Reconnect.Retransmit {
+				call.msg = append(call.msg, msg...)
+			}
+			s.byXID[h.XID] = slot
+			err := c.postCallLocked(ep, slot, msg, info)
+			if err != nil {
+				c.abandonCallLocked(slot)
+			}
+			c.mu.Unlock()
+			if err != nil {
+				return c.opError("write", err)
+			}
+			return nil
+		}
+		if !stalled && ep != nil && s.credits.Available() == 0 {
+			stalled = true
+			c.stats.creditStalls.Add(1)
+		}
+		c.mu.Unlock()
+		if err := c.waitWrite(); err != nil {
+			return err
+		}
+	}
+}
+
+var errClosed = errors.New("use of closed network connection")
+
+// abandonCallLocked frees a slot whose call could not be posted.
+func (c *Conn) abandonCallLocked(slot int) {
+	s := &c.reqState
+	call := &s.calls[slot]
+	delete(s.byXID, call.xid)
+	call.busy = false
+	_ = s.credits.Release()
+	c.maybeFreeCallLocked(slot)
+}
+
+// postCallLocked marshals the call in slot on ep and posts it: the Bind of
+// the slot's window when the call has chunks, then the Send.
+func (c *Conn) postCallLocked(ep *endpoint, slot int, msg []byte, info CallInfo) error {
+	s := &c.reqState
+	call := &s.calls[slot]
+	t := marshal.Thresholds{SendInline: ep.settings.SendInline, RecvInline: ep.settings.RecvInline, MaxRPC: c.cfg.MaxRPCSize}
+	plan, err := marshal.PlanCall(marshal.CallInput{MsgLen: len(msg), Arg: info.Arg, MaxReply: info.MaxReply, ReplyData: info.ReplyData}, t)
+	if err != nil {
+		return err
+	}
+	call.plan = plan
+
+	// Chunk memory: [Read chunk | Write chunk | Reply chunk], each 4-byte
+	// aligned, behind one window so that the call carries exactly one
+	// rkey and the responder may invalidate it with Send With Invalidate.
+	readLen := xdr.RoundUp(plan.ChunkLen)
+	call.writeOff = readLen
+	call.replyOff = readLen + xdr.RoundUp(plan.WriteLen)
+	total := call.replyOff + xdr.RoundUp(plan.ReplyLen)
+
+	hdr := &ep.hdr
+	hdr.Reset()
+	hdr.XID, hdr.Vers, hdr.Credits, hdr.Proc = call.xid, chunks.Version1, s.credits.Requested(), chunks.ProcMsg
+	if plan.Form == marshal.CallLong {
+		hdr.Proc = chunks.ProcNoMsg
+	}
+	if total > 0 {
+		cb, err := ep.chunk(slot, total)
+		if err != nil {
+			return err
+		}
+		mem := cb.region.Bytes()
+		switch plan.Form {
+		case marshal.CallReadChunk:
+			copy(mem, msg[plan.Data.Off:plan.Data.Off+plan.Data.N])
+		case marshal.CallLong:
+			copy(mem, msg)
+		}
+		cb.rkey = verbs.NextRKey(cb.win.RKey())
+		ep.wrs = append(ep.wrs, verbs.WorkRequest{
+			ID: wrID(wrBind, slot, 0), Op: verbs.OpBindWindow, Window: cb.win,
+			Bind:   verbs.SGE{Region: cb.region, Offset: 0, Length: total},
+			Access: verbs.AccessRemoteRead | verbs.AccessRemoteWrite,
+		})
+		cb.bound = true
+		base := cb.region.Addr(0)
+		if plan.ChunkLen > 0 {
+			pos := uint32(0)
+			if plan.Form == marshal.CallReadChunk {
+				pos = uint32(plan.Data.Off)
+			}
+			hdr.ReadList = append(hdr.ReadList, chunks.ReadSegment{Position: pos,
+				Segment: chunks.Segment{Handle: cb.rkey, Length: uint32(plan.ChunkLen), Offset: base}})
+			c.stats.readChunks.Add(1)
+		}
+		if plan.Reply&marshal.ReplyWrite != 0 {
+			hdr.WriteList = append(hdr.WriteList, chunks.WriteChunk{{Handle: cb.rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)}})
+			c.stats.writeChunks.Add(1)
+		}
+		if plan.Reply&marshal.ReplyLong != 0 {
+			hdr.HasReplyChunk = true
+			hdr.ReplyChunk = chunks.WriteChunk{{Handle: cb.rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)}}
+			c.stats.replyChunks.Add(1)
+		}
+		c.stats.chunksOffered.Add(uint64(total))
+	}
+
+	buf := ep.sendFree[len(ep.sendFree)-1]
+	b := hdr.Append(ep.sendBuf(buf))
+	switch plan.Form {
+	case marshal.CallInline:
+		b = append(b, msg...)
+		c.stats.inlineCalls.Add(1)
+	case marshal.CallReadChunk:
+		b = marshal.AppendReduced(b, msg, plan.Data)
+		c.stats.readChunkCalls.Add(1)
+	case marshal.CallLong:
+		c.stats.longCalls.Add(1)
+	}
+	if len(b) > ep.sendSize || len(b) > ep.settings.SendInline {
+		ep.wrs, ep.sges = ep.wrs[:0], ep.sges[:0]
+		return fmt.Errorf("rpcrdma: internal error: planned call of %d bytes exceeds the inline threshold %d", len(b), ep.settings.SendInline)
+	}
+	ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrSend, slot, buf), Op: verbs.OpSend,
+		SGL: ep.sgl(ep.sendRegion, buf*ep.sendSize, len(b))})
+	if err := ep.post(); err != nil {
+		if total > 0 {
+			ep.chunkMem[slot].bound = false
+		}
+		return err
+	}
+	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
+	call.sendBuf, call.sending = buf, true
+	return nil
+}
+
+// requesterCompletionLocked handles one successful completion.
+func (c *Conn) requesterCompletionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
+	s := &c.reqState
+	switch kind {
+	case wrSend:
+		ep.sendFree = append(ep.sendFree, buf)
+		s.calls[slot].sending = false
+		c.maybeFreeCallLocked(slot)
+	case wrLocalInv:
+		call := &s.calls[slot]
+		call.invPending = false
+		ep.chunkMem[slot].bound = false
+		c.queueReplyLocked(slot)
+	case wrRecv:
+		c.stats.recvs.Add(1)
+		err := c.handleReplyLocked(ep, ep.recvBuf(buf)[:wc.ByteLen], wc)
+		if rerr := ep.repost(buf); rerr != nil && err == nil {
+			err = rerr
+		}
+		c.pumpResendLocked()
+		return err
+	}
+	return nil
+}
+
+// handleReplyLocked processes one received reply (RFC 8166 §3.5.4-§3.5.6,
+// §4.5). A reply that breaks the protocol in a way that leaves a call's
+// memory exposed (a Send With Invalidate for an rkey that is not the
+// call's) kills the connection; a malformed reply to a known call fails that
+// call; anything else is dropped and counted.
+func (c *Conn) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion) error {
+	s := &c.reqState
+	h := &ep.hdr
+	n, perr := h.ParseReply(data, &c.cfg.Limits)
+	if perr != nil && chunks.ReplyOutcomeOf(perr) == chunks.OutcomeDrop {
+		c.stats.badReplies.Add(1)
+		if wc.Invalidated {
+			return fmt.Errorf("%w: Send With Invalidate on an unparsable reply", ErrProtocol)
+		}
+		return nil
+	}
+	slot, ok := s.byXID[h.XID]
+	if !ok || s.calls[slot].replied {
+		c.stats.badXIDs.Add(1)
+		if wc.Invalidated {
+			return fmt.Errorf("%w: Send With Invalidate with unknown xid %#x", ErrProtocol, h.XID)
+		}
+		return nil
+	}
+	call := &s.calls[slot]
+	cb := &ep.chunkMem[slot]
+	if wc.Invalidated {
+		// RFC 8166 §3.4.4 / RFC 8797 §4.1: the rkey invalidated must be
+		// one of this call's; Linux checks the same (rpcrdma_reply_handler).
+		if !cb.bound || wc.InvalidatedRKey != cb.rkey {
+			return fmt.Errorf("%w: Send With Invalidate of rkey %#x, not the call's", ErrProtocol, wc.InvalidatedRKey)
+		}
+		cb.bound = false
+		c.stats.remoteInv.Add(1)
+	}
+	if _, err := s.credits.Complete(h.Credits); err != nil {
+		return fmt.Errorf("rpcrdma: credit accounting: %w", err)
+	}
+	call.replied = true
+	delete(s.byXID, call.xid)
+
+	if perr != nil {
+		c.stats.badReplies.Add(1)
+		c.failCallLocked(call, nil)
+	} else if h.Proc == chunks.ProcError {
+		c.stats.remoteErrors.Add(1)
+		c.failCallLocked(call, &RemoteError{XID: h.XID, Code: uint32(h.ErrCode), Low: h.VersLow, High: h.VersHigh})
+	} else if err := c.buildReplyLocked(ep, slot, data[n:]); err != nil {
+		c.stats.badReplies.Add(1)
+		c.cfg.Logger.Debug("rpcrdma: bad reply", "xid", h.XID, "err", err)
+		c.failCallLocked(call, nil)
+	}
+
+	if cb.bound {
+		// Not invalidated by the responder: invalidate it ourselves before
+		// the call completes, so the peer cannot touch the memory again.
+		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrLocalInv, slot, 0), Op: verbs.OpLocalInvalidate, InvalidateRKey: cb.rkey})
+		if err := ep.post(); err != nil {
+			return err
+		}
+		call.invPending = true
+		c.stats.localInv.Add(1)
+		return nil
+	}
+	c.queueReplyLocked(slot)
+	return nil
+}
+
+// buildReplyLocked reconstructs the reply of slot's call from the inline part
+// and the chunks the responder wrote into the slot's memory.
+func (c *Conn) buildReplyLocked(ep *endpoint, slot int, inline []byte) error {
+	call := &c.reqState.calls[slot]
+	h := &ep.hdr
+	var mem []byte
+	if cb := &ep.chunkMem[slot]; cb.region != nil {
+		mem = cb.region.Bytes()
+	}
+	msg := inline
+	if h.Proc == chunks.ProcNoMsg {
+		// The reply came through the Reply chunk (RFC 8166 §3.5.6).
+		n := h.ReplyChunk.Length()
+		if call.plan.Reply&marshal.ReplyLong == 0 || n > uint64(call.plan.ReplyLen) {
+			return errors.New("reply chunk not offered or overrun")
+		}
+		msg = mem[call.replyOff : call.replyOff+int(n)]
+	}
+	switch len(h.WriteList) {
+	case 0:
+	case 1:
+		written := h.WriteList[0].Length()
+		if call.plan.Reply&marshal.ReplyWrite == 0 || written > uint64(call.plan.WriteLen) {
+			return errors.New("write chunk not offered or overrun")
+		}
+		if written == 0 {
+			break
+		}
+		var rh xdr.ReplyHeader
+		results, err := rh.Unmarshal(msg)
+		if err != nil {
+			return err
+		}
+		item := c.cfg.Binding.ReplyData(&call.hdr, msg, results)
+		if !item.Present || item.Off > len(msg) || uint64(xdr.RoundUp(item.N)) < written || uint64(item.N) > written {
+			return errors.New("write chunk data does not match the reply's DDP-eligible item")
+		}
+		call.reply, err = marshal.AppendInsert(call.reply[:0], msg, item.Off, mem[call.writeOff:call.writeOff+item.N])
+		return err
+	default:
+		return errors.New("more than one write chunk in a reply")
+	}
+	call.reply = append(call.reply[:0], msg...)
+	return nil
+}
+
+// failCallLocked makes slot's reply a synthesized RPC reply that fails the
+// call: MSG_ACCEPTED with SYSTEM_ERR (RFC 5531 §9), which any RPC client
+// reports as an error for that XID.
+func (c *Conn) failCallLocked(call *reqCall, rerr *RemoteError) {
+	call.remoteErr = rerr
+	rh := xdr.ReplyHeader{XID: call.xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSystemErr}
+	call.reply = rh.Append(call.reply[:0])
+}
+
+// queueReplyLocked hands slot's reply to Read.
+func (c *Conn) queueReplyLocked(slot int) {
+	call := &c.reqState.calls[slot]
+	if !call.replied || call.invPending || call.queued {
+		return
+	}
+	call.queued = true
+	c.readQ.push(slot)
+	wake(c.readWake)
+}
+
+// replyConsumedLocked: Read took slot's reply.
+func (c *Conn) replyConsumedLocked(slot int) {
+	call := &c.reqState.calls[slot]
+	call.queued = false
+	call.busy = false
+	c.maybeFreeCallLocked(slot)
+}
+
+// maybeFreeCallLocked returns slot to the free list once its reply was read
+// and its Send completed.
+func (c *Conn) maybeFreeCallLocked(slot int) {
+	call := &c.reqState.calls[slot]
+	if call.busy || call.sending || call.invPending || call.free {
+		return
+	}
+	call.free, call.replied = true, false
+	c.reqState.free = append(c.reqState.free, slot)
+	wake(c.writeWake)
+}
+
+// requesterLostLocked handles the loss of the requester's connection.
+func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
+	s := &c.reqState
+	settings := ep.settings
+	s.last = &settings
+	for slot := range s.calls {
+		call := &s.calls[slot]
+		call.sending = false
+		if call.invPending {
+			call.invPending = false
+			c.queueReplyLocked(slot)
+		}
+		if !call.busy {
+			c.maybeFreeCallLocked(slot)
+		}
+	}
+	if !c.cfg.Reconnect.Enabled || c.closed {
+		c.eof = errors.Is(err, verbs.ErrDisconnected)
+		c.failLocked(err)
+		return
+	}
+	// Calls in flight: retransmit them on the new connection, or fail them.
+	for slot := range s.calls {
+		call := &s.calls[slot]
+		if !call.busy || call.replied {
+			continue
+		}
+		if c.cfg.Reconnect.Retransmit {
+			s.resend.push(slot)
+			continue
+		}
+		call.replied = true
+		delete(s.byXID, call.xid)
+		c.failCallLocked(call, nil)
+		c.queueReplyLocked(slot)
+	}
+	go c.reconnect()
+}
+
+// reconnect dials again with backoff and installs the new endpoint.
+func (c *Conn) reconnect() {
+	backoff := c.cfg.Reconnect.Backoff
+	var err error
+	for attempt := 0; attempt < c.cfg.Reconnect.MaxAttempts; attempt++ {
+		select {
+		case <-c.done:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, c.cfg.Reconnect.MaxBackoff)
+		var ep *endpoint
+		if ep, err = c.dial(); err != nil {
+			c.cfg.Logger.Debug("rpcrdma: reconnect failed", "attempt", attempt+1, "err", err)
+			continue
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			ep.shutdown()
+			return
+		}
+		c.ep = ep
+		c.reqState.credits.Reset()
+		c.stats.reconnects.Add(1)
+		c.cfg.Logger.Info("rpcrdma: reconnected", "negotiated", fmt.Sprintf("%+v", negotiated(ep.settings)))
+		ep.start()
+		c.pumpResendLocked()
+		c.wakeAllLocked()
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Lock()
+	c.eof = false
+	c.failLocked(fmt.Errorf("rpcrdma: reconnect failed after %d attempts: %w", c.cfg.Reconnect.MaxAttempts, err))
+	c.mu.Unlock()
+}
+
+// pumpResendLocked retransmits calls queued by a reconnect while credits
+// allow.
+func (c *Conn) pumpResendLocked() {
+	s := &c.reqState
+	ep := c.ep
+	for ep != nil && s.resend.size > 0 && len(ep.sendFree) > 0 && ep.sqOut+3 <= ep.sqCap && s.credits.TryAcquire() {
+		slot, _ := s.resend.pop()
+		call := &s.calls[slot]
+		var h xdr.CallHeader
+		args, err := h.Unmarshal(call.msg)
+		if err == nil {
+			err = c.postCallLocked(ep, slot, call.msg, c.cfg.Binding.Call(&h, call.msg, args))
+		}
+		if err != nil {
+			_ = s.credits.Release()
+			call.replied = true
+			delete(s.byXID, call.xid)
+			c.failCallLocked(call, nil)
+			c.queueReplyLocked(slot)
+		}
+	}
+	if s.resend.size == 0 {
+		wake(c.writeWake)
+	}
+}

@@ -1,0 +1,479 @@
+package transport
+
+import (
+	"fmt"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// responderState is the responder's part of a Conn, guarded by Conn.mu.
+type responderState struct {
+	calls     []svcCall
+	free      []int
+	byXID     map[uint32]int
+	credits   credits.Responder
+	lastGrant uint32
+	ops       []marshal.RemoteOp
+	echo      chunks.WriteChunk
+	echoList  []chunks.WriteChunk
+}
+
+// Responder call states.
+const (
+	svcFree      = iota
+	svcReading   // RDMA Reads of its chunks outstanding
+	svcQueued    // waiting for Read
+	svcDelivered // read by the RPC server, waiting for its reply
+	svcReplying  // reply posted, Send not completed
+)
+
+// svcCall is one received call, from its Receive until its reply's Send
+// completed.
+type svcCall struct {
+	state     int
+	hdr       chunks.Header // the call's transport header: the chunks offered
+	xid       uint32
+	requested uint32 // the call's rdma_credit
+	recvBuf   int    // Receive buffer holding the inline part while reading
+	inlineLen int
+	hdrLen    int
+	reads     int // RDMA Reads outstanding
+	pullLen   int // bytes of Read chunk data pulled into chunk memory
+	msg       []byte
+	ch        xdr.CallHeader // Cred and Verf cleared: for the binding
+}
+
+// noSlot marks a Send that belongs to no call (an RDMA_ERROR).
+const noSlot = 1<<28 - 1
+
+func (c *Conn) initResponder(nRecv, nSend int) {
+	n := nRecv + nSend
+	s := &c.svcState
+	s.calls = make([]svcCall, n)
+	s.free = make([]int, n)
+	for i := range s.free {
+		s.free[i] = n - 1 - i
+	}
+	s.byXID = make(map[uint32]int, n)
+	p := c.cfg.GrantPolicy
+	s.credits = credits.NewResponder(p)
+	_ = s.credits.Post(uint32(nRecv))
+	c.readQ = newRing(n)
+}
+
+// responderCompletionLocked handles one successful completion.
+func (c *Conn) responderCompletionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
+	s := &c.svcState
+	switch kind {
+	case wrSend:
+		ep.sendFree = append(ep.sendFree, buf)
+		if slot != noSlot {
+			s.calls[slot].state = svcFree
+			s.free = append(s.free, slot)
+		}
+	case wrRead:
+		call := &s.calls[slot]
+		call.reads--
+		if call.reads == 0 {
+			return c.callReadyLocked(ep, slot)
+		}
+	case wrRecv:
+		c.stats.recvs.Add(1)
+		return c.handleCallLocked(ep, buf, ep.recvBuf(buf)[:wc.ByteLen], wc)
+	}
+	return nil
+}
+
+// handleCallLocked processes one received call (RFC 8166 §4.5, §3.5).
+func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Completion) error {
+	s := &c.svcState
+	if err := s.credits.Received(); err != nil {
+		return fmt.Errorf("%w: message received with no Receive counted as posted", ErrProtocol)
+	}
+	if wc.Invalidated {
+		// A requester never sends with invalidate (RFC 8166 §3.4.4).
+		return fmt.Errorf("%w: Send With Invalidate from a requester", ErrProtocol)
+	}
+	if len(s.free) == 0 {
+		return fmt.Errorf("%w: more calls than credits granted", ErrProtocol)
+	}
+	slot := s.free[len(s.free)-1]
+	call := &s.calls[slot]
+	n, err := call.hdr.ParseCall(data, &c.cfg.Limits)
+	if err != nil {
+		return c.rejectCallLocked(ep, buf, &call.hdr, err)
+	}
+	s.free = s.free[:len(s.free)-1]
+	call.xid, call.requested, call.recvBuf, call.hdrLen, call.inlineLen = call.hdr.XID, call.hdr.Credits, buf, n, len(data)-n
+	call.reads, call.pullLen = 0, 0
+
+	if len(call.hdr.ReadList) == 0 {
+		return c.callReadyLocked(ep, slot)
+	}
+	// Pull every Read chunk into the slot's memory with RDMA Read, in list
+	// order (RFC 8166 §3.4.5).
+	var total uint64
+	for _, rs := range call.hdr.ReadList {
+		total += uint64(rs.Length)
+	}
+	if total > uint64(c.cfg.MaxRPCSize) {
+		s.free = append(s.free, slot)
+		return c.rejectCallLocked(ep, buf, &call.hdr, chunks.ErrChunkTooLong)
+	}
+	cb, err := ep.chunk(slot, int(total))
+	if err != nil {
+		return err
+	}
+	s.ops = s.ops[:0]
+	off := 0
+	for rc := range call.hdr.ReadChunks() {
+		s.ops = marshal.AppendReadOps(s.ops, off, rc)
+		off += int(rc.Length())
+	}
+	call.pullLen = off
+	if len(s.ops) == 0 { // only empty chunks
+		return c.callReadyLocked(ep, slot)
+	}
+	if ep.sqOut+len(s.ops) > ep.sqCap {
+		return fmt.Errorf("rpcrdma: send queue too small for %d RDMA Reads", len(s.ops))
+	}
+	call.state = svcReading
+	for _, op := range s.ops {
+		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrRead, slot, 0), Op: verbs.OpRDMARead,
+			SGL: ep.sgl(cb.region, op.Local, op.Len), RemoteAddr: op.Offset, RKey: op.Handle})
+		c.stats.rdmaReadBytes.Add(uint64(op.Len))
+		if len(ep.wrs) == cap(ep.wrs) || len(ep.sges) == cap(ep.sges) {
+			call.reads += len(ep.wrs)
+			if err := ep.post(); err != nil {
+				return err
+			}
+		}
+	}
+	call.reads += len(ep.wrs)
+	c.stats.readChunks.Add(uint64(call.hdr.NumReadChunks()))
+	return ep.post()
+}
+
+// rejectCallLocked answers a call whose header was unusable: ERR_VERS,
+// ERR_CHUNK, or nothing (RFC 8166 §4.5), and reposts its Receive.
+func (c *Conn) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, perr error) error {
+	s := &c.svcState
+	if err := ep.repost(buf); err != nil {
+		return err
+	}
+	_ = s.credits.Post(1)
+	outcome := chunks.OutcomeOf(perr)
+	c.cfg.Logger.Debug("rpcrdma: bad call header", "xid", h.XID, "err", perr, "outcome", outcome.String())
+	if outcome == chunks.OutcomeDrop || len(ep.sendFree) == 0 || ep.sqOut >= ep.sqCap {
+		c.stats.dropped.Add(1)
+		_ = s.credits.Drop()
+		return nil
+	}
+	grant, err := s.credits.Reply(0)
+	if err != nil {
+		_ = s.credits.Drop()
+		c.stats.dropped.Add(1)
+		return nil
+	}
+	s.lastGrant = grant
+	sb := ep.sendFree[len(ep.sendFree)-1]
+	b := ep.sendBuf(sb)
+	if outcome == chunks.OutcomeErrVers {
+		b = chunks.AppendErrVers(b, h.XID, grant)
+		c.stats.errVers.Add(1)
+	} else {
+		b = chunks.AppendErrChunk(b, h.XID, grant)
+		c.stats.errChunk.Add(1)
+	}
+	// RDMA_ERROR never uses Send With Invalidate (svcrdma does the same).
+	ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrSend, noSlot, sb), Op: verbs.OpSend,
+		SGL: ep.sgl(ep.sendRegion, sb*ep.sendSize, len(b))})
+	if err := ep.post(); err != nil {
+		return err
+	}
+	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
+	return nil
+}
+
+// callReadyLocked rebuilds slot's call once its chunks are in memory and
+// hands it to Read.
+func (c *Conn) callReadyLocked(ep *endpoint, slot int) error {
+	s := &c.svcState
+	call := &s.calls[slot]
+	rb := ep.recvBuf(call.recvBuf)
+	inline := rb[call.hdrLen : call.hdrLen+call.inlineLen]
+	if call.hdr.Proc == chunks.ProcNoMsg {
+		inline = nil
+	}
+	var pulled []byte
+	if call.pullLen > 0 {
+		pulled = ep.chunkMem[slot].region.Bytes()[:call.pullLen]
+	}
+	var err error
+	call.msg, err = marshal.AppendCall(call.msg[:0], &call.hdr, inline, pulled)
+	// The Receive buffer is free now; it is posted again when this call is
+	// answered, so that posted Receives plus unanswered calls stay constant.
+	ep.recvFree = append(ep.recvFree, call.recvBuf)
+	if err == nil {
+		_, err = call.ch.Unmarshal(call.msg)
+	}
+	if _, dup := s.byXID[call.xid]; err == nil && dup {
+		err = ErrDuplicateXID
+	}
+	if err == nil && call.ch.XID != call.xid {
+		err = chunks.ErrXIDMismatch
+	}
+	if err != nil {
+		// Not a call the RPC server can answer: nothing will reply to it.
+		c.cfg.Logger.Debug("rpcrdma: dropping call", "xid", call.xid, "err", err)
+		c.stats.dropped.Add(1)
+		_ = s.credits.Drop()
+		call.state = svcFree
+		s.free = append(s.free, slot)
+		return c.repostFreeLocked(ep)
+	}
+	call.ch.Cred, call.ch.Verf = xdr.OpaqueAuth{}, xdr.OpaqueAuth{}
+	call.state = svcQueued
+	s.byXID[call.xid] = slot
+	c.readQ.push(slot)
+	wake(c.readWake)
+	return nil
+}
+
+// repostFreeLocked posts one Receive from the free Receive buffers.
+func (c *Conn) repostFreeLocked(ep *endpoint) error {
+	if len(ep.recvFree) == 0 {
+		return nil
+	}
+	i := ep.recvFree[len(ep.recvFree)-1]
+	if err := ep.repost(i); err != nil {
+		return err
+	}
+	ep.recvFree = ep.recvFree[:len(ep.recvFree)-1]
+	return c.svcState.credits.Post(1)
+}
+
+// callConsumedLocked: Read took slot's call.
+func (c *Conn) callConsumedLocked(slot int) {
+	c.svcState.calls[slot].state = svcDelivered
+}
+
+// sendReply sends one RPC reply for a call received on this Conn (RFC 8166
+// §3.5.4-§3.5.6): its DDP-eligible result by RDMA Write into the call's
+// Write chunk, the rest inline or through the Reply chunk, with Send With
+// Invalidate when both peers allow it and the call carried one rkey.
+func (c *Conn) sendReply(msg []byte) error {
+	xid, mt, err := xdr.PeekXID(msg)
+	if err != nil || mt != xdr.MsgReply {
+		return c.opError("write", ErrNotReply)
+	}
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return c.opError("write", errClosed)
+		}
+		if c.err != nil {
+			err := c.err
+			c.mu.Unlock()
+			return c.opError("write", err)
+		}
+		s := &c.svcState
+		slot, ok := s.byXID[xid]
+		if !ok || s.calls[slot].state != svcDelivered {
+			c.mu.Unlock()
+			return c.opError("write", ErrUnknownXID)
+		}
+		ep := c.ep
+		if ep != nil && len(ep.sendFree) > 0 && ep.sqOut+replyWRs(&s.calls[slot].hdr) <= ep.sqCap {
+			err := c.postReplyLocked(ep, slot, msg)
+			c.mu.Unlock()
+			if err != nil {
+				c.endpointDied(ep, err)
+				return c.opError("write", err)
+			}
+			return nil
+		}
+		c.mu.Unlock()
+		if err := c.waitWrite(); err != nil {
+			return err
+		}
+	}
+}
+
+// postReplyLocked plans and posts the reply of slot's call.
+func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
+	s := &c.svcState
+	call := &s.calls[slot]
+	var item marshal.DataItem
+	if len(call.hdr.WriteList) > 0 {
+		var rh xdr.ReplyHeader
+		if results, err := rh.Unmarshal(msg); err == nil && rh.Stat == xdr.MsgAccepted && rh.AcceptStat == xdr.AcceptSuccess {
+			item = c.cfg.Binding.ReplyData(&call.ch, msg, results)
+			if item.Present && (item.Off < 0 || item.N < 0 || item.Off+xdr.RoundUp(item.N) > len(msg)) {
+				item = marshal.DataItem{}
+			}
+		}
+	}
+	plan, perr := marshal.PlanReply(marshal.ReplyInput{MsgLen: len(msg), Data: item, Call: &call.hdr}, ep.settings.SendInline)
+
+	// Post a Receive for the one this call used before granting credits.
+	delete(s.byXID, call.xid)
+	if err := c.repostFreeLocked(ep); err != nil {
+		return err
+	}
+	grant, err := s.credits.Reply(call.requested)
+	if err != nil {
+		return fmt.Errorf("rpcrdma: credit accounting: %w", err)
+	}
+	s.lastGrant = grant
+	sb := ep.sendFree[len(ep.sendFree)-1]
+	b := ep.sendBuf(sb)
+
+	if perr != nil {
+		// The requester did not provide room for the reply: ERR_CHUNK
+		// (RFC 8166 §4.5.3), as svcrdma does.
+		c.cfg.Logger.Debug("rpcrdma: reply does not fit", "xid", call.xid, "err", perr)
+		b = chunks.AppendErrChunk(b, call.xid, grant)
+		c.stats.errChunk.Add(1)
+		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrSend, slot, sb), Op: verbs.OpSend,
+			SGL: ep.sgl(ep.sendRegion, sb*ep.sendSize, len(b))})
+		return c.finishReplyLocked(ep, slot, sb)
+	}
+
+	// Stage what goes by RDMA Write in the slot's memory: the result,
+	// then the (reduced) reply for the Reply chunk.
+	dataLen := 0
+	if plan.Data.Present {
+		dataLen = plan.Data.N
+	}
+	var cb *chunkBuf
+	if dataLen+plan.ReplyLen > 0 {
+		if cb, err = ep.chunk(slot, xdr.RoundUp(dataLen)+plan.ReplyLen); err != nil {
+			return err
+		}
+	}
+	h := &ep.hdr
+	h.Reset()
+	h.XID, h.Vers, h.Credits, h.Proc = call.xid, chunks.Version1, grant, plan.Proc
+	s.echo = s.echo[:0]
+	s.echoList = s.echoList[:0]
+	s.ops = s.ops[:0]
+	for i, wc := range call.hdr.WriteList {
+		n := 0
+		if i == 0 && plan.Data.Present {
+			n = dataLen
+			copy(cb.region.Bytes(), msg[plan.Data.Off:plan.Data.Off+dataLen])
+			if s.ops, err = marshal.AppendWriteOps(s.ops, 0, n, wc); err != nil {
+				return err
+			}
+			c.stats.writeChunks.Add(1)
+		}
+		start := len(s.echo)
+		s.echo = marshal.AppendEchoChunk(s.echo, wc, n)
+		s.echoList = append(s.echoList, s.echo[start:len(s.echo):len(s.echo)])
+	}
+	h.WriteList = s.echoList
+	inlineMsg := msg
+	if plan.Data.Present {
+		// The reduced reply is built in the Send buffer (inline) or in
+		// chunk memory (Reply chunk); here we only note the split.
+		inlineMsg = nil
+	}
+	if plan.Proc == chunks.ProcNoMsg {
+		roff := xdr.RoundUp(dataLen)
+		rmem := cb.region.Bytes()[roff:roff]
+		if plan.Data.Present {
+			rmem = marshal.AppendReduced(rmem, msg, plan.Data)
+		} else {
+			rmem = append(rmem, msg...)
+		}
+		if s.ops, err = marshal.AppendWriteOps(s.ops, roff, len(rmem), call.hdr.ReplyChunk); err != nil {
+			return err
+		}
+		start := len(s.echo)
+		s.echo = marshal.AppendEchoChunk(s.echo, call.hdr.ReplyChunk, len(rmem))
+		h.HasReplyChunk, h.ReplyChunk = true, s.echo[start:len(s.echo):len(s.echo)]
+		c.stats.replyChunks.Add(1)
+	}
+	b = h.Append(b)
+	if plan.Proc == chunks.ProcMsg {
+		if inlineMsg != nil {
+			b = append(b, msg...)
+		} else {
+			b = marshal.AppendReduced(b, msg, plan.Data)
+		}
+	}
+	if len(b) > ep.sendSize {
+		return fmt.Errorf("rpcrdma: internal error: reply of %d bytes exceeds the send buffer", len(b))
+	}
+	for _, op := range s.ops {
+		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrWrite, slot, 0), Op: verbs.OpRDMAWrite,
+			SGL: ep.sgl(cb.region, op.Local, op.Len), RemoteAddr: op.Offset, RKey: op.Handle})
+		c.stats.rdmaWriteBytes.Add(uint64(op.Len))
+	}
+	send := verbs.WorkRequest{ID: wrID(wrSend, slot, sb), Op: verbs.OpSend, SGL: ep.sgl(ep.sendRegion, sb*ep.sendSize, len(b))}
+	if rkey, one := singleRKey(&call.hdr); one && ep.settings.SendWithInvalidate {
+		send.Op, send.InvalidateRKey = verbs.OpSendWithInvalidate, rkey
+		c.stats.remoteInv.Add(1)
+	}
+	ep.wrs = append(ep.wrs, send)
+	return c.finishReplyLocked(ep, slot, sb)
+}
+
+func (c *Conn) finishReplyLocked(ep *endpoint, slot, sb int) error {
+	if err := ep.post(); err != nil {
+		return err
+	}
+	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
+	c.svcState.calls[slot].state = svcReplying
+	return nil
+}
+
+// replyWRs bounds the work requests a reply to the call h may post: an
+// RDMA Write per segment of the first Write chunk and of the Reply chunk,
+// and the Send.
+func replyWRs(h *chunks.Header) int {
+	n := 1 + len(h.ReplyChunk)
+	if len(h.WriteList) > 0 {
+		n += len(h.WriteList[0])
+	}
+	return n
+}
+
+// singleRKey reports whether every segment of the call's chunks names the
+// same rkey, and which: the condition for Send With Invalidate (RFC 8797
+// §4.1; svcrdma's svc_rdma_get_inv_rkey).
+func singleRKey(h *chunks.Header) (uint32, bool) {
+	var rkey uint32
+	seen := false
+	check := func(handle uint32) bool {
+		if !seen {
+			rkey, seen = handle, true
+			return true
+		}
+		return handle == rkey
+	}
+	for _, rs := range h.ReadList {
+		if !check(rs.Handle) {
+			return 0, false
+		}
+	}
+	for _, wc := range h.WriteList {
+		for _, sg := range wc {
+			if !check(sg.Handle) {
+				return 0, false
+			}
+		}
+	}
+	for _, sg := range h.ReplyChunk {
+		if !check(sg.Handle) {
+			return 0, false
+		}
+	}
+	return rkey, seen
+}

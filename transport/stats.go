@@ -1,0 +1,101 @@
+package transport
+
+import (
+	"sync/atomic"
+
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+)
+
+// Stats are a connection's counters, after the `xprt: rdma` line of Linux's
+// /proc/self/mountstats where one applies (names in brackets), plus the
+// responder's and the negotiated settings.
+type Stats struct {
+	// Sends and Recvs count RDMA Sends posted and Receives completed.
+	Sends, Recvs uint64
+	// BadXIDs counts replies whose XID matched no call [bad_xids].
+	BadXIDs uint64
+	// ReadChunks, WriteChunks and ReplyChunks count chunks offered
+	// (requester) or served (responder) [read_chunk_count,
+	// write_chunk_count, reply_chunk_count].
+	ReadChunks, WriteChunks, ReplyChunks uint64
+	// InlineCalls, ReadChunkCalls and LongCalls count calls by form;
+	// LongCalls matches Linux's nomsg_call_count.
+	InlineCalls, ReadChunkCalls, LongCalls uint64
+	// RDMAReadBytes and RDMAWriteBytes count payload moved by RDMA Read
+	// and RDMA Write by this side (responder) [total_rdma_request and
+	// total_rdma_reply count what the peer moved for us].
+	RDMAReadBytes, RDMAWriteBytes uint64
+	// ChunkBytesOffered counts bytes a requester exposed in chunks.
+	ChunkBytesOffered uint64
+	// RemoteInvalidations counts replies that arrived by Send With
+	// Invalidate (requester) or were sent that way (responder);
+	// LocalInvalidations counts rkeys the requester had to invalidate
+	// itself [local_inv_needed].
+	RemoteInvalidations, LocalInvalidations uint64
+	// BadReplies counts replies that failed validation [bad_reply_count];
+	// RemoteErrors counts RDMA_ERROR replies received.
+	BadReplies, RemoteErrors uint64
+	// ErrVersSent, ErrChunkSent and Dropped count a responder's answers to
+	// headers it could not use.
+	ErrVersSent, ErrChunkSent, Dropped uint64
+	// CreditStalls counts calls that had to wait for a credit.
+	CreditStalls uint64
+	// Reconnects counts successful reconnections [connect_count - 1].
+	Reconnects uint64
+
+	// Negotiated holds the settings of the current connection.
+	Negotiated Negotiated
+}
+
+// Negotiated is the outcome of the RFC 8797 exchange of one connection and
+// the credit state that followed it.
+type Negotiated struct {
+	// PeerPrivateData says what was found in the peer's private data
+	// ("found", "empty", "not-found", "bad-version", "truncated").
+	PeerPrivateData string
+	// SendInline and RecvInline are the thresholds each way.
+	SendInline, RecvInline int
+	// LocalR and PeerR are the R bits each side sent.
+	LocalR, PeerR bool
+	// SendWithInvalidate: we are a responder and may reply with Send With
+	// Invalidate. ExpectRemoteInvalidate: we are a requester that accepts
+	// it.
+	SendWithInvalidate, ExpectRemoteInvalidate bool
+	// Credits is the requester's current credit limit or the responder's
+	// last grant.
+	Credits uint32
+}
+
+// counters is the atomic form of Stats.
+type counters struct {
+	sends, recvs, badXIDs                        atomic.Uint64
+	readChunks, writeChunks, replyChunks         atomic.Uint64
+	inlineCalls, readChunkCalls, longCalls       atomic.Uint64
+	rdmaReadBytes, rdmaWriteBytes, chunksOffered atomic.Uint64
+	remoteInv, localInv                          atomic.Uint64
+	badReplies, remoteErrors                     atomic.Uint64
+	errVers, errChunk, dropped                   atomic.Uint64
+	creditStalls, reconnects                     atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Sends: c.sends.Load(), Recvs: c.recvs.Load(), BadXIDs: c.badXIDs.Load(),
+		ReadChunks: c.readChunks.Load(), WriteChunks: c.writeChunks.Load(), ReplyChunks: c.replyChunks.Load(),
+		InlineCalls: c.inlineCalls.Load(), ReadChunkCalls: c.readChunkCalls.Load(), LongCalls: c.longCalls.Load(),
+		RDMAReadBytes: c.rdmaReadBytes.Load(), RDMAWriteBytes: c.rdmaWriteBytes.Load(), ChunkBytesOffered: c.chunksOffered.Load(),
+		RemoteInvalidations: c.remoteInv.Load(), LocalInvalidations: c.localInv.Load(),
+		BadReplies: c.badReplies.Load(), RemoteErrors: c.remoteErrors.Load(),
+		ErrVersSent: c.errVers.Load(), ErrChunkSent: c.errChunk.Load(), Dropped: c.dropped.Load(),
+		CreditStalls: c.creditStalls.Load(), Reconnects: c.reconnects.Load(),
+	}
+}
+
+func negotiated(s cmpriv.Settings) Negotiated {
+	return Negotiated{
+		PeerPrivateData: s.PeerStatus.String(),
+		SendInline:      s.SendInline, RecvInline: s.RecvInline,
+		LocalR: s.Local.RemoteInvalidate, PeerR: s.Peer.RemoteInvalidate,
+		SendWithInvalidate: s.SendWithInvalidate, ExpectRemoteInvalidate: s.ExpectRemoteInvalidate,
+	}
+}
