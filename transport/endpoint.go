@@ -54,12 +54,15 @@ type endpoint struct {
 	chunkMem []chunkBuf
 
 	// scratch, reused under c.mu
-	recvSGE [1]verbs.SGE
-	recvRR  [1]verbs.RecvRequest
-	wrs     []verbs.WorkRequest
-	sges    []verbs.SGE
-	rrs     []verbs.RecvRequest
-	hdr     chunks.Header
+	writeSeg  [1]chunks.Segment
+	writeList [1]chunks.WriteChunk
+	replySeg  [1]chunks.Segment
+	recvSGE   [1]verbs.SGE
+	recvRR    [1]verbs.RecvRequest
+	wrs       []verbs.WorkRequest
+	sges      []verbs.SGE
+	rrs       []verbs.RecvRequest
+	hdr       chunks.Header
 
 	ctx      context.Context
 	cancel   context.CancelFunc

@@ -185,12 +185,15 @@ func (c *Conn) postCallLocked(ep *endpoint, slot int, msg []byte, info CallInfo)
 			c.stats.readChunks.Add(1)
 		}
 		if plan.Reply&marshal.ReplyWrite != 0 {
-			hdr.WriteList = append(hdr.WriteList, chunks.WriteChunk{{Handle: cb.rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)}})
+			ep.writeSeg[0] = chunks.Segment{Handle: cb.rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)}
+			ep.writeList[0] = ep.writeSeg[:]
+			hdr.WriteList = ep.writeList[:]
 			c.stats.writeChunks.Add(1)
 		}
 		if plan.Reply&marshal.ReplyLong != 0 {
 			hdr.HasReplyChunk = true
-			hdr.ReplyChunk = chunks.WriteChunk{{Handle: cb.rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)}}
+			ep.replySeg[0] = chunks.Segment{Handle: cb.rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)}
+			hdr.ReplyChunk = ep.replySeg[:]
 			c.stats.replyChunks.Add(1)
 		}
 		c.stats.chunksOffered.Add(uint64(total))
