@@ -69,17 +69,32 @@ type Config struct {
 }
 
 // ReconnectPolicy says what a requester does when its connection dies.
+//
+// While it reconnects, reads wait and writes block (within their
+// deadlines). Each new connection is negotiated afresh (RFC 8797: the
+// responder may offer other sizes, or no private data at all) and starts
+// again from a credit limit of 1 (RFC 8166 §3.3.3); the calls to
+// retransmit go first, as credits allow, then new calls. A call written
+// just as the connection died (its post failed because the connection was
+// down) counts as in flight, not as a failed write. Close stops
+// a reconnection in progress, cancelling its connection attempt, and
+// returns once it has ended.
 type ReconnectPolicy struct {
 	// Enabled turns reconnection on.
 	Enabled bool
 	// Retransmit resends the calls that were in flight on the new
-	// connection, with their original XIDs, as the Linux client does;
-	// otherwise each of them fails with a synthesized SYSTEM_ERR reply.
+	// connection, with their original XIDs, as the Linux client does
+	// (the responder may so execute a call twice, as over TCP: duplicate
+	// detection is the upper layer's). Each call is then kept in memory
+	// until its reply was read. Otherwise each of them fails with a
+	// synthesized SYSTEM_ERR reply.
 	Retransmit bool
 	// Backoff is the wait before the first attempt, doubled after each
 	// failed one up to MaxBackoff (defaults 100 ms and 5 s).
 	Backoff, MaxBackoff time.Duration
-	// MaxAttempts bounds consecutive failed attempts; 0 means 10.
+	// MaxAttempts bounds consecutive failed attempts; 0 (or less) means
+	// 10. When they are spent the Conn fails: reads and writes return an
+	// error saying so, wrapping the last attempt's error.
 	MaxAttempts int
 }
 
@@ -126,7 +141,7 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	if cfg.Reconnect.MaxBackoff == 0 {
 		cfg.Reconnect.MaxBackoff = 5 * time.Second
 	}
-	if cfg.Reconnect.MaxAttempts == 0 {
+	if cfg.Reconnect.MaxAttempts <= 0 {
 		cfg.Reconnect.MaxAttempts = 10
 	}
 	return cfg

@@ -25,6 +25,7 @@ type Conn struct {
 	laddr net.Addr
 	raddr net.Addr
 	dial  func() (*endpoint, error) // requester: makes a new connection
+	bg    sync.WaitGroup            // requester: the reconnection goroutine, waited for by Close
 
 	wmu      sync.Mutex // serialises writers: the record stream
 	deframer xdr.Deframer
@@ -100,6 +101,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 			c.mu.Unlock()
 			return 0, c.opError("read", net.ErrClosed)
 		}
+		if isClosed(c.rd.wait()) {
+			// A passed deadline fails the read even when a message is
+			// waiting, as net.TCPConn and net.Pipe do.
+			c.mu.Unlock()
+			return 0, c.opError("read", errDeadline)
+		}
 		if c.cur < 0 {
 			if idx, ok := c.readQ.pop(); ok {
 				c.cur, c.curOff = idx, 0
@@ -144,6 +151,10 @@ func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
 		if c.closed {
 			c.mu.Unlock()
 			return buf[:0], c.opError("read", net.ErrClosed)
+		}
+		if isClosed(c.rd.wait()) {
+			c.mu.Unlock()
+			return buf[:0], c.opError("read", errDeadline)
 		}
 		if c.cur >= 0 {
 			c.mu.Unlock()
@@ -192,7 +203,10 @@ func (c *Conn) waitRead() error {
 // Write writes to the record-marked stream of outgoing RPC messages. Records
 // may be split over Writes in any way; each complete record is sent as one
 // RPC message (a call for a requester, a reply for a responder) before Write
-// returns. A requester's Write blocks while no credit is available.
+// returns. A requester's Write blocks while no credit is available. If a
+// record cannot be sent (deadline, Close, a bad message), Write returns the
+// error with n counting the bytes it consumed; that record and the complete
+// records after it in p are not sent.
 func (c *Conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -210,6 +224,11 @@ func (c *Conn) Write(p []byte) (int, error) {
 		}
 		for rec, ok := c.deframer.Next(); ok; rec, ok = c.deframer.Next() {
 			if err := c.send(rec); err != nil {
+				// The complete records after it are dropped too: a
+				// later Write must not send them behind the back of a
+				// caller told that this one failed.
+				for _, more := c.deframer.Next(); more; _, more = c.deframer.Next() {
+				}
 				return n, err
 			}
 		}
@@ -283,6 +302,9 @@ func (c *Conn) Close() error {
 	if ep != nil {
 		ep.shutdown()
 	}
+	// A reconnection in progress sees c.done (its dial is cancelled too)
+	// and ends; wait for it so that nothing of the Conn outlives Close.
+	c.bg.Wait()
 	return nil
 }
 

@@ -22,6 +22,14 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	c.dial = func() (*endpoint, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), reconnectDialTimeout)
 		defer cancel()
+		// Close cancels a reconnection attempt in progress.
+		go func() {
+			select {
+			case <-c.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		return c.dialEndpoint(ctx, addr)
 	}
 	ep, err := c.dialEndpoint(ctx, addr)

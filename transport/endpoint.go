@@ -170,18 +170,33 @@ func (ep *endpoint) post() error {
 	if len(ep.wrs) == 0 {
 		return nil
 	}
+	// Count before posting: once posted, a Send may be answered, and the
+	// peer's caller may read both sides' Stats, before PostSend returns.
+	ep.countPosted(1)
 	err := ep.vc.PostSend(ep.wrs)
 	if err == nil {
 		ep.sqOut += len(ep.wrs)
-		for i := range ep.wrs {
-			if ep.wrs[i].Op == verbs.OpSend || ep.wrs[i].Op == verbs.OpSendWithInvalidate {
-				ep.c.stats.sends.Add(1)
-			}
-		}
+	} else {
+		ep.countPosted(^uint64(0)) // -1: the batch was not posted
 	}
 	ep.wrs = ep.wrs[:0]
 	ep.sges = ep.sges[:0]
 	return err
+}
+
+// countPosted adds delta (1, or -1 as ^uint64(0)) to the counters of the
+// scratch work requests.
+func (ep *endpoint) countPosted(delta uint64) {
+	for i := range ep.wrs {
+		switch ep.wrs[i].Op {
+		case verbs.OpSend, verbs.OpSendWithInvalidate:
+			ep.c.stats.sends.Add(delta)
+		case verbs.OpRDMARead:
+			ep.c.stats.rdmaReads.Add(delta)
+		case verbs.OpRDMAWrite:
+			ep.c.stats.rdmaWrites.Add(delta)
+		}
+	}
 }
 
 // sgl appends one SGE to the scratch list and returns a slice of it.

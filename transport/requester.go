@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
@@ -97,6 +98,12 @@ func (c *Conn) sendCall(msg []byte) error {
 			}
 			s.byXID[h.XID] = slot
 			err := c.postCallLocked(ep, slot, msg, info)
+			if err != nil && c.cfg.Reconnect.Enabled && isDone(ep.vc.Done()) {
+				// The connection died under the call (the poll loop has
+				// not reported it yet): the call stays in flight, and the
+				// loss of ep retransmits or fails it like the others.
+				err = nil
+			}
 			if err != nil {
 				c.abandonCallLocked(slot)
 			}
@@ -117,7 +124,9 @@ func (c *Conn) sendCall(msg []byte) error {
 	}
 }
 
-var errClosed = errors.New("use of closed network connection")
+// errClosed is what a write finds when Close came first: net.ErrClosed, as
+// from every other path (callers test it with errors.Is).
+var errClosed = net.ErrClosed
 
 // abandonCallLocked frees a slot whose call could not be posted.
 func (c *Conn) abandonCallLocked(slot int) {
@@ -347,6 +356,17 @@ func (c *Conn) buildReplyLocked(ep *endpoint, slot int, inline []byte) error {
 			return errors.New("write chunk not offered or overrun")
 		}
 		if written == 0 {
+			// Nothing placed: an error reply, a READ of 0 bytes, or a
+			// result the responder returned inline. A DDP-eligible item
+			// whose length word claims bytes that are neither placed nor
+			// inline is a lie; passing the reply up would hand the RPC
+			// layer a truncated message instead of a failed call.
+			var rh xdr.ReplyHeader
+			if results, err := rh.Unmarshal(msg); err == nil {
+				if item := c.cfg.Binding.ReplyData(&call.hdr, msg, results); item.Present && item.N > 0 && (item.Off < 0 || item.Off+item.N > len(msg)) {
+					return errors.New("write chunk reports no data and the reply's DDP-eligible item is not inline")
+				}
+			}
 			break
 		}
 		var rh xdr.ReplyHeader
@@ -415,7 +435,11 @@ func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 	for slot := range s.calls {
 		call := &s.calls[slot]
 		call.sending = false
-		if call.invPending {
+		if call.busy && call.replied && !call.queued {
+			// Its reply is complete (copied out of the chunk memory) but
+			// waits for a Local Invalidate, or never got one because
+			// posting it failed: the connection is gone and its memory
+			// with it, so the reply goes to Read now.
 			call.invPending = false
 			c.queueReplyLocked(slot)
 		}
@@ -429,6 +453,10 @@ func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 		return
 	}
 	// Calls in flight: retransmit them on the new connection, or fail them.
+	// Every call still waiting for a retransmission from an earlier loss
+	// is busy and unanswered, so it is queued again below: start from an
+	// empty queue, or such a call would be queued (and sent) twice.
+	s.resend.reset()
 	for slot := range s.calls {
 		call := &s.calls[slot]
 		if !call.busy || call.replied {
@@ -443,7 +471,13 @@ func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 		c.failCallLocked(call, nil)
 		c.queueReplyLocked(slot)
 	}
-	go c.reconnect()
+	// Close waits for the reconnection goroutine (c.bg): it is added here,
+	// under c.mu with c.closed false, so always before Close's Wait.
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		c.reconnect()
+	}()
 }
 
 // reconnect dials again with backoff and installs the new endpoint.
@@ -465,7 +499,9 @@ func (c *Conn) reconnect() {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			ep.shutdown()
+			// ep was never started: it has no poll loop to stop, so
+			// ep.shutdown (which cancels and waits for it) must not run.
+			_ = ep.vc.Close()
 			return
 		}
 		c.ep = ep
@@ -507,5 +543,15 @@ func (c *Conn) pumpResendLocked() {
 	}
 	if s.resend.size == 0 {
 		wake(c.writeWake)
+	}
+}
+
+// isDone reports whether ch is closed.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -20,6 +20,9 @@ type responderState struct {
 	ops       []marshal.RemoteOp
 	echo      chunks.WriteChunk
 	echoList  []chunks.WriteChunk
+	// pulling holds, in arrival order, the calls whose RDMA Reads did not
+	// all fit in the send queue yet (see pullLocked).
+	pulling ring
 }
 
 // Responder call states.
@@ -42,6 +45,8 @@ type svcCall struct {
 	inlineLen int
 	hdrLen    int
 	reads     int // RDMA Reads outstanding
+	readOps   int // RDMA Reads needed to pull the Read chunks
+	readsSent int // RDMA Reads posted so far
 	pullLen   int // bytes of Read chunk data pulled into chunk memory
 	msg       []byte
 	ch        xdr.CallHeader // Cred and Verf cleared: for the binding
@@ -63,6 +68,7 @@ func (c *Conn) initResponder(nRecv, nSend int) {
 	s.credits = credits.NewResponder(p)
 	_ = s.credits.Post(uint32(nRecv))
 	c.readQ = newRing(n)
+	s.pulling = newRing(n)
 }
 
 // responderCompletionLocked handles one successful completion.
@@ -78,15 +84,27 @@ func (c *Conn) responderCompletionLocked(ep *endpoint, kind uint64, slot, buf in
 	case wrRead:
 		call := &s.calls[slot]
 		call.reads--
-		if call.reads == 0 {
-			return c.callReadyLocked(ep, slot)
+		if call.reads == 0 && call.readsSent == call.readOps {
+			if err := c.callReadyLocked(ep, slot); err != nil {
+				return err
+			}
 		}
 	case wrRecv:
 		c.stats.recvs.Add(1)
 		return c.handleCallLocked(ep, buf, ep.recvBuf(buf)[:wc.ByteLen], wc)
 	}
-	return nil
+	// A send queue entry completed: room for Reads that had to wait.
+	return c.pumpReadsLocked(ep)
 }
+
+// errReplySegments rejects a call whose Write list and Reply chunk have more
+// segments than the send queue could ever serve in one reply (an RDMA Write
+// per segment, and the Send): it could never be answered, so it is answered
+// ERR_CHUNK at once (RFC 8166 §4.5.3) instead of stalling its reply forever.
+// Only a peer that was granted a large inline threshold can send such a
+// header.
+var errReplySegments = &chunks.ProtocolError{Outcome: chunks.OutcomeErrChunk,
+	Reason: "more Write and Reply chunk segments than one reply can serve"}
 
 // handleCallLocked processes one received call (RFC 8166 §4.5, §3.5).
 func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Completion) error {
@@ -104,6 +122,9 @@ func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Co
 	slot := s.free[len(s.free)-1]
 	call := &s.calls[slot]
 	n, err := call.hdr.ParseCall(data, &c.cfg.Limits)
+	if err == nil && replyWRs(&call.hdr) > ep.sqCap/2 {
+		err = errReplySegments
+	}
 	if err != nil {
 		return c.rejectCallLocked(ep, buf, &call.hdr, err)
 	}
@@ -124,8 +145,7 @@ func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Co
 		s.free = append(s.free, slot)
 		return c.rejectCallLocked(ep, buf, &call.hdr, chunks.ErrChunkTooLong)
 	}
-	cb, err := ep.chunk(slot, int(total))
-	if err != nil {
+	if _, err := ep.chunk(slot, int(total)); err != nil {
 		return err
 	}
 	s.ops = s.ops[:0]
@@ -135,26 +155,65 @@ func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Co
 		off += int(rc.Length())
 	}
 	call.pullLen = off
+	call.readOps, call.readsSent = len(s.ops), 0
 	if len(s.ops) == 0 { // only empty chunks
 		return c.callReadyLocked(ep, slot)
 	}
-	if ep.sqOut+len(s.ops) > ep.sqCap {
-		return fmt.Errorf("rpcrdma: send queue too small for %d RDMA Reads", len(s.ops))
-	}
 	call.state = svcReading
-	for _, op := range s.ops {
+	c.stats.readChunks.Add(uint64(call.hdr.NumReadChunks()))
+	s.pulling.push(slot)
+	return c.pumpReadsLocked(ep)
+}
+
+// pumpReadsLocked posts the RDMA Reads of the calls waiting in s.pulling,
+// in arrival order, while the send queue has room for them.
+func (c *Conn) pumpReadsLocked(ep *endpoint) error {
+	s := &c.svcState
+	for s.pulling.size > 0 {
+		slot := s.pulling.buf[s.pulling.head]
+		if err := c.pullLocked(ep, slot); err != nil {
+			return err
+		}
+		if call := &s.calls[slot]; call.readsSent < call.readOps {
+			return nil
+		}
+		s.pulling.pop()
+	}
+	return nil
+}
+
+// pullLocked posts the RDMA Reads of slot's Read chunks not yet posted, in
+// list order into the slot's chunk memory (RFC 8166 §3.4.5), as far as the
+// send queue has room: Reads may fill half of it, so that replies and
+// RDMA_ERRORs always find room. A call with more segments than that, or
+// many calls of many segments (a peer may offer Limits.MaxSegments per
+// chunk), are pulled in rounds as completions free the queue, never
+// refused for the size of our queue.
+func (c *Conn) pullLocked(ep *endpoint, slot int) error {
+	s := &c.svcState
+	call := &s.calls[slot]
+	region := ep.chunkMem[slot].region
+	s.ops = s.ops[:0]
+	off := 0
+	for rc := range call.hdr.ReadChunks() {
+		s.ops = marshal.AppendReadOps(s.ops, off, rc)
+		off += int(rc.Length())
+	}
+	for _, op := range s.ops[call.readsSent:] {
+		if ep.sqOut+len(ep.wrs) >= ep.sqCap/2 {
+			break
+		}
 		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrRead, slot, 0), Op: verbs.OpRDMARead,
-			SGL: ep.sgl(cb.region, op.Local, op.Len), RemoteAddr: op.Offset, RKey: op.Handle})
+			SGL: ep.sgl(region, op.Local, op.Len), RemoteAddr: op.Offset, RKey: op.Handle})
 		c.stats.rdmaReadBytes.Add(uint64(op.Len))
+		call.readsSent++
+		call.reads++
 		if len(ep.wrs) == cap(ep.wrs) || len(ep.sges) == cap(ep.sges) {
-			call.reads += len(ep.wrs)
 			if err := ep.post(); err != nil {
 				return err
 			}
 		}
 	}
-	call.reads += len(ep.wrs)
-	c.stats.readChunks.Add(uint64(call.hdr.NumReadChunks()))
 	return ep.post()
 }
 

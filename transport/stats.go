@@ -25,6 +25,12 @@ type Stats struct {
 	// and RDMA Write by this side (responder) [total_rdma_request and
 	// total_rdma_reply count what the peer moved for us].
 	RDMAReadBytes, RDMAWriteBytes uint64
+	// RDMAReads and RDMAWrites count the RDMA Read and RDMA Write work
+	// requests this side posted (one per chunk segment moved): with Sends,
+	// the operations an RPC costs (an inline RPC is 2 Sends, an NFS READ
+	// with a Write chunk 1 RDMA Write and 2 Sends, an NFS WRITE with a
+	// Read chunk 1 RDMA Read and 2 Sends).
+	RDMAReads, RDMAWrites uint64
 	// ChunkBytesOffered counts bytes a requester exposed in chunks.
 	ChunkBytesOffered uint64
 	// RemoteInvalidations counts replies that arrived by Send With
@@ -72,6 +78,7 @@ type counters struct {
 	readChunks, writeChunks, replyChunks         atomic.Uint64
 	inlineCalls, readChunkCalls, longCalls       atomic.Uint64
 	rdmaReadBytes, rdmaWriteBytes, chunksOffered atomic.Uint64
+	rdmaReads, rdmaWrites                        atomic.Uint64
 	remoteInv, localInv                          atomic.Uint64
 	badReplies, remoteErrors                     atomic.Uint64
 	errVers, errChunk, dropped                   atomic.Uint64
@@ -84,6 +91,7 @@ func (c *counters) snapshot() Stats {
 		ReadChunks: c.readChunks.Load(), WriteChunks: c.writeChunks.Load(), ReplyChunks: c.replyChunks.Load(),
 		InlineCalls: c.inlineCalls.Load(), ReadChunkCalls: c.readChunkCalls.Load(), LongCalls: c.longCalls.Load(),
 		RDMAReadBytes: c.rdmaReadBytes.Load(), RDMAWriteBytes: c.rdmaWriteBytes.Load(), ChunkBytesOffered: c.chunksOffered.Load(),
+		RDMAReads: c.rdmaReads.Load(), RDMAWrites: c.rdmaWrites.Load(),
 		RemoteInvalidations: c.remoteInv.Load(), LocalInvalidations: c.localInv.Load(),
 		BadReplies: c.badReplies.Load(), RemoteErrors: c.remoteErrors.Load(),
 		ErrVersSent: c.errVers.Load(), ErrChunkSent: c.errChunk.Load(), Dropped: c.dropped.Load(),

@@ -45,6 +45,12 @@ var (
 	// ErrWriteChunkTooSmall: the DDP-eligible result is larger than the
 	// Write chunk the requester offered for it.
 	ErrWriteChunkTooSmall = errors.New("rpcrdma: DDP-eligible result exceeds the Write chunk")
+	// ErrReplyHeaderTooLarge: the reply goes through the Reply chunk, but
+	// its transport header, which echoes every segment the requester
+	// offered, does not fit the inline threshold by itself. The requester
+	// offered more segments than its own receive size can take back (RFC
+	// 8166 §3.3.2: no message may exceed the receiver's inline threshold).
+	ErrReplyHeaderTooLarge = errors.New("rpcrdma: the reply's transport header alone exceeds the inline threshold")
 )
 
 // PlanReply chooses how a responder conveys a reply to a call whose transport
@@ -54,8 +60,9 @@ var (
 //     requester offered one (RFC 8166 §3.5.5), its length reported in the
 //     reply's Write list; a result larger than the chunk is an error;
 //   - the (possibly reduced) reply goes inline if it fits with its header;
-//   - else through the Reply chunk (RDMA_NOMSG) if one was offered and is
-//     large enough;
+//   - else through the Reply chunk (RDMA_NOMSG) if one was offered, is
+//     large enough, and the header echoing the offered segments fits the
+//     threshold by itself;
 //   - else the reply cannot be sent: ERR_CHUNK.
 //
 // Linux svcrdma uses the Reply chunk whenever one is offered; we send inline
@@ -90,6 +97,9 @@ func PlanReply(in ReplyInput, sendInline int) (ReplyPlan, error) {
 	}
 	c.HasReplyChunk, c.ReplySegments = true, len(in.Call.ReplyChunk)
 	p.Proc, p.ReplyLen, p.HeaderLen = chunks.ProcNoMsg, inline, chunks.Size(c)
+	if p.HeaderLen > sendInline {
+		return ReplyPlan{}, ErrReplyHeaderTooLarge
+	}
 	return p, nil
 }
 
