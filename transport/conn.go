@@ -62,6 +62,7 @@ func newConn(cfg Config, role cmpriv.Role) *Conn {
 		wd:        makeDeadline(),
 	}
 	c.deframer.MaxRecord = cfg.MaxRPCSize
+	c.deframer.SkipOversized = true
 	return c
 }
 
@@ -229,6 +230,15 @@ func (c *Conn) Write(p []byte) (int, error) {
 				// caller told that this one failed.
 				for _, more := c.deframer.Next(); more; _, more = c.deframer.Next() {
 				}
+				for _, more := c.deframer.NextSkipped(); more; _, more = c.deframer.NextSkipped() {
+				}
+				return n, err
+			}
+		}
+		for sk, ok := c.deframer.NextSkipped(); ok; sk, ok = c.deframer.NextSkipped() {
+			if err := c.sendSkipped(sk); err != nil {
+				for _, more := c.deframer.NextSkipped(); more; _, more = c.deframer.NextSkipped() {
+				}
 				return n, err
 			}
 		}
@@ -262,13 +272,23 @@ func (c *Conn) writeCheck() error {
 }
 
 func (c *Conn) send(msg []byte) error {
-	if len(msg) > c.cfg.MaxRPCSize {
-		return c.opError("write", ErrMessageTooLarge)
-	}
 	if c.role == cmpriv.Requester {
+		if len(msg) > c.cfg.MaxRPCSize {
+			return c.opError("write", ErrMessageTooLarge)
+		}
 		return c.sendCall(msg)
 	}
 	return c.sendReply(msg)
+}
+
+// sendSkipped handles a record the deframer discarded for exceeding
+// MaxRPCSize: a requester's call fails with ErrMessageTooLarge; a
+// responder's reply becomes ERR_CHUNK for its call (see sendOversizedReply).
+func (c *Conn) sendSkipped(s xdr.Skipped) error {
+	if c.role == cmpriv.Requester || s.HeadN < 4 {
+		return c.opError("write", ErrMessageTooLarge)
+	}
+	return c.sendOversizedReply(binary.BigEndian.Uint32(s.Head[:]))
 }
 
 // waitWrite blocks a writer until state changes, the deadline passes or the

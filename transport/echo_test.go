@@ -287,3 +287,70 @@ func TestCloseErrors(t *testing.T) {
 		t.Errorf("Accept after Close: %v", err)
 	}
 }
+
+// TestOversizedReply: a reply larger than the responder's MaxRPCSize is
+// answered with ERR_CHUNK (as svcrdma does), whether the server writes it as
+// a message or through the record stream; the requester's call fails at once
+// and both connections stay usable.
+func TestOversizedReply(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		l, err := Listen("127.0.0.1:0", &Config{MaxRPCSize: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			c, err := l.AcceptRDMA()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			for {
+				msg, err := c.ReadMsg(nil)
+				if err != nil {
+					return
+				}
+				var h xdr.CallHeader
+				args, _ := h.Unmarshal(msg)
+				r := xdr.NewReader(msg[args:])
+				n, _ := r.Uint32()
+				reply := xdr.AppendOpaque(appendReply(nil, h.XID), pattern(int(n), 0))
+				if stream {
+					rec := xdr.AppendRecord(nil, reply, 0)
+					for len(rec) > 0 { // as a bufio.Writer would: 4 KiB at a time
+						k := min(len(rec), 4096)
+						if _, err := c.Write(rec[:k]); err != nil {
+							t.Errorf("server Write: %v", err)
+							return
+						}
+						rec = rec[k:]
+					}
+				} else if err := c.WriteMsg(reply); err != nil {
+					t.Errorf("server WriteMsg: %v", err)
+					return
+				}
+			}
+		}()
+		c, err := Dial(context.Background(), l.Addr().String(), &Config{Binding: testBinding{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range []int{100 << 10, 1000, 70 << 10, 2000} {
+			if err := c.WriteMsg(xdr.AppendUint32(appendCall(nil, uint32(i+1), procRead), uint32(n))); err != nil {
+				t.Fatal(err)
+			}
+			reply, err := c.ReadMsg(nil)
+			var re *RemoteError
+			if tooBig := n > 64<<10; tooBig != errors.As(err, &re) {
+				t.Fatalf("stream %v, read of %d: err %v", stream, n, err)
+			}
+			if re != nil && (re.Code != 2 || re.XID != uint32(i+1)) {
+				t.Fatalf("remote error %+v", re)
+			}
+			if err == nil && len(reply) != 24+4+xdr.RoundUp(n) {
+				t.Fatalf("reply of %d bytes", len(reply))
+			}
+		}
+		_ = c.Close()
+		_ = l.Close()
+	}
+}

@@ -773,20 +773,22 @@ func TestNetconvWriteSplits(t *testing.T) {
 	require.True(t, <-srvErr == io.EOF, "the stream server sees io.EOF")
 }
 
-// TestNetconvWriteRecordTooLarge: a record mark over MaxRPCSize fails the
-// Write (the stream cannot be resynchronised) without sending anything.
+// TestNetconvWriteRecordTooLarge: a record over MaxRPCSize is discarded as
+// it streams in, without being buffered; the Write that ends it fails with
+// ErrMessageTooLarge and nothing is sent; the stream stays usable.
 func TestNetconvWriteRecordTooLarge(t *testing.T) {
 	client, server := netconvPair(t, nil, &Config{MaxRPCSize: 8192})
 	mark := binary.BigEndian.AppendUint32(nil, xdr.LastFragment|8193)
 	_, err := client.Write(mark)
-	require.Error(t, err)
+	require.NoError(t, err, "the record has not ended yet")
+	_, err = client.Write(make([]byte, 8193))
 	var oe *net.OpError
 	require.ErrorAs(t, err, &oe)
-	assert.ErrorIs(t, err, xdr.ErrRecordTooLarge)
-	_, err = client.Write(netconvRecord(netconvEchoCall(1, nil)))
-	assert.ErrorIs(t, err, xdr.ErrRecordTooLarge, "the stream stays broken")
+	assert.ErrorIs(t, err, ErrMessageTooLarge)
 	assert.ErrorIs(t, client.WriteMsg(netconvEchoCall(1, pattern(8200, 1))), ErrMessageTooLarge)
 	assert.Zero(t, server.Stats().Recvs)
+	_, err = client.Write(netconvRecord(netconvEchoCall(2, nil)))
+	require.NoError(t, err, "the stream continues after the oversized record")
 }
 
 // TestNetconvConcurrentReadWrite: one goroutine writes records while

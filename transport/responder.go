@@ -330,6 +330,25 @@ func (c *Conn) sendReply(msg []byte) error {
 	if err != nil || mt != xdr.MsgReply {
 		return c.opError("write", ErrNotReply)
 	}
+	if len(msg) > c.cfg.MaxRPCSize {
+		return c.sendOversizedReply(xid)
+	}
+	return c.sendReplyXID(xid, msg)
+}
+
+// sendOversizedReply answers the call xid, whose reply exceeds MaxRPCSize,
+// with ERR_CHUNK, as svcrdma does for a reply it cannot convey: the
+// requester's call fails at once instead of waiting for a reply that will
+// never come. The Write that carried the reply succeeds: the reply was
+// conveyed, as an error; the event is logged and counted (ErrChunkSent).
+func (c *Conn) sendOversizedReply(xid uint32) error {
+	c.cfg.Logger.Warn("rpcrdma: reply exceeds MaxRPCSize: answering ERR_CHUNK", "xid", xid, "max", c.cfg.MaxRPCSize)
+	return c.sendReplyXID(xid, nil)
+}
+
+// sendReplyXID sends msg as the reply to call xid; a nil msg sends
+// ERR_CHUNK.
+func (c *Conn) sendReplyXID(xid uint32, msg []byte) error {
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -369,7 +388,7 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 	s := &c.svcState
 	call := &s.calls[slot]
 	var item marshal.DataItem
-	if len(call.hdr.WriteList) > 0 {
+	if len(call.hdr.WriteList) > 0 && msg != nil {
 		var rh xdr.ReplyHeader
 		if results, err := rh.Unmarshal(msg); err == nil && rh.Stat == xdr.MsgAccepted && rh.AcceptStat == xdr.AcceptSuccess {
 			item = c.cfg.Binding.ReplyData(&call.ch, msg, results)
@@ -379,6 +398,9 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		}
 	}
 	plan, perr := marshal.PlanReply(marshal.ReplyInput{MsgLen: len(msg), Data: item, Call: &call.hdr}, ep.settings.SendInline)
+	if msg == nil {
+		perr = ErrMessageTooLarge
+	}
 
 	// Post a Receive for the one this call used before granting credits.
 	delete(s.byXID, call.xid)

@@ -40,6 +40,12 @@ type Deframer struct {
 	// DefaultMaxRecord. It may be changed between Writes; it applies to
 	// fragment headers that arrive afterwards.
 	MaxRecord int
+	// SkipOversized makes a record that exceeds MaxRecord a recoverable
+	// event instead of an error: its bytes are consumed and discarded as
+	// they arrive, and once its last fragment has passed, NextSkipped
+	// reports the record's first bytes (an RPC message's XID), so that the
+	// transport can fail that one message and keep the stream.
+	SkipOversized bool
 
 	buf      []byte // buf[head:] = complete records not yet returned, then the partial record
 	head     int    // start of the first record not yet returned by Next
@@ -54,7 +60,37 @@ type Deframer struct {
 	last     bool // the current fragment is the last of its record
 	inRecord bool // a header of the record being assembled has been read
 
+	skipping  bool    // the record being assembled is oversized: discard it
+	skipHead  [4]byte // its first bytes
+	skipHeadN int
+	skipLen   int64
+	skipped   []Skipped // oversized records passed, not yet taken
+	nextSkip  int
+
 	err error
+}
+
+// Skipped describes an oversized record a Deframer with SkipOversized
+// discarded: its first (up to four) bytes and its total length.
+type Skipped struct {
+	Head  [4]byte
+	HeadN int
+	Len   int64
+}
+
+// NextSkipped returns the next oversized record discarded under
+// SkipOversized, in stream order, or false if there is none. Like Next, it
+// reports what the Writes so far completed.
+func (d *Deframer) NextSkipped() (Skipped, bool) {
+	if d.nextSkip == len(d.skipped) {
+		if d.nextSkip > 0 {
+			d.skipped, d.nextSkip = d.skipped[:0], 0
+		}
+		return Skipped{}, false
+	}
+	s := d.skipped[d.nextSkip]
+	d.nextSkip++
+	return s, true
 }
 
 func (d *Deframer) limit() int {
@@ -95,6 +131,19 @@ func (d *Deframer) Write(p []byte) (int, error) {
 			// RFC 5531 §11 allows fragments of up to 2^31-1 bytes and
 			// records of any number of fragments; the limit is ours and is
 			// enforced before anything of this fragment is stored.
+			if d.skipping {
+				d.inFrag, d.fragLeft, d.last = true, size, v&LastFragment != 0
+				d.skipLen += int64(size)
+				goto data
+			}
+			if size > limit-have && d.SkipOversized {
+				d.skipHeadN = copy(d.skipHead[:], d.buf[d.recStart:])
+				d.skipLen = int64(have) + int64(size)
+				d.buf = d.buf[:d.recStart]
+				d.skipping = true
+				d.inFrag, d.fragLeft, d.last, d.inRecord = true, size, v&LastFragment != 0, true
+				goto data
+			}
 			if size > limit-have {
 				d.err = fmt.Errorf("%w: fragment of %d bytes after %d bytes of the record, limit %d",
 					ErrRecordTooLarge, size, have, limit)
@@ -102,7 +151,12 @@ func (d *Deframer) Write(p []byte) (int, error) {
 			}
 			d.inFrag, d.fragLeft, d.last, d.inRecord = true, size, v&LastFragment != 0, true
 		}
-		if k := min(d.fragLeft, len(p)-n); k > 0 {
+	data:
+		if k := min(d.fragLeft, len(p)-n); k > 0 && d.skipping {
+			d.skipHeadN += copy(d.skipHead[d.skipHeadN:], p[n:n+k])
+			n += k
+			d.fragLeft -= k
+		} else if k > 0 {
 			d.reserve(k, limit)
 			d.buf = append(d.buf, p[n:n+k]...)
 			n += k
@@ -110,7 +164,10 @@ func (d *Deframer) Write(p []byte) (int, error) {
 		}
 		if d.fragLeft == 0 {
 			d.inFrag = false
-			if d.last {
+			if d.last && d.skipping {
+				d.skipped = append(d.skipped, Skipped{Head: d.skipHead, HeadN: d.skipHeadN, Len: d.skipLen})
+				d.skipping, d.skipHeadN, d.inRecord = false, 0, false
+			} else if d.last {
 				d.ends = append(d.ends, len(d.buf))
 				d.recStart = len(d.buf)
 				d.inRecord = false
@@ -153,7 +210,7 @@ func (d *Deframer) Err() error { return d.err }
 // Reset discards all buffered data and any error, keeping the buffers for
 // reuse, so that the Deframer can serve a new stream.
 func (d *Deframer) Reset() {
-	*d = Deframer{MaxRecord: d.MaxRecord, buf: d.buf[:0], ends: d.ends[:0]}
+	*d = Deframer{MaxRecord: d.MaxRecord, SkipOversized: d.SkipOversized, buf: d.buf[:0], ends: d.ends[:0], skipped: d.skipped[:0]}
 }
 
 // compact drops the records already returned by Next, moving what remains
