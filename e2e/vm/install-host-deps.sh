@@ -3,6 +3,9 @@
 # Debian or Ubuntu host, and nothing else:
 #   qemu-system-x86  the emulator (the VM runs under TCG; KVM is never used)
 #   xz-utils         unpacks the xz-compressed kernel payload of the bzImage
+#   gcc, libibverbs-dev, librdmacm-dev
+#                    cgo builds of transport/verbs/rdmacore (the rdma-core
+#                    provider), compiled on the host and run in the VM
 # apt-get and dpkg-deb are used by the image build itself (downloads and
 # unpacking only; nothing is installed on the host for the guest).
 #
@@ -26,6 +29,9 @@ done
 need=
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need="$need qemu-system-x86"
 command -v xz >/dev/null 2>&1 || need="$need xz-utils"
+command -v gcc >/dev/null 2>&1 || need="$need gcc"
+[ -e /usr/include/infiniband/verbs.h ] || need="$need libibverbs-dev"
+[ -e /usr/include/rdma/rdma_cma.h ] || need="$need librdmacm-dev"
 
 updated=0
 update() {

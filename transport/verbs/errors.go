@@ -24,8 +24,10 @@ var (
 	// ErrLength: a message was longer than the posted Receive, or a
 	// scatter/gather list longer than its buffers (IBV_WC_LOC_LEN_ERR). It
 	// is the receiver's status for an overlong Send; the sender's is
-	// ErrRemoteInvalidRequest. rxe reports the receiver's side as
-	// IBV_WC_REM_INV_REQ_ERR too (rxe_resp.c, RESPST_ERR_LENGTH).
+	// ErrRemoteInvalidRequest (IBA). rxe (Linux 6.1) differs: the sender
+	// gets IBV_WC_REM_OP_ERR and the receiver IBV_WC_LOC_QP_OP_ERR, both
+	// StatusOther, because its copy_data returns -EINVAL and never reaches
+	// RESPST_ERR_LENGTH (verbstest.Quirks.OverlongSendRemoteOpError).
 	ErrLength = errors.New("verbs: length error")
 	// ErrRemoteAccess: an RDMA Read or Write named an rkey, address or
 	// length the peer had not exposed (IBV_WC_REM_ACCESS_ERR).

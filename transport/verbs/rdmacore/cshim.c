@@ -32,8 +32,6 @@ _Static_assert(IBV_WC_REM_ABORT_ERR == 16, "ibv_wc_status");
 _Static_assert(IBV_WC_FATAL_ERR == 19, "ibv_wc_status");
 _Static_assert(IBV_WC_RESP_TIMEOUT_ERR == 20, "ibv_wc_status");
 _Static_assert(IBV_WC_GENERAL_ERR == 21, "ibv_wc_status");
-_Static_assert(IBV_WC_SEND == 0 && IBV_WC_RDMA_WRITE == 1 && IBV_WC_RDMA_READ == 2 &&
-	       IBV_WC_BIND_MW == 5 && IBV_WC_LOCAL_INV == 6 && IBV_WC_RECV == 128, "ibv_wc_opcode");
 _Static_assert(IBV_WC_WITH_INV == 8 && IBV_WC_IP_CSUM_OK == 4, "ibv_wc_flags");
 _Static_assert(IBV_WR_RDMA_WRITE == 0 && IBV_WR_SEND == 2 && IBV_WR_RDMA_READ == 4 &&
 	       IBV_WR_LOCAL_INV == 7 && IBV_WR_BIND_MW == 8 && IBV_WR_SEND_WITH_INV == 9, "ibv_wr_opcode");
@@ -383,8 +381,24 @@ uint32_t rc_mw_rkey(struct ibv_mw *mw)
 	return mw->rkey;
 }
 
-int rc_post_send(struct ibv_qp *qp, const struct rc_wr *in, struct ibv_send_wr *wr,
-		 struct ibv_sge *sge, int n, int *bad)
+// post_result packs the outcome of a post: the errno in the high 32 bits,
+// the number of work requests posted in the low 32 (no pointer to an
+// output variable, which would make cgo move it to the Go heap).
+static int64_t post_result(int ret, int posted)
+{
+	if (ret < 0)
+		ret = -ret;
+	return (int64_t)ret << 32 | (uint32_t)posted;
+}
+
+// rc_post_send posts n work requests. rxe builds a bind's WQE with the
+// window's current rkey as user space knows it (ibv_mw.rkey) and fails the
+// bind unless the kernel's window still has that rkey; nothing in
+// libibverbs updates ibv_mw.rkey for a bind posted with ibv_post_send. So
+// the chain is posted in segments that end with a bind, and after each
+// one ibv_mw.rkey becomes the rkey that bind gives.
+int64_t rc_post_send(struct ibv_qp *qp, struct rc_wr *in, struct ibv_send_wr *wr,
+		     struct ibv_sge *sge, int n)
 {
 	for (int i = 0; i < n; i++) {
 		const struct rc_wr *s = &in[i];
@@ -418,16 +432,25 @@ int rc_post_send(struct ibv_qp *qp, const struct rc_wr *in, struct ibv_send_wr *
 			break;
 		}
 	}
-	struct ibv_send_wr *badwr = NULL;
-	int ret = ibv_post_send(qp, wr, &badwr);
-	if (ret < 0)
-		ret = -ret;
-	*bad = ret ? (badwr ? (int)(badwr - wr) : 0) : n;
-	return ret;
+	int start = 0;
+	while (start < n) {
+		int last = start;
+		while (last < n - 1 && in[last].opcode != IBV_WR_BIND_MW)
+			last++;
+		wr[last].next = NULL;
+		struct ibv_send_wr *badwr = NULL;
+		int ret = ibv_post_send(qp, &wr[start], &badwr);
+		if (ret)
+			return post_result(ret, badwr ? (int)(badwr - wr) : start);
+		if (in[last].opcode == IBV_WR_BIND_MW)
+			in[last].mw->rkey = in[last].rkey;
+		start = last + 1;
+	}
+	return post_result(0, n);
 }
 
-int rc_post_recv(struct ibv_qp *qp, const struct rc_rwr *in, struct ibv_recv_wr *wr,
-		 struct ibv_sge *sge, int n, int *bad)
+int64_t rc_post_recv(struct ibv_qp *qp, const struct rc_rwr *in, struct ibv_recv_wr *wr,
+		     struct ibv_sge *sge, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct ibv_recv_wr *w = &wr[i];
@@ -438,10 +461,7 @@ int rc_post_recv(struct ibv_qp *qp, const struct rc_rwr *in, struct ibv_recv_wr 
 	}
 	struct ibv_recv_wr *badwr = NULL;
 	int ret = ibv_post_recv(qp, wr, &badwr);
-	if (ret < 0)
-		ret = -ret;
-	*bad = ret ? (badwr ? (int)(badwr - wr) : 0) : n;
-	return ret;
+	return post_result(ret, ret ? (badwr ? (int)(badwr - wr) : 0) : n);
 }
 
 int rc_poll(struct ibv_cq *cq, struct ibv_wc *wc, struct rc_wc *out, int n)

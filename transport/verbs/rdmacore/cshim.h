@@ -109,10 +109,11 @@ int rc_dealloc_mw(struct ibv_mw *mw);
 uint32_t rc_mw_rkey(struct ibv_mw *mw);
 
 // Work requests and completions.
-int rc_post_send(struct ibv_qp *qp, const struct rc_wr *in, struct ibv_send_wr *wr,
-		 struct ibv_sge *sge, int n, int *bad);
-int rc_post_recv(struct ibv_qp *qp, const struct rc_rwr *in, struct ibv_recv_wr *wr,
-		 struct ibv_sge *sge, int n, int *bad);
+// The posts return errno << 32 | the number of work requests posted.
+int64_t rc_post_send(struct ibv_qp *qp, struct rc_wr *in, struct ibv_send_wr *wr,
+		     struct ibv_sge *sge, int n);
+int64_t rc_post_recv(struct ibv_qp *qp, const struct rc_rwr *in, struct ibv_recv_wr *wr,
+		     struct ibv_sge *sge, int n);
 struct ibv_qp *rc_id_qp(struct rdma_cm_id *id);
 int rc_poll(struct ibv_cq *cq, struct ibv_wc *wc, struct rc_wc *out, int n);
 int rc_req_notify(struct ibv_cq *cq);

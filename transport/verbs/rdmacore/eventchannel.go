@@ -97,12 +97,13 @@ type cmSink interface {
 // cm_id. The channel lives while cm_ids exist on it (refs, guarded by the
 // provider's mutex); the goroutine destroys it after the last one.
 type eventChannel struct {
-	p    *Provider
-	ch   *C.struct_rdma_event_channel
-	file *os.File // a duplicate of the channel's fd, registered with the netpoller
-	rc   syscall.RawConn
-	ev   *C.struct_rc_event // the goroutine's event buffer (C memory)
-	refs int                // cm_ids on the channel; guarded by p.state.mu
+	p      *Provider
+	ch     *C.struct_rdma_event_channel
+	file   *os.File // a duplicate of the channel's fd, registered with the netpoller
+	rc     syscall.RawConn
+	ev     *C.struct_rc_event // the goroutine's event buffer (C memory)
+	getErr C.int              // what the last rc_get_event returned
+	refs   int                // cm_ids on the channel; guarded by p.state.mu
 
 	mu      sync.Mutex
 	sinks   map[uint64]cmSink
@@ -165,20 +166,23 @@ func (e *eventChannel) loop() {
 		C.rdma_destroy_event_channel(e.ch)
 		C.free(unsafe.Pointer(e.ev))
 	}()
+	read := e.getEvent
 	for {
-		var rc C.int
-		err := e.rc.Read(func(uintptr) bool {
-			rc = C.rc_get_event(e.ch, e.ev)
-			return rc != C.EAGAIN && rc != C.EINTR
-		})
-		if err != nil {
+		if err := e.rc.Read(read); err != nil {
 			return
 		}
-		if rc != 0 {
+		if e.getErr != 0 {
 			continue // a failed read (ENOMEM); the event stays queued
 		}
 		e.dispatch(e.copyEvent())
 	}
+}
+
+// getEvent reads one event into e.ev, if there is one; its result is in
+// e.getErr. It runs on the channel's goroutine only.
+func (e *eventChannel) getEvent(uintptr) bool {
+	e.getErr = C.rc_get_event(e.ch, e.ev)
+	return e.getErr != C.EAGAIN && e.getErr != C.EINTR
 }
 
 func (e *eventChannel) copyEvent() *cmEvent {

@@ -41,11 +41,6 @@ const (
 	wcKernelWithInv = 1 << 2
 )
 
-// Completion opcodes (enum ibv_wc_opcode).
-const (
-	wcOpRecv = 1 << 7
-)
-
 // Send work request opcodes (enum ibv_wr_opcode).
 const (
 	wrRDMAWrite   = 0
@@ -89,6 +84,38 @@ func wcStatus(s uint32) verbs.Status {
 	return verbs.StatusOther
 }
 
+// wcStatusName names an ibv_wc_status as ibv_wc_status_str does.
+func wcStatusName(s uint32) string {
+	names := [...]string{
+		wcSuccess:        "success",
+		wcLocLenErr:      "local length error",
+		wcLocQPOpErr:     "local QP operation error",
+		wcLocEECOpErr:    "local EE context operation error",
+		wcLocProtErr:     "local protection error",
+		wcWRFlushErr:     "Work Request Flushed Error",
+		wcMWBindErr:      "memory management operation error",
+		wcBadRespErr:     "bad response error",
+		wcLocAccessErr:   "local access error",
+		wcRemInvReqErr:   "remote invalid request error",
+		wcRemAccessErr:   "remote access error",
+		wcRemOpErr:       "remote operation error",
+		wcRetryExcErr:    "transport retry counter exceeded",
+		wcRNRRetryExcErr: "RNR retry counter exceeded",
+		wcLocRDDViolErr:  "local RDD violation error",
+		wcRemInvRDReqErr: "remote invalid RD request",
+		wcRemAbortErr:    "aborted error",
+		wcInvEECNErr:     "invalid EE context number",
+		wcInvEECStateErr: "invalid EE context state",
+		wcFatalErr:       "fatal error",
+		wcRespTimeoutErr: "response timeout error",
+		wcGeneralErr:     "general error",
+	}
+	if int(s) < len(names) {
+		return names[s]
+	}
+	return "unknown"
+}
+
 // wrOpcode maps a verbs opcode to the ibv_wr_opcode that posts it.
 func wrOpcode(op verbs.Opcode) (uint32, bool) {
 	switch op {
@@ -126,7 +153,3 @@ func mwAccess(a verbs.Access) uint32 {
 func recvInvalidated(flags uint32, quirk bool) bool {
 	return flags&wcWithInv != 0 || quirk && flags&wcKernelWithInv != 0
 }
-
-// rkeyAfter returns rkey with its key byte incremented (ibv_inc_rkey): the
-// rkey of a window's next bind.
-func rkeyAfter(rkey uint32) uint32 { return rkey&^0xff | (rkey+1)&0xff }

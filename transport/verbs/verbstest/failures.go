@@ -81,31 +81,36 @@ func testRebindGivesNewRKey(t *testing.T, env Env) {
 
 // testRemoteAccessErrors: every way an RDMA access can fall outside what
 // the target exposed is a remote access error that kills the connection.
+// (With Quirks.WindowBoundsUnchecked, an access outside the window but
+// inside its region succeeds and the connection stays up.)
 func testRemoteAccessErrors(t *testing.T, env Env) {
 	const size = 4096
 	for _, tc := range []struct {
 		name   string
 		access verbs.Access
 		wr     func(cr verbs.Region, w exposed) verbs.WorkRequest
+		// inRegion: the access leaves the window [size, 2*size) but
+		// stays inside the region [0, 3*size).
+		inRegion bool
 	}{
-		{"WriteOneBytePastEnd", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest { return writeWR(1, cr, 0, 8, w, size-7) }},
-		{"WriteAtEnd", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest { return writeWR(1, cr, 0, 1, w, size) }},
-		{"ReadPastEnd", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest { return readWR(1, cr, 0, size+1, w, 0) }},
+		{"WriteOneBytePastEnd", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest { return writeWR(1, cr, 0, 8, w, size-7) }, true},
+		{"WriteAtEnd", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest { return writeWR(1, cr, 0, 1, w, size) }, true},
+		{"ReadPastEnd", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest { return readWR(1, cr, 0, size+1, w, 0) }, true},
 		{"ReadBeforeStart", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest {
 			wr := readWR(1, cr, 0, 4, w, 0)
 			wr.RemoteAddr--
 			return wr
-		}},
+		}, true},
 		{"WrongKeyByte", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest {
 			w.rkey ^= 0x01
 			return writeWR(1, cr, 0, 8, w, 0)
-		}},
+		}, false},
 		{"UnknownRKey", rw, func(cr verbs.Region, w exposed) verbs.WorkRequest {
 			w.rkey ^= 0x00800000
 			return writeWR(1, cr, 0, 8, w, 0)
-		}},
-		{"WriteToReadOnly", verbs.AccessRemoteRead, func(cr verbs.Region, w exposed) verbs.WorkRequest { return writeWR(1, cr, 0, 8, w, 0) }},
-		{"ReadFromWriteOnly", verbs.AccessRemoteWrite, func(cr verbs.Region, w exposed) verbs.WorkRequest { return readWR(1, cr, 0, 8, w, 0) }},
+		}, false},
+		{"WriteToReadOnly", verbs.AccessRemoteRead, func(cr verbs.Region, w exposed) verbs.WorkRequest { return writeWR(1, cr, 0, 8, w, 0) }, false},
+		{"ReadFromWriteOnly", verbs.AccessRemoteWrite, func(cr verbs.Region, w exposed) verbs.WorkRequest { return readWR(1, cr, 0, 8, w, 0) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sr verbs.Region
@@ -113,6 +118,12 @@ func testRemoteAccessErrors(t *testing.T, env Env) {
 			win := expose(t, server, sr, size, size, tc.access)
 			cr := alloc(t, client, 2*size)
 			require.NoError(t, client.PostSend([]verbs.WorkRequest{tc.wr(cr, win)}))
+			if tc.inRegion && env.Quirks.WindowBoundsUnchecked {
+				requireStatus(t, next(t, client), 1, nil)
+				require.NoError(t, client.Err(), "client")
+				require.NoError(t, server.Err(), "server")
+				return
+			}
 			requireStatus(t, next(t, client), 1, verbs.ErrRemoteAccess)
 			requireDone(t, client, "client")
 			requireDone(t, server, "server")
@@ -203,17 +214,26 @@ func testRNRFlushesLaterRequests(t *testing.T, env Env) {
 
 // testLengthError: a Send longer than the Receive. The sender's status is
 // a remote invalid request (NAK); the receiver's is a length error
-// (IBV_WC_LOC_LEN_ERR), which rxe reports as a remote invalid request.
+// (IBV_WC_LOC_LEN_ERR) or a remote invalid request. With
+// Quirks.OverlongSendRemoteOpError both are StatusOther (rxe:
+// IBV_WC_REM_OP_ERR and IBV_WC_LOC_QP_OP_ERR).
 func testLengthError(t *testing.T, env Env) {
 	var sr verbs.Region
 	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 4096, 2, 16)})
 	cr := alloc(t, client, 64)
 	require.NoError(t, client.PostSend([]verbs.WorkRequest{sendWR(1, cr, 0, 17)}))
-	requireStatus(t, next(t, client), 1, verbs.ErrRemoteInvalidRequest)
+	sent := next(t, client)
 	got := next(t, server)
 	require.Equal(t, uint64(1), got.ID)
-	require.True(t, errors.Is(got.Err(), verbs.ErrLength) || errors.Is(got.Err(), verbs.ErrRemoteInvalidRequest),
-		"receiver's status %v", got.Status)
+	if env.Quirks.OverlongSendRemoteOpError {
+		require.Equal(t, uint64(1), sent.ID)
+		require.Equal(t, verbs.StatusOther, sent.Status, "sender's status")
+		require.Equal(t, verbs.StatusOther, got.Status, "receiver's status")
+	} else {
+		requireStatus(t, sent, 1, verbs.ErrRemoteInvalidRequest)
+		require.True(t, errors.Is(got.Err(), verbs.ErrLength) || errors.Is(got.Err(), verbs.ErrRemoteInvalidRequest),
+			"receiver's status %v", got.Status)
+	}
 	requireDone(t, client, "client")
 	requireDone(t, server, "server")
 	require.Equal(t, 1, drainFlushed(t, server), "the server's other Receive")

@@ -115,16 +115,40 @@ func ping(ctx context.Context, c verbs.Conn, r verbs.Region, size, rounds int, s
 	return nil
 }
 
-// echo returns rounds messages received on c.
+// echo returns rounds messages received on c. The completion of an
+// echoed Send and the Receive of the peer's next message may come in
+// either order: completions are ordered within the send queue and within
+// the receive queue, not between the two (the peer may acknowledge our
+// Send after its next message; rxe completes them from different tasks).
 func echo(ctx context.Context, c verbs.Conn, r verbs.Region, size, rounds int) error {
 	b := r.Bytes()
 	var cs [1]verbs.Completion
-	for i := range rounds {
+	received, sent := 0, 0
+	// next takes one completion: a Receive (round received) or the
+	// completion of the Send of round sent.
+	next := func() error {
 		if _, err := poll(ctx, c, cs[:]); err != nil {
 			return err
 		}
-		if err := cs[0].Err(); err != nil || cs[0].Op != verbs.OpRecv || cs[0].ByteLen != size {
-			return fmt.Errorf("round %d: receive %+v: %v", i, cs[0], err)
+		comp := cs[0]
+		if comp.Op != verbs.OpRecv {
+			if err := comp.Err(); err != nil || comp.ID != uint64(sent+10) {
+				return fmt.Errorf("round %d: send %+v: %v", sent, comp, err)
+			}
+			sent++
+			return nil
+		}
+		if err := comp.Err(); err != nil || comp.ByteLen != size {
+			return fmt.Errorf("round %d: receive %+v: %v", received, comp, err)
+		}
+		received++
+		return nil
+	}
+	for i := range rounds {
+		for received <= i {
+			if err := next(); err != nil {
+				return err
+			}
 		}
 		copy(b[size:], b[:size])
 		if err := c.PostRecv([]verbs.RecvRequest{{ID: 1, SGL: []verbs.SGE{{Region: r, Length: size}}}}); err != nil {
@@ -133,12 +157,14 @@ func echo(ctx context.Context, c verbs.Conn, r verbs.Region, size, rounds int) e
 		if err := c.PostSend([]verbs.WorkRequest{sendWR(uint64(i+10), r, size, size)}); err != nil {
 			return err
 		}
-		if _, err := poll(ctx, c, cs[:]); err != nil {
+	}
+	for sent < rounds {
+		if err := next(); err != nil {
 			return err
 		}
-		if err := cs[0].Err(); err != nil {
-			return fmt.Errorf("round %d: send: %w", i, err)
-		}
+	}
+	if received != rounds {
+		return fmt.Errorf("%d messages received, want %d", received, rounds)
 	}
 	return nil
 }

@@ -31,6 +31,30 @@ type Env struct {
 	// ("127.0.0.1:0" for the software provider, the rxe interface's
 	// address in the VM).
 	ListenAddr string
+	// Quirks are the device's known departures from the InfiniBand
+	// Architecture in what the suite checks; the zero value checks IBA.
+	Quirks Quirks
+}
+
+// Quirks name the ways a device is known to depart from the InfiniBand
+// Architecture (IBA) in what the suite checks. With a quirk set, the tests
+// concerned check the device's documented behaviour instead of IBA's.
+type Quirks struct {
+	// WindowBoundsUnchecked: an RDMA Read or Write through a window is
+	// checked against the bounds of the region the window is bound to,
+	// not against the window's own (C10-87 wants the window's): an access
+	// outside the window but inside the region succeeds. rxe does this
+	// (Linux 6.1 and later: rxe_resp.c, check_rkey calls mr_check_range on
+	// the window's MR).
+	WindowBoundsUnchecked bool
+	// OverlongSendRemoteOpError: a Send longer than the Receive it lands
+	// in fails at the sender with IBV_WC_REM_OP_ERR and at the receiver
+	// with IBV_WC_LOC_QP_OP_ERR (both StatusOther), not with a remote
+	// invalid request and a length error. rxe does this: copy_data
+	// returns -EINVAL, not -ENOSPC, for a message longer than the Receive,
+	// so the responder takes its malformed-WQE path and NAKs with a remote
+	// operational error (rxe_resp.c, send_data_in; rxe_mr.c, copy_data).
+	OverlongSendRemoteOpError bool
 }
 
 // Run runs the whole suite as subtests of t. newEnv is called by every
