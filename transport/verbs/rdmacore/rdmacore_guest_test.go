@@ -22,22 +22,50 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/verbstest"
 )
 
 // Addresses of the VM's two Soft-RoCE devices. Policy routing sends
 // traffic from the client's address to the server's across the veth pair.
 const (
-	clientIP   = "10.0.0.2"
-	serverIP   = "10.0.0.1"
-	listenAddr = serverIP + ":0"
+	clientIP = "10.0.0.2"
+	serverIP = "10.0.0.1"
 )
+
+// listenAddr is where the benchmarks' server listens: the server's rxe
+// address, or loopback while soft is measured for comparison.
+var listenAddr = serverIP + ":0"
+
+// benchSoft, set by the Soft benchmarks, makes providers return the
+// software provider, so that its numbers come from the same VM, in the same
+// run, as rdmacore's and perftest's.
+var benchSoft bool
 
 // providers returns a client provider bound to the client's address and a
 // server provider.
 func providers() (client, server verbs.Provider) {
+	if benchSoft {
+		return &soft.Provider{}, &soft.Provider{}
+	}
 	return &rdmacore.Provider{LocalAddr: clientIP}, &rdmacore.Provider{}
 }
+
+// withSoft runs a benchmark body with the software provider over the
+// guest's loopback.
+func withSoft(b *testing.B, body func(*testing.B)) {
+	benchSoft, listenAddr = true, "127.0.0.1:0"
+	defer func() { benchSoft, listenAddr = false, serverIP+":0" }()
+	body(b)
+}
+
+// BenchmarkSoftSendRecvPingPong and BenchmarkSoftRDMAWrite64K measure the
+// software provider with the same code as rdmacore's benchmarks.
+func BenchmarkSoftSendRecvPingPong(b *testing.B) {
+	withSoft(b, func(b *testing.B) { benchPingPong(b, 64, false) })
+}
+
+func BenchmarkSoftRDMAWrite64K(b *testing.B) { withSoft(b, BenchmarkRDMAWrite64K) }
 
 // rxeQuirks are rxe's departures from the InfiniBand Architecture that
 // the suite checks (see verbstest.Quirks).
