@@ -96,6 +96,14 @@ type ReconnectPolicy struct {
 	// 10. When they are spent the Conn fails: reads and writes return an
 	// error saying so, wrapping the last attempt's error.
 	MaxAttempts int
+	// CallTimeout, if positive, takes a call still without a reply after
+	// this long as the sign of a stuck connection, as the Linux client
+	// takes an RPC timeout (timeo): the connection is dropped and
+	// established again, and the calls in flight are retransmitted or
+	// failed as above. A responder that drops a call (RFC 8166 leaves it
+	// no other choice for some malformed messages) otherwise holds that
+	// call's credit and XID forever. 0 disables it.
+	CallTimeout time.Duration
 }
 
 // withDefaults returns a copy of c with every zero field set.

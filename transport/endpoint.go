@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
@@ -64,6 +65,7 @@ type endpoint struct {
 	rrs       []verbs.RecvRequest
 	hdr       chunks.Header
 
+	started  time.Time // when polling started
 	ctx      context.Context
 	cancel   context.CancelFunc
 	loopDone chan struct{}
@@ -311,6 +313,7 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 
 // start begins polling ep.
 func (ep *endpoint) start() {
+	ep.started = time.Now()
 	ep.ctx, ep.cancel = context.WithCancel(context.Background())
 	ep.loopDone = make(chan struct{})
 	go ep.run()

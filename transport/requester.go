@@ -30,6 +30,7 @@ type reqCall struct {
 	busy       bool // taken: from the call's Send until its reply was read
 	free       bool // on the free list
 	xid        uint32
+	sentAt     time.Time      // when its Send was posted
 	hdr        xdr.CallHeader // Cred and Verf cleared: for the binding
 	plan       marshal.CallPlan
 	sendBuf    int
@@ -234,7 +235,49 @@ func (c *Conn) postCallLocked(ep *endpoint, slot int, msg []byte, info CallInfo)
 	}
 	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
 	call.sendBuf, call.sending = buf, true
+	if c.cfg.Reconnect.CallTimeout > 0 {
+		call.sentAt = time.Now()
+	}
 	return nil
+}
+
+// ErrCallTimeout is the cause of a connection dropped because a call had no
+// reply within ReconnectPolicy.CallTimeout.
+var ErrCallTimeout = errors.New("rpcrdma: call timed out: dropping the connection")
+
+// watchCalls drops the connection when a call sent on it has had no reply
+// for CallTimeout, so that the reconnection retransmits or fails it.
+func (c *Conn) watchCalls() {
+	defer c.bg.Done()
+	timeout := c.cfg.Reconnect.CallTimeout
+	t := time.NewTicker(max(timeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case now := <-t.C:
+			c.mu.Lock()
+			ep := c.ep
+			stuck := false
+			for i := range c.reqState.calls {
+				call := &c.reqState.calls[i]
+				// Calls sent on an earlier connection wait for their
+				// retransmission; only this connection's count.
+				if ep != nil && call.busy && !call.replied &&
+					!call.sentAt.Before(ep.started) && now.Sub(call.sentAt) > timeout {
+					stuck = true
+					break
+				}
+			}
+			c.mu.Unlock()
+			if stuck {
+				c.stats.callTimeouts.Add(1)
+				c.cfg.Logger.Warn("rpcrdma: call without reply: reconnecting", "timeout", timeout)
+				c.endpointDied(ep, ErrCallTimeout)
+			}
+		}
+	}
 }
 
 // requesterCompletionLocked handles one successful completion.

@@ -48,6 +48,9 @@ type Stats struct {
 	CreditStalls uint64
 	// Reconnects counts successful reconnections [connect_count - 1].
 	Reconnects uint64
+	// CallTimeouts counts connections dropped because a call had no reply
+	// within ReconnectPolicy.CallTimeout.
+	CallTimeouts uint64
 
 	// Negotiated holds the settings of the current connection.
 	Negotiated Negotiated
@@ -82,7 +85,7 @@ type counters struct {
 	remoteInv, localInv                          atomic.Uint64
 	badReplies, remoteErrors                     atomic.Uint64
 	errVers, errChunk, dropped                   atomic.Uint64
-	creditStalls, reconnects                     atomic.Uint64
+	creditStalls, reconnects, callTimeouts       atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -95,7 +98,7 @@ func (c *counters) snapshot() Stats {
 		RemoteInvalidations: c.remoteInv.Load(), LocalInvalidations: c.localInv.Load(),
 		BadReplies: c.badReplies.Load(), RemoteErrors: c.remoteErrors.Load(),
 		ErrVersSent: c.errVers.Load(), ErrChunkSent: c.errChunk.Load(), Dropped: c.dropped.Load(),
-		CreditStalls: c.creditStalls.Load(), Reconnects: c.reconnects.Load(),
+		CreditStalls: c.creditStalls.Load(), Reconnects: c.reconnects.Load(), CallTimeouts: c.callTimeouts.Load(),
 	}
 }
 
