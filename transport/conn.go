@@ -256,14 +256,23 @@ func (c *Conn) WriteMsg(msg []byte) error {
 	return c.send(msg)
 }
 
-func (c *Conn) writeCheck() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// writeErrLocked is the error a write fails with once the Conn is closed
+// or failed, or nil.
+func (c *Conn) writeErrLocked() error {
 	if c.closed {
 		return c.opError("write", net.ErrClosed)
 	}
 	if c.err != nil {
 		return c.opError("write", c.err)
+	}
+	return nil
+}
+
+func (c *Conn) writeCheck() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.writeErrLocked(); err != nil {
+		return err
 	}
 	if isClosed(c.wd.wait()) {
 		return c.opError("write", errDeadline)

@@ -3,7 +3,6 @@ package transport
 import (
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
@@ -73,14 +72,9 @@ func (c *Conn) sendCall(msg []byte) error {
 	stalled := false
 	for {
 		c.mu.Lock()
-		if c.closed {
+		if err := c.writeErrLocked(); err != nil {
 			c.mu.Unlock()
-			return c.opError("write", errClosed)
-		}
-		if c.err != nil {
-			err := c.err
-			c.mu.Unlock()
-			return c.opError("write", err)
+			return err
 		}
 		s := &c.reqState
 		if _, dup := s.byXID[h.XID]; dup {
@@ -124,10 +118,6 @@ func (c *Conn) sendCall(msg []byte) error {
 		}
 	}
 }
-
-// errClosed is what a write finds when Close came first: net.ErrClosed, as
-// from every other path (callers test it with errors.Is).
-var errClosed = net.ErrClosed
 
 // abandonCallLocked frees a slot whose call could not be posted.
 func (c *Conn) abandonCallLocked(slot int) {

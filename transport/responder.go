@@ -351,14 +351,9 @@ func (c *Conn) sendOversizedReply(xid uint32) error {
 func (c *Conn) sendReplyXID(xid uint32, msg []byte) error {
 	for {
 		c.mu.Lock()
-		if c.closed {
+		if err := c.writeErrLocked(); err != nil {
 			c.mu.Unlock()
-			return c.opError("write", errClosed)
-		}
-		if c.err != nil {
-			err := c.err
-			c.mu.Unlock()
-			return c.opError("write", err)
+			return err
 		}
 		s := &c.svcState
 		slot, ok := s.byXID[xid]
