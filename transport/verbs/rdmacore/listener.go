@@ -152,12 +152,20 @@ func newConnRequest(l *listener, ev *cmEvent) *connRequest {
 	c.cm = l.p.adoptCMID(l.cm.ch, ev.id, c)
 	c.peerPD = padPrivateData(ev.privateData, connectPrivateDataLen)
 	c.readAddrsLocked()
+	// The CM reports a request's conn param from the passive side's point
+	// of view (the IB CM swaps the REQ's fields, cm_format_req_event, and
+	// librdmacm takes them so): initiator_depth is the peer's responder
+	// resources, the most RDMA Reads we may have outstanding towards it;
+	// responder_resources is the peer's initiator depth. The Linux NFS
+	// client offers responder resources and an initiator depth of 0: read
+	// unswapped, our initiator depth became 0 and rxe stalled every RDMA
+	// Read (of a WRITE's Read chunk) forever.
 	return &connRequest{
 		c:             c,
 		pd:            c.peerPD,
 		remote:        c.remote,
-		peerResponder: int(ev.responderResources),
-		peerInitiator: int(ev.initiatorDepth),
+		peerResponder: int(ev.initiatorDepth),
+		peerInitiator: int(ev.responderResources),
 	}
 }
 

@@ -1,0 +1,23 @@
+// Package gonfsd serves github.com/willscott/go-nfs, unchanged, to the Linux
+// kernel's NFS client: NFSv3 over RPC-over-RDMA version 1 (RFC 8166, a
+// *transport.Listener) and the MOUNT protocol over TCP, in the project's
+// Soft-RoCE VM.
+//
+// The kernel never carries MOUNT over RDMA: mount.nfs skips its port
+// probing for proto=rdma, the kernel refuses mountproto=rdma ("not used for
+// side protocols", fs/nfs/fs_context.c) and sends MNT over TCP (or UDP) to
+// mountport. A Server therefore runs one go-nfs handler on two listeners,
+// so that the file handle MNT returns over TCP is valid over RDMA.
+//
+// A Server counts, per transport, the RPC procedures it was called with
+// (read from the record-marked stream go-nfs reads), keeps the responder
+// *transport.Conns for their Stats, and records the RFC 8797 private data
+// of every connection request. Binding is a minimal NFSv3 upper-layer
+// binding (RFC 8267): it locates READ data in replies, so that the
+// responder places it in the Write chunk the kernel offers, and WRITE data
+// in calls. DirFS exports a directory with the billy.Change go-nfs needs to
+// apply the modes the kernel sets.
+//
+// The kernel-client test itself runs in the VM (build tag e2eguest); the
+// host test e2e/kernelclient_test.go compiles and boots it.
+package gonfsd
