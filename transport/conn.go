@@ -31,14 +31,15 @@ type Conn struct {
 	deframer xdr.Deframer
 
 	mu       sync.Mutex
-	ep       *endpoint // the current connection; nil while reconnecting
-	closed   bool      // Close was called
-	err      error     // terminal error: reads and writes fail with it
-	eof      bool      // the peer went away: reads drain, then io.EOF
-	readQ    ring      // slots whose message waits for Read
-	cur      int       // slot being read, -1 for none
-	curHdr   [4]byte   // its record mark
-	curOff   int       // bytes of record mark + message already read
+	ep       *endpoint        // the current connection; nil while reconnecting
+	last     *cmpriv.Settings // the settings of the last connection, for Stats once it is gone
+	closed   bool             // Close was called
+	err      error            // terminal error: reads and writes fail with it
+	eof      bool             // the peer went away: reads drain, then io.EOF
+	readQ    ring             // slots whose message waits for Read
+	cur      int              // slot being read, -1 for none
+	curHdr   [4]byte          // its record mark
+	curOff   int              // bytes of record mark + message already read
 	reqState requesterState
 	svcState responderState
 
@@ -326,6 +327,9 @@ func (c *Conn) Close() error {
 	close(c.done)
 	ep := c.ep
 	c.ep = nil
+	if ep != nil {
+		c.keepSettingsLocked(ep)
+	}
 	c.failLocked(net.ErrClosed)
 	c.mu.Unlock()
 	if ep != nil {
@@ -335,6 +339,13 @@ func (c *Conn) Close() error {
 	// and ends; wait for it so that nothing of the Conn outlives Close.
 	c.bg.Wait()
 	return nil
+}
+
+// keepSettingsLocked remembers ep's negotiated settings for Stats, once ep
+// is no longer the current connection.
+func (c *Conn) keepSettingsLocked(ep *endpoint) {
+	settings := ep.settings
+	c.last = &settings
 }
 
 // LocalAddr returns the local address.
@@ -362,8 +373,8 @@ func (c *Conn) Stats() Stats {
 	c.mu.Lock()
 	if ep := c.ep; ep != nil {
 		s.Negotiated = negotiated(ep.settings)
-	} else if c.reqState.last != nil {
-		s.Negotiated = negotiated(*c.reqState.last)
+	} else if c.last != nil {
+		s.Negotiated = negotiated(*c.last)
 	}
 	if c.role == cmpriv.Requester {
 		s.Negotiated.Credits = c.reqState.credits.Limit()

@@ -354,3 +354,18 @@ func TestOversizedReply(t *testing.T) {
 		_ = l.Close()
 	}
 }
+
+// TestStatsAfterClose: both roles keep the settings their connection
+// negotiated once it is closed.
+func TestStatsAfterClose(t *testing.T) {
+	p := newPair(t, &Config{InlineSend: 8192, InlineRecv: 8192}, nil)
+	p.call(t, 1, 0, nil)
+	_ = p.client.Close()
+	_ = p.server.Close()
+	for _, c := range []*Conn{p.client, p.server} {
+		n := c.Stats().Negotiated
+		if n.PeerPrivateData != "found" || n.SendInline != 4096 || n.RecvInline != 4096 {
+			t.Errorf("after Close: %+v", n)
+		}
+	}
+}

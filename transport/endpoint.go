@@ -300,6 +300,7 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 		return
 	}
 	c.ep = nil
+	c.keepSettingsLocked(ep)
 	c.cfg.Logger.Debug("rpcrdma: connection lost", "role", c.role.String(), "err", err)
 	if c.role == cmpriv.Requester {
 		c.requesterLostLocked(ep, err)

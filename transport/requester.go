@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
-	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
@@ -19,8 +18,7 @@ type requesterState struct {
 	free     []int          // free slots
 	byXID    map[uint32]int // slot of each call in flight
 	credits  credits.Requester
-	resend   ring // slots to retransmit after a reconnect
-	last     *cmpriv.Settings
+	resend   ring           // slots to retransmit after a reconnect
 	scratchH xdr.CallHeader // sendCall's header, under Conn.wmu
 }
 
@@ -463,8 +461,6 @@ func (c *Conn) maybeFreeCallLocked(slot int) {
 // requesterLostLocked handles the loss of the requester's connection.
 func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 	s := &c.reqState
-	settings := ep.settings
-	s.last = &settings
 	for slot := range s.calls {
 		call := &s.calls[slot]
 		call.sending = false
