@@ -9,33 +9,10 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
 )
 
-// inOrderRoCE makes the guest deliver the RoCE packets of each queue pair
-// in order and without drops, so that rxe never needs its retransmission
-// paths, in which rxe in Linux 6.1 sometimes stalls a send queue for good
-// (a Send that the peer received and answered never completes, and the
-// Binds and Sends behind it never execute) or moves a queue pair to the
-// error state with nothing but flushes to show for it.
-//
-// veth queues each packet it passes on to the backlog of the CPU that sent
-// it, and rxe sends the packets of one queue pair from several contexts
-// (its requester, responder and completer tasks, on either CPU), so the
-// peer may process them out of order. Receive packet steering with one CPU
-// in the mask queues every packet of a veth to CPU 0's backlog, in order,
-// as a NIC's receive side scaling keeps a flow on one queue; that backlog
-// then needs room for a 1 MiB burst (1024 packets at rxe's 1024-byte path
-// MTU), more than the default 1000. Measured with TestKnfsdPipelined
-// (100 calls in flight): without it roughly one run in 10 to 40 hung or
-// lost its connection, with hundreds of duplicate and out-of-sequence
-// packets in rxe's counters; with it, 150 runs passed with none.
-const inOrderRoCE = `
-for v in veth0 veth1; do echo 1 > /sys/class/net/$v/queues/rx-0/rps_cpus; done
-echo 10000 > /proc/sys/net/core/netdev_max_backlog
-`
-
 // knfsdSetup starts knfsd (NFSv3, /export on TCP 2049 and RDMA 20049) and
 // fills 10.0.0.1's neighbour cache, so that the first RDMA-CM connect from
 // 10.0.0.2 is answered at once instead of after the IB CM's retry (~5 s).
-const knfsdSetup = inOrderRoCE + `
+const knfsdSetup = `
 rxevm-nfsd-start
 ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true
 `
