@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -55,35 +54,10 @@ func rcPolicy(retransmit bool) ReconnectPolicy {
 		Backoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, MaxAttempts: 1000}
 }
 
-// rcGoroutines returns the stacks of the live goroutines by ID.
-func rcGoroutines() map[uint64]string {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	gs := make(map[uint64]string)
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		rest, ok := strings.CutPrefix(g, "goroutine ")
-		if !ok {
-			continue
-		}
-		id, _, _ := strings.Cut(rest, " ")
-		if n, err := strconv.ParseUint(id, 10, 64); err == nil {
-			gs[n] = g
-		}
-	}
-	return gs
-}
-
 // rcRunning reports whether a goroutine is running fn (e.g.
 // "(*Conn).reconnect").
 func rcRunning(fn string) bool {
-	for _, g := range rcGoroutines() {
+	for _, g := range hpGoroutines() {
 		if strings.Contains(g, fn+"(") {
 			return true
 		}
@@ -102,12 +76,12 @@ func rcReconnecting() bool {
 // polls because the poll loops and the software provider's goroutines end
 // asynchronously after a dead connection is torn down.
 func rcNoLeaks(t *testing.T) {
-	before := rcGoroutines()
+	before := hpGoroutines()
 	t.Cleanup(func() {
 		deadline := time.Now().Add(rcGuard)
 		for {
 			var extra []string
-			for id, g := range rcGoroutines() {
+			for id, g := range hpGoroutines() {
 				if _, ok := before[id]; !ok {
 					extra = append(extra, g)
 				}

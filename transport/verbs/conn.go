@@ -24,6 +24,25 @@ type QueueCaps struct {
 // with 128 credits.
 var DefaultQueueCaps = QueueCaps{SendQueue: 512, RecvQueue: 256, MaxSGE: 4, ReadDepth: 16}
 
+// WithDefaults returns q with every zero field taken from
+// DefaultQueueCaps. Providers call it before checking their own limits.
+func (q QueueCaps) WithDefaults() QueueCaps {
+	d := DefaultQueueCaps
+	if q.SendQueue == 0 {
+		q.SendQueue = d.SendQueue
+	}
+	if q.RecvQueue == 0 {
+		q.RecvQueue = d.RecvQueue
+	}
+	if q.MaxSGE == 0 {
+		q.MaxSGE = d.MaxSGE
+	}
+	if q.ReadDepth == 0 {
+		q.ReadDepth = d.ReadDepth
+	}
+	return q
+}
+
 // ConnOptions apply to both sides of a connection.
 type ConnOptions struct {
 	// PrivateData is sent with the connect request (at most 56 bytes) or

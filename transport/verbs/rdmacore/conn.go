@@ -158,19 +158,7 @@ func newConn(p *Provider, caps verbs.QueueCaps, state connState) *conn {
 // resolveCaps fills zero fields from verbs.DefaultQueueCaps and checks the
 // provider's limits; openQueues checks the device's.
 func resolveCaps(q verbs.QueueCaps) (verbs.QueueCaps, error) {
-	d := verbs.DefaultQueueCaps
-	if q.SendQueue == 0 {
-		q.SendQueue = d.SendQueue
-	}
-	if q.RecvQueue == 0 {
-		q.RecvQueue = d.RecvQueue
-	}
-	if q.MaxSGE == 0 {
-		q.MaxSGE = d.MaxSGE
-	}
-	if q.ReadDepth == 0 {
-		q.ReadDepth = d.ReadDepth
-	}
+	q = q.WithDefaults()
 	if q.SendQueue < 0 || q.SendQueue > maxQueueDepth || q.RecvQueue < 0 || q.RecvQueue > maxQueueDepth ||
 		q.MaxSGE < 0 || q.MaxSGE > maxSGE || q.ReadDepth < 0 || q.ReadDepth > maxReadDepth {
 		return q, errCaps
