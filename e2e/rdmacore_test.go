@@ -14,8 +14,10 @@ import (
 // counterparts of the provider's benchmarks, on the same devices (rxe1 at
 // 10.0.0.2 sending to rxe0 at 10.0.0.1), each printed as one "PERFTEST
 // <name> <result row>" line. perftest's TSC calibration fails under TCG on
-// a busy host ("Correlation coefficient r^2 < 0.9"): a run is retried
-// once, and a second failure prints "PERFTEST <name> FAILED".
+// a busy host ("Correlation coefficient r^2 < 0.9") and a run may hang: a
+// run is bounded to 45 s and retried once, and a second failure prints
+// "PERFTEST <name> FAILED" (the comparison then shows "?"; the provider's
+// own tests and benchmarks still run and must pass).
 //
 // The ping first fills 10.0.0.1's neighbour cache: without it the first
 // RDMA-CM reply towards 10.0.0.2 is dropped and the IB CM retransmits only
@@ -28,12 +30,14 @@ perf() { # perf NAME TOOL ARGS...
 	local name=$1 tool=$2 attempt rc
 	shift 2
 	for attempt in 1 2; do
-		timeout 120 "$tool" -d rxe0 -x "$g0" "$@" > /tmp/perf.srv 2>&1 &
+		timeout 45 "$tool" -d rxe0 -x "$g0" "$@" > /tmp/perf.srv 2>&1 &
 		local spid=$!
 		sleep 1
-		timeout 120 "$tool" -d rxe1 -x "$g1" "$@" 10.0.0.1 > /tmp/perf.cli 2>&1
-		rc=$?
-		wait $spid || true
+		# "|| rc=$?": the guest script runs under set -e, and a perftest
+		# that hangs (ib_send_lat -e did once under TCG) must not end it.
+		rc=0
+		timeout 45 "$tool" -d rxe1 -x "$g1" "$@" 10.0.0.1 > /tmp/perf.cli 2>&1 || rc=$?
+		wait $spid 2>/dev/null || true
 		if [ $rc = 0 ]; then
 			echo "PERFTEST $name $(awk '/#bytes/ { getline; print; exit }' /tmp/perf.cli)"
 			return 0
