@@ -456,7 +456,14 @@ func hpGoroutines() map[uint64]string {
 // event to wait on, so this is the one place that polls, until a guard.
 func hpCheckLeaks(t testing.TB, before map[uint64]string) {
 	t.Helper()
-	deadline := time.Now().Add(hpGuard)
+	checkLeaks(t, before, hpGuard)
+}
+
+// checkLeaks fails t if goroutines not in before are still alive after
+// guard.
+func checkLeaks(t testing.TB, before map[uint64]string, guard time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
 	for {
 		var extra []string
 		for id, g := range hpGoroutines() {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,26 +76,7 @@ func rcReconnecting() bool {
 // asynchronously after a dead connection is torn down.
 func rcNoLeaks(t *testing.T) {
 	before := hpGoroutines()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(rcGuard)
-		for {
-			var extra []string
-			for id, g := range hpGoroutines() {
-				if _, ok := before[id]; !ok {
-					extra = append(extra, g)
-				}
-			}
-			if len(extra) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				sort.Strings(extra)
-				t.Errorf("%d goroutines leaked:\n%s", len(extra), strings.Join(extra, "\n\n"))
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	})
+	t.Cleanup(func() { checkLeaks(t, before, rcGuard) })
 }
 
 // rcEventually waits until cond holds.
