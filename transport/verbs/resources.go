@@ -33,3 +33,17 @@ type Window interface {
 // providers bind with it, so a requester can put the rkey of a window it is
 // about to bind into the Send posted in the same batch.
 func NextRKey(rkey uint32) uint32 { return rkey&^0xff | (rkey+1)&0xff }
+
+// WithKey returns rkey with its key byte (the low 8 bits, the part of an
+// rkey the consumer chooses at each bind of a type 2 window) set to key.
+// A requester picks key at random for every bind, so that the peer cannot
+// predict the next rkey of a window from the ones it has seen.
+func WithKey(rkey uint32, key uint8) uint32 { return rkey&^0xff | uint32(key) }
+
+// MemoryMeter is implemented by providers that count the memory registered
+// through them (regions not yet closed, in bytes, over every connection of
+// the provider). Tests and metrics use it to show that registered memory
+// stays within the transport's configured bounds.
+type MemoryMeter interface {
+	RegisteredBytes() int64
+}

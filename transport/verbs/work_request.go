@@ -84,7 +84,9 @@ type WorkRequest struct {
 	// peer, or OpLocalInvalidate invalidates here.
 	InvalidateRKey uint32
 	// Window, Bind (the Region, Offset and Length to expose) and Access
-	// describe an OpBindWindow.
+	// describe an OpBindWindow. For a bind, RKey is the rkey the window
+	// gets: its current rkey with a new key byte (WithKey; the key must
+	// differ from the current one); 0 means NextRKey of the current rkey.
 	Window Window
 	Bind   SGE
 	Access Access
