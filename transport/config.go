@@ -56,6 +56,11 @@ type Config struct {
 	// DefaultMaxRPCSize.
 	MaxRPCSize int
 
+	// Memory bounds a responder's memory for chunk data (Read chunks
+	// pulled, replies staged for RDMA Write); zero fields take defaults
+	// (see MemoryLimits).
+	Memory MemoryLimits
+
 	// Binding is the upper-layer binding; nil means NullBinding.
 	Binding Binding
 
@@ -106,6 +111,52 @@ type ReconnectPolicy struct {
 	CallTimeout time.Duration
 }
 
+// MemoryLimits bounds the memory a responder spends on what its peers'
+// chunks carry. A peer cannot make a responder hold more than these, however
+// many calls naming large chunks it sends: calls and replies beyond a limit
+// wait (their RDMA Reads or Writes are posted later), they are never
+// refused for it. Registered memory is held only while data moves and falls
+// back once a burst is over.
+//
+// Each limit is at least Config.MaxRPCSize, so that one call or reply of
+// the largest size can always proceed, and a listener's limit is at least
+// a connection's.
+type MemoryLimits struct {
+	// Calls bounds, per connection, the bytes of Read chunk data of calls
+	// from their first RDMA Read until the RPC server read them (registered
+	// memory while the data is pulled, the Go heap after). 0 means
+	// 8 × MaxRPCSize: like Linux's svcrdma, whose eight nfsd threads
+	// (the default) each hold at most one call's pages.
+	Calls int
+	// Replies bounds, per connection, the registered memory staging
+	// replies' RDMA Writes (the DDP-eligible result and the Reply chunk)
+	// from the Write until the reply's Send completed. 0 means
+	// 8 × MaxRPCSize.
+	Replies int
+	// ListenerCalls and ListenerReplies bound the same over all
+	// connections of a Listener. 0 means 64 × MaxRPCSize each.
+	ListenerCalls, ListenerReplies int
+}
+
+// withDefaults returns m with every zero field set for a MaxRPCSize of
+// maxRPC, and every limit raised to what one message of maxRPC bytes needs.
+func (m MemoryLimits) withDefaults(maxRPC int) MemoryLimits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&m.Calls, 8*maxRPC)
+	def(&m.Replies, 8*maxRPC)
+	def(&m.ListenerCalls, 64*maxRPC)
+	def(&m.ListenerReplies, 64*maxRPC)
+	m.Calls = max(m.Calls, maxRPC)
+	m.Replies = max(m.Replies, maxRPC)
+	m.ListenerCalls = max(m.ListenerCalls, m.Calls)
+	m.ListenerReplies = max(m.ListenerReplies, m.Replies)
+	return m
+}
+
 // withDefaults returns a copy of c with every zero field set.
 func (c *Config) withDefaults(role cmpriv.Role) Config {
 	var cfg Config
@@ -137,6 +188,7 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	if cfg.MaxRPCSize == 0 {
 		cfg.MaxRPCSize = DefaultMaxRPCSize
 	}
+	cfg.Memory = cfg.Memory.withDefaults(cfg.MaxRPCSize)
 	if cfg.Binding == nil {
 		cfg.Binding = NullBinding{}
 	}

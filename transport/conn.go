@@ -331,6 +331,9 @@ func (c *Conn) Close() error {
 		c.keepSettingsLocked(ep)
 	}
 	c.failLocked(net.ErrClosed)
+	if c.role == cmpriv.Responder {
+		c.releaseResponderMemLocked()
+	}
 	c.mu.Unlock()
 	if ep != nil {
 		ep.shutdown()

@@ -50,9 +50,11 @@ type endpoint struct {
 
 	sqOut, sqCap int // send work requests outstanding, and the limit
 
-	// chunk memory, one registered buffer and one window per slot,
-	// allocated on first use and grown as needed.
+	// requester: chunk memory, one registered buffer and its windows per
+	// slot, allocated on first use and grown as needed.
 	chunkMem []chunkBuf
+	// responder: registered buffers for data in motion.
+	pool chunkPool
 
 	// scratch, reused under c.mu
 	writeSeg  [1]chunks.Segment
@@ -88,6 +90,7 @@ type chunkBuf struct {
 // recvSize; post is the number of Receives to post now.
 func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSize, post int) error {
 	ep.vc = vc
+	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize}
 	var err error
 	if ep.recvRegion, err = vc.AllocRegion(nRecv * recvSize); err != nil {
 		return fmt.Errorf("rpcrdma: receive buffers: %w", err)
@@ -305,6 +308,7 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 	if c.role == cmpriv.Requester {
 		c.requesterLostLocked(ep, err)
 	} else {
+		c.releaseResponderMemLocked()
 		c.eof = errors.Is(err, verbs.ErrDisconnected)
 		c.failLocked(err)
 	}

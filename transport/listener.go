@@ -18,6 +18,9 @@ const acceptTimeout = 10 * time.Second
 // github.com/willscott/go-nfs's Serve) use it unchanged.
 type Listener struct {
 	cfg    Config
+	// calls and replies are the MemoryLimits.ListenerCalls and
+	// ListenerReplies budgets its connections share.
+	calls, replies *sharedBudget
 	vl     verbs.Listener
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -30,7 +33,8 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "rdma", Addr: stringAddr(addr), Err: err}
 	}
-	l := &Listener{cfg: c, vl: vl}
+	l := &Listener{cfg: c, vl: vl,
+		calls: newSharedBudget(c.Memory.ListenerCalls), replies: newSharedBudget(c.Memory.ListenerReplies)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	return l, nil
 }
@@ -73,7 +77,7 @@ func (l *Listener) accept(req verbs.ConnRequest) (*Conn, error) {
 	c := newConn(cfg, cmpriv.Responder)
 	nRecv := int(cfg.GrantPolicy.Max)
 	nSend := nRecv
-	c.initResponder(nRecv, nSend)
+	c.initResponder(nRecv, nSend, l.calls, l.replies)
 	ep := &endpoint{c: c, settings: settings}
 	caps := cfg.caps(nRecv)
 	sendSize := max(settings.SendInline, local.SendSize)

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
@@ -21,8 +22,17 @@ type responderState struct {
 	echo      chunks.WriteChunk
 	echoList  []chunks.WriteChunk
 	// pulling holds, in arrival order, the calls whose RDMA Reads did not
-	// all fit in the send queue yet (see pullLocked).
+	// all fit in the send queue, or in the memory budgets, yet (see
+	// pumpReadsLocked).
 	pulling ring
+	// callMem and replyMem are this connection's MemoryLimits.Calls and
+	// Replies; listenerCalls and listenerReplies the Listener's.
+	callMem, replyMem              budget
+	msgs                           bufCache // buffers of calls read by the RPC server
+	listenerCalls, listenerReplies *sharedBudget
+	// retryPulls and wakeWriter are what the listener's budgets call once
+	// they have room again (made once: a method value allocates).
+	retryPulls, wakeWriter func()
 }
 
 // Responder call states.
@@ -47,17 +57,28 @@ type svcCall struct {
 	reads     int // RDMA Reads outstanding
 	readOps   int // RDMA Reads needed to pull the Read chunks
 	readsSent int // RDMA Reads posted so far
-	pullLen   int // bytes of Read chunk data pulled into chunk memory
-	msg       []byte
+	pullLen   int // bytes of Read chunk data to pull
+	// mem is the registered buffer the call's Read chunks are pulled into,
+	// or its reply is staged in, while data moves; nil otherwise.
+	mem verbs.Region
+	// callHeld and replyHeld are the bytes the call holds of the Calls and
+	// Replies budgets.
+	callHeld, replyHeld int
+	msg                 []byte
 	ch        xdr.CallHeader // Cred and Verf cleared: for the binding
 }
 
 // noSlot marks a Send that belongs to no call (an RDMA_ERROR).
 const noSlot = 1<<28 - 1
 
-func (c *Conn) initResponder(nRecv, nSend int) {
+func (c *Conn) initResponder(nRecv, nSend int, lcalls, lreplies *sharedBudget) {
 	n := nRecv + nSend
 	s := &c.svcState
+	s.callMem = budget{limit: c.cfg.Memory.Calls}
+	s.msgs = bufCache{maxIdle: 2 * c.cfg.MaxRPCSize}
+	s.replyMem = budget{limit: c.cfg.Memory.Replies}
+	s.listenerCalls, s.listenerReplies = lcalls, lreplies
+	s.retryPulls, s.wakeWriter = c.retryPulls, func() { wake(c.writeWake) }
 	s.calls = make([]svcCall, n)
 	s.free = make([]int, n)
 	for i := range s.free {
@@ -78,6 +99,7 @@ func (c *Conn) responderCompletionLocked(ep *endpoint, kind uint64, slot, buf in
 	case wrSend:
 		ep.sendFree = append(ep.sendFree, buf)
 		if slot != noSlot {
+			c.releaseReplyMemLocked(ep, &s.calls[slot])
 			s.calls[slot].state = svcFree
 			s.free = append(s.free, slot)
 		}
@@ -145,9 +167,6 @@ func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Co
 		s.free = append(s.free, slot)
 		return c.rejectCallLocked(ep, buf, &call.hdr, chunks.ErrChunkTooLong)
 	}
-	if _, err := ep.chunk(slot, int(total)); err != nil {
-		return err
-	}
 	s.ops = s.ops[:0]
 	off := 0
 	for rc := range call.hdr.ReadChunks() {
@@ -166,11 +185,18 @@ func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Co
 }
 
 // pumpReadsLocked posts the RDMA Reads of the calls waiting in s.pulling,
-// in arrival order, while the send queue has room for them.
+// in arrival order, while the send queue has room for them and the memory
+// budgets (MemoryLimits.Calls, ListenerCalls) have room for their data.
 func (c *Conn) pumpReadsLocked(ep *endpoint) error {
 	s := &c.svcState
 	for s.pulling.size > 0 {
 		slot := s.pulling.buf[s.pulling.head]
+		if call := &s.calls[slot]; call.mem == nil {
+			ok, err := c.reserveCallMemLocked(ep, call)
+			if !ok || err != nil {
+				return err
+			}
+		}
 		if err := c.pullLocked(ep, slot); err != nil {
 			return err
 		}
@@ -192,7 +218,7 @@ func (c *Conn) pumpReadsLocked(ep *endpoint) error {
 func (c *Conn) pullLocked(ep *endpoint, slot int) error {
 	s := &c.svcState
 	call := &s.calls[slot]
-	region := ep.chunkMem[slot].region
+	region := call.mem
 	s.ops = s.ops[:0]
 	off := 0
 	for rc := range call.hdr.ReadChunks() {
@@ -269,11 +295,18 @@ func (c *Conn) callReadyLocked(ep *endpoint, slot int) error {
 		inline = nil
 	}
 	var pulled []byte
-	if call.pullLen > 0 {
-		pulled = ep.chunkMem[slot].region.Bytes()[:call.pullLen]
+	if call.mem != nil {
+		pulled = call.mem.Bytes()[:call.pullLen]
 	}
 	var err error
+	if call.msg == nil {
+		call.msg = s.msgs.get(len(inline) + len(pulled))
+	}
 	call.msg, err = marshal.AppendCall(call.msg[:0], &call.hdr, inline, pulled)
+	// The call is in the Go heap now: its registered memory is free (the
+	// Calls budget stays held until the RPC server read the call).
+	ep.pool.put(call.mem)
+	call.mem = nil
 	// The Receive buffer is free now; it is posted again when this call is
 	// answered, so that posted Receives plus unanswered calls stay constant.
 	ep.recvFree = append(ep.recvFree, call.recvBuf)
@@ -291,9 +324,13 @@ func (c *Conn) callReadyLocked(ep *endpoint, slot int) error {
 		c.cfg.Logger.Debug("rpcrdma: dropping call", "xid", call.xid, "err", err)
 		c.stats.dropped.Add(1)
 		_ = s.credits.Drop()
+		c.releaseCallMemLocked(call)
 		call.state = svcFree
 		s.free = append(s.free, slot)
-		return c.repostFreeLocked(ep)
+		if err := c.repostFreeLocked(ep); err != nil {
+			return err
+		}
+		return c.pumpReadsLocked(ep)
 	}
 	call.ch.Cred, call.ch.Verf = xdr.OpaqueAuth{}, xdr.OpaqueAuth{}
 	call.state = svcQueued
@@ -316,10 +353,107 @@ func (c *Conn) repostFreeLocked(ep *endpoint) error {
 	return c.svcState.credits.Post(1)
 }
 
-// callConsumedLocked: Read took slot's call.
+// callConsumedLocked: Read took slot's call. Its share of the Calls budget
+// is released, and calls that waited for it are pulled.
 func (c *Conn) callConsumedLocked(slot int) {
-	c.svcState.calls[slot].state = svcDelivered
+	call := &c.svcState.calls[slot]
+	call.state = svcDelivered
+	// The buffer goes back to the connection's cache, not kept by the
+	// slot: a burst of large calls does not leave every slot holding one.
+	c.svcState.msgs.put(call.msg)
+	call.msg = nil
+	if c.releaseCallMemLocked(call) {
+		if ep := c.ep; ep != nil {
+			if err := c.pumpReadsLocked(ep); err != nil {
+				go c.endpointDied(ep, err)
+			}
+		}
+	}
 }
+
+// reserveCallMemLocked takes the budgets and a registered buffer for the
+// Read chunk data of call; false (and no error) when a budget is full: the
+// call waits for calls to be read (this connection's budget) or for
+// retryPulls (the listener's).
+func (c *Conn) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, error) {
+	s := &c.svcState
+	n := call.pullLen
+	if !s.callMem.fits(n) || !s.listenerCalls.acquire(c, n, s.retryPulls) {
+		return false, nil
+	}
+	r, err := ep.pool.get(n)
+	if err != nil {
+		s.listenerCalls.release(n)
+		return false, err
+	}
+	s.callMem.used += n
+	call.callHeld, call.mem = n, r
+	return true, nil
+}
+
+// releaseCallMemLocked gives back call's share of the Calls budgets and
+// reports whether it held any.
+func (c *Conn) releaseCallMemLocked(call *svcCall) bool {
+	n := call.callHeld
+	if n == 0 {
+		return false
+	}
+	call.callHeld = 0
+	c.svcState.callMem.used -= n
+	c.svcState.listenerCalls.release(n)
+	return true
+}
+
+// retryPulls runs when the listener's Calls budget had room again.
+func (c *Conn) retryPulls() {
+	c.mu.Lock()
+	ep := c.ep
+	if ep == nil || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	err := c.pumpReadsLocked(ep)
+	c.mu.Unlock()
+	if err != nil {
+		c.endpointDied(ep, err)
+	}
+}
+
+// releaseReplyMemLocked frees call's reply staging once its Send completed.
+func (c *Conn) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
+	if call.mem != nil {
+		ep.pool.put(call.mem)
+		call.mem = nil
+	}
+	if n := call.replyHeld; n > 0 {
+		call.replyHeld = 0
+		c.svcState.replyMem.used -= n
+		c.svcState.listenerReplies.release(n)
+		wake(c.writeWake)
+	}
+}
+
+// releaseResponderMemLocked gives back every budget the connection's calls
+// hold: its endpoint is gone (the connection's close freed the registered
+// memory itself).
+func (c *Conn) releaseResponderMemLocked() {
+	s := &c.svcState
+	for i := range s.calls {
+		call := &s.calls[i]
+		call.mem = nil
+		c.releaseCallMemLocked(call)
+		if n := call.replyHeld; n > 0 {
+			call.replyHeld = 0
+			s.replyMem.used -= n
+			s.listenerReplies.release(n)
+		}
+	}
+	s.listenerCalls.forget(c)
+	s.listenerReplies.forget(c)
+}
+
+// errWaitMemory: a reply's staging does not fit the Replies budgets yet.
+var errWaitMemory = errors.New("rpcrdma: waiting for reply memory")
 
 // sendReply sends one RPC reply for a call received on this Conn (RFC 8166
 // §3.5.4-§3.5.6): its DDP-eligible result by RDMA Write into the call's
@@ -364,6 +498,13 @@ func (c *Conn) sendReplyXID(xid uint32, msg []byte) error {
 		ep := c.ep
 		if ep != nil && len(ep.sendFree) > 0 && ep.sqOut+replyWRs(&s.calls[slot].hdr) <= ep.sqCap {
 			err := c.postReplyLocked(ep, slot, msg)
+			if err == errWaitMemory {
+				c.mu.Unlock()
+				if err := c.waitWrite(); err != nil {
+					return err
+				}
+				continue
+			}
 			c.mu.Unlock()
 			if err != nil {
 				c.endpointDied(ep, err)
@@ -396,6 +537,29 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 	if msg == nil {
 		perr = ErrMessageTooLarge
 	}
+	dataLen := 0
+	if plan.Data.Present {
+		dataLen = plan.Data.N
+	}
+	// Stage what goes by RDMA Write in registered memory: the result, then
+	// the (reduced) reply for the Reply chunk. Wait while the Replies
+	// budgets are full; nothing has changed yet.
+	stage := 0
+	if perr == nil {
+		stage = xdr.RoundUp(dataLen) + plan.ReplyLen
+	}
+	if stage > 0 {
+		if !s.replyMem.fits(stage) || !s.listenerReplies.acquire(c, stage, s.wakeWriter) {
+			return errWaitMemory
+		}
+		r, err := ep.pool.get(stage)
+		if err != nil {
+			s.listenerReplies.release(stage)
+			return err
+		}
+		s.replyMem.used += stage
+		call.replyHeld, call.mem = stage, r
+	}
 
 	// Post a Receive for the one this call used before granting credits.
 	delete(s.byXID, call.xid)
@@ -421,18 +585,6 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		return c.finishReplyLocked(ep, slot, sb)
 	}
 
-	// Stage what goes by RDMA Write in the slot's memory: the result,
-	// then the (reduced) reply for the Reply chunk.
-	dataLen := 0
-	if plan.Data.Present {
-		dataLen = plan.Data.N
-	}
-	var cb *chunkBuf
-	if dataLen+plan.ReplyLen > 0 {
-		if cb, err = ep.chunk(slot, xdr.RoundUp(dataLen)+plan.ReplyLen); err != nil {
-			return err
-		}
-	}
 	h := &ep.hdr
 	h.Reset()
 	h.XID, h.Vers, h.Credits, h.Proc = call.xid, chunks.Version1, grant, plan.Proc
@@ -443,7 +595,7 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		n := 0
 		if i == 0 && plan.Data.Present {
 			n = dataLen
-			copy(cb.region.Bytes(), msg[plan.Data.Off:plan.Data.Off+dataLen])
+			copy(call.mem.Bytes(), msg[plan.Data.Off:plan.Data.Off+dataLen])
 			if s.ops, err = marshal.AppendWriteOps(s.ops, 0, n, wc); err != nil {
 				return err
 			}
@@ -462,7 +614,7 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 	}
 	if plan.Proc == chunks.ProcNoMsg {
 		roff := xdr.RoundUp(dataLen)
-		rmem := cb.region.Bytes()[roff:roff]
+		rmem := call.mem.Bytes()[roff:roff]
 		if plan.Data.Present {
 			rmem = marshal.AppendReduced(rmem, msg, plan.Data)
 		} else {
@@ -489,7 +641,7 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 	}
 	for _, op := range s.ops {
 		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrWrite, slot, 0), Op: verbs.OpRDMAWrite,
-			SGL: ep.sgl(cb.region, op.Local, op.Len), RemoteAddr: op.Offset, RKey: op.Handle})
+			SGL: ep.sgl(call.mem, op.Local, op.Len), RemoteAddr: op.Offset, RKey: op.Handle})
 		c.stats.rdmaWriteBytes.Add(uint64(op.Len))
 	}
 	send := verbs.WorkRequest{ID: wrID(wrSend, slot, sb), Op: verbs.OpSend, SGL: ep.sgl(ep.sendRegion, sb*ep.sendSize, len(b))}

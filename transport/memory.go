@@ -1,0 +1,196 @@
+package transport
+
+import (
+	"fmt"
+		"sync"
+
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+)
+
+// Registered memory for chunks.
+//
+// A responder needs registered memory only while data moves: from the first
+// RDMA Read of a call's Read chunks until the call is rebuilt (then the call
+// is in the Go heap), and from the RDMA Writes of a reply until its Send
+// completed. It takes buffers from its endpoint's pool for exactly that
+// long, so that what a peer's chunks cost is bounded by the budgets of
+// MemoryLimits and falls back after a burst, instead of one buffer per call
+// slot that only grows (issue 9: 64 garbage calls naming 1 MiB Read chunks
+// pinned 128 MiB on an idle connection).
+
+// Pool sizes: buffers are registered in multiples of chunkBufAlign, and a
+// connection keeps at most maxCachedBufs of them idle for reuse, of at most
+// its pool's maxIdle bytes together (2 × MaxRPCSize): steady traffic reuses
+// them (no registration on the call path), and after a burst the rest is
+// freed as it comes back.
+const (
+	chunkBufAlign = 16 << 10
+	maxCachedBufs = 16
+)
+
+// chunkPool hands out registered buffers of one endpoint. Guarded by
+// Conn.mu.
+type chunkPool struct {
+	vc      verbs.Conn
+	maxIdle int
+	cached  []verbs.Region // idle, oldest first
+	idle    int            // bytes cached
+}
+
+// get returns a registered buffer of at least n bytes: the smallest cached
+// one that fits, or a new one.
+func (p *chunkPool) get(n int) (verbs.Region, error) {
+	size := (max(n, 1) + chunkBufAlign - 1) / chunkBufAlign * chunkBufAlign
+	best := -1
+	for i, r := range p.cached {
+		if l := len(r.Bytes()); l >= size && (best < 0 || l < len(p.cached[best].Bytes())) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		r := p.cached[best]
+		p.cached = append(p.cached[:best], p.cached[best+1:]...)
+		p.idle -= len(r.Bytes())
+		return r, nil
+	}
+	r, err := p.vc.AllocRegion(size)
+	if err != nil {
+		return nil, fmt.Errorf("rpcrdma: chunk memory: %w", err)
+	}
+	return r, nil
+}
+
+// put returns a buffer from get to the cache, freeing the oldest cached
+// ones to make room, or frees it if it is larger than the whole cache.
+func (p *chunkPool) put(r verbs.Region) {
+	if r == nil {
+		return
+	}
+	size := len(r.Bytes())
+	if size == 0 || size > p.maxIdle {
+		_ = r.Close()
+		return
+	}
+	for len(p.cached) > 0 && (p.idle+size > p.maxIdle || len(p.cached) == maxCachedBufs) {
+		old := p.cached[0]
+		p.idle -= len(old.Bytes())
+		_ = old.Close()
+		p.cached = append(p.cached[:0], p.cached[1:]...)
+	}
+	p.cached = append(p.cached, r)
+	p.idle += size
+}
+
+// budget bounds bytes in use: a connection's (guarded by Conn.mu) or, as
+// sharedBudget, a listener's.
+type budget struct {
+	limit, used int
+}
+
+func (b *budget) fits(n int) bool { return b.used+n <= b.limit }
+
+// sharedBudget is a budget of a Listener, shared by its connections. A
+// connection that finds it full registers to be told when bytes are
+// released.
+type sharedBudget struct {
+	mu      sync.Mutex
+	b       budget
+	waiters map[*Conn]func()
+}
+
+func newSharedBudget(limit int) *sharedBudget {
+	return &sharedBudget{b: budget{limit: limit}, waiters: make(map[*Conn]func())}
+}
+
+// acquire takes n bytes, or registers retry to run (on its own goroutine,
+// never under the budget's lock) once some are released.
+func (s *sharedBudget) acquire(c *Conn, n int, retry func()) bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b.fits(n) {
+		s.b.used += n
+		return true
+	}
+	s.waiters[c] = retry
+	return false
+}
+
+// release gives back n bytes and wakes every waiting connection.
+func (s *sharedBudget) release(n int) {
+	if s == nil || n == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.b.used -= n
+	var wake []func()
+	for c, f := range s.waiters {
+		wake = append(wake, f)
+		delete(s.waiters, c)
+	}
+	s.mu.Unlock()
+	for _, f := range wake {
+		go f()
+	}
+}
+
+// forget removes c's registration (c is closing).
+func (s *sharedBudget) forget(c *Conn) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.waiters, c)
+	s.mu.Unlock()
+}
+
+// used returns the bytes taken.
+func (s *sharedBudget) inUse() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.used
+}
+
+// bufCache keeps Go heap buffers of messages for reuse, at most maxIdle
+// bytes of them, so that a burst of large messages does not leave every call
+// slot holding a large buffer. Guarded by Conn.mu.
+type bufCache struct {
+	maxIdle int
+	bufs    [][]byte // idle, oldest first
+	idle    int
+}
+
+// get returns an empty buffer with room for n bytes if one is cached: the
+// smallest that fits; otherwise nil (append allocates).
+func (b *bufCache) get(n int) []byte {
+	best := -1
+	for i, buf := range b.bufs {
+		if cap(buf) >= n && (best < 0 || cap(buf) < cap(b.bufs[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	buf := b.bufs[best]
+	b.bufs = append(b.bufs[:best], b.bufs[best+1:]...)
+	b.idle -= cap(buf)
+	return buf[:0]
+}
+
+// put caches buf, dropping the oldest cached buffers to make room.
+func (b *bufCache) put(buf []byte) {
+	size := cap(buf)
+	if size == 0 || size > b.maxIdle {
+		return
+	}
+	for len(b.bufs) > 0 && (b.idle+size > b.maxIdle || len(b.bufs) == maxCachedBufs) {
+		b.idle -= cap(b.bufs[0])
+		b.bufs[0] = nil
+		b.bufs = append(b.bufs[:0], b.bufs[1:]...)
+	}
+	b.bufs = append(b.bufs, buf[:0])
+	b.idle += size
+}
