@@ -91,6 +91,7 @@ type chunkBuf struct {
 func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSize, post int) error {
 	ep.vc = vc
 	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize}
+	ep.pool.onTrim = ep.trimPool
 	var err error
 	if ep.recvRegion, err = vc.AllocRegion(nRecv * recvSize); err != nil {
 		return fmt.Errorf("rpcrdma: receive buffers: %w", err)
@@ -262,10 +263,27 @@ func (ep *endpoint) run() {
 	}
 }
 
+// trimPool runs when the chunk pool's trim timer fires: it frees what a
+// burst left in the cache once the pool is idle.
+func (ep *endpoint) trimPool() {
+	c := ep.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ep != ep {
+		return // the connection's close frees the regions
+	}
+	if ep.pool.trimIdle() {
+		ep.pool.trim.Reset(poolTrimAfter)
+	}
+}
+
 // shutdown disconnects and frees the endpoint; safe to call more than once
 // and from the loop's own failure path.
 func (ep *endpoint) shutdown() {
 	ep.once.Do(func() {
+		ep.c.mu.Lock()
+		ep.pool.stop()
+		ep.c.mu.Unlock()
 		ep.cancel()
 		_ = ep.vc.Close()
 		<-ep.loopDone

@@ -17,13 +17,13 @@ const acceptTimeout = 10 * time.Second
 // is a net.Listener, so RPC servers written for TCP (net/rpc-style loops,
 // github.com/willscott/go-nfs's Serve) use it unchanged.
 type Listener struct {
-	cfg    Config
+	cfg Config
 	// calls and replies are the MemoryLimits.ListenerCalls and
 	// ListenerReplies budgets its connections share.
 	calls, replies *sharedBudget
-	vl     verbs.Listener
-	ctx    context.Context
-	cancel context.CancelFunc
+	vl             verbs.Listener
+	ctx            context.Context
+	cancel         context.CancelFunc
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").

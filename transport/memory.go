@@ -2,7 +2,8 @@ package transport
 
 import (
 	"fmt"
-		"sync"
+	"sync"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
@@ -22,10 +23,13 @@ import (
 // connection keeps at most maxCachedBufs of them idle for reuse, of at most
 // its pool's maxIdle bytes together (2 × MaxRPCSize): steady traffic reuses
 // them (no registration on the call path), and after a burst the rest is
-// freed as it comes back.
+// freed as it comes back. A pool that saw no use for poolTrimAfter frees its
+// cache down to poolKeepIdle bytes.
 const (
 	chunkBufAlign = 16 << 10
 	maxCachedBufs = 16
+	poolTrimAfter = time.Second
+	poolKeepIdle  = 256 << 10
 )
 
 // chunkPool hands out registered buffers of one endpoint. Guarded by
@@ -35,6 +39,9 @@ type chunkPool struct {
 	maxIdle int
 	cached  []verbs.Region // idle, oldest first
 	idle    int            // bytes cached
+	used    bool           // get was called since the last trim check
+	trim    *time.Timer    // runs the trim check while idle > poolKeepIdle
+	onTrim  func()         // what trim runs: endpoint.trimPool
 }
 
 // get returns a registered buffer of at least n bytes: the smallest cached
@@ -47,6 +54,7 @@ func (p *chunkPool) get(n int) (verbs.Region, error) {
 			best = i
 		}
 	}
+	p.used = true
 	if best >= 0 {
 		r := p.cached[best]
 		p.cached = append(p.cached[:best], p.cached[best+1:]...)
@@ -79,6 +87,36 @@ func (p *chunkPool) put(r verbs.Region) {
 	}
 	p.cached = append(p.cached, r)
 	p.idle += size
+	if p.idle > poolKeepIdle && p.onTrim != nil {
+		if p.trim == nil {
+			p.trim = time.AfterFunc(poolTrimAfter, p.onTrim)
+		} else {
+			p.trim.Reset(poolTrimAfter)
+		}
+	}
+}
+
+// trimIdle frees cached buffers, oldest first, down to poolKeepIdle bytes if
+// the pool was not used since the last check; it reports whether it should
+// be checked again.
+func (p *chunkPool) trimIdle() (again bool) {
+	if p.used {
+		p.used = false
+		return p.idle > poolKeepIdle
+	}
+	for len(p.cached) > 0 && p.idle > poolKeepIdle {
+		p.idle -= len(p.cached[0].Bytes())
+		_ = p.cached[0].Close()
+		p.cached = append(p.cached[:0], p.cached[1:]...)
+	}
+	return false
+}
+
+// stop stops the trim timer.
+func (p *chunkPool) stop() {
+	if p.trim != nil {
+		p.trim.Stop()
+	}
 }
 
 // budget bounds bytes in use: a connection's (guarded by Conn.mu) or, as

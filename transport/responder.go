@@ -65,7 +65,7 @@ type svcCall struct {
 	// Replies budgets.
 	callHeld, replyHeld int
 	msg                 []byte
-	ch        xdr.CallHeader // Cred and Verf cleared: for the binding
+	ch                  xdr.CallHeader // Cred and Verf cleared: for the binding
 }
 
 // noSlot marks a Send that belongs to no call (an RDMA_ERROR).
