@@ -20,6 +20,9 @@ const (
 	// DefaultMaxRPCSize bounds one RPC message: 1 MiB of payload and a
 	// few pages of headers, as Linux's svcrdma (RPCSVC_MAXPAYLOAD).
 	DefaultMaxRPCSize = 1<<20 + 16<<10
+	// DefaultCallTimeout is ReconnectPolicy.CallTimeout's default: the
+	// Linux NFS client's timeo over RDMA (600 deciseconds).
+	DefaultCallTimeout = 60 * time.Second
 )
 
 // Config configures a requester (Dial) or a responder (Listen). The zero
@@ -101,13 +104,18 @@ type ReconnectPolicy struct {
 	// 10. When they are spent the Conn fails: reads and writes return an
 	// error saying so, wrapping the last attempt's error.
 	MaxAttempts int
-	// CallTimeout, if positive, takes a call still without a reply after
-	// this long as the sign of a stuck connection, as the Linux client
-	// takes an RPC timeout (timeo): the connection is dropped and
-	// established again, and the calls in flight are retransmitted or
-	// failed as above. A responder that drops a call (RFC 8166 leaves it
-	// no other choice for some malformed messages) otherwise holds that
-	// call's credit and XID forever. 0 disables it.
+	// CallTimeout takes a call still without a reply after this long as
+	// the sign of a stuck connection, as the Linux client takes an RPC
+	// timeout: xprtrdma's xprt_rdma_timer disconnects, and NFS mounts
+	// default to timeo=600 (60 s) over RDMA. The connection is dropped;
+	// with Enabled it is established again and the calls in flight are
+	// retransmitted or failed as above, without it the Conn fails with
+	// ErrCallTimeout. Without a timeout, a call the responder dropped
+	// (RFC 8166 leaves it no other choice for some malformed messages),
+	// or whose Call was cancelled and whose reply never comes, would hold
+	// its credit and XID forever. 0 means DefaultCallTimeout; a negative
+	// value disables it. It applies to requesters whether or not Enabled
+	// is set.
 	CallTimeout time.Duration
 }
 
@@ -200,6 +208,9 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	}
 	if cfg.Reconnect.MaxBackoff == 0 {
 		cfg.Reconnect.MaxBackoff = 5 * time.Second
+	}
+	if cfg.Reconnect.CallTimeout == 0 {
+		cfg.Reconnect.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.Reconnect.MaxAttempts <= 0 {
 		cfg.Reconnect.MaxAttempts = 10

@@ -112,21 +112,21 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if c.cur < 0 {
 			if idx, ok := c.readQ.pop(); ok {
 				c.cur, c.curOff = idx, 0
-				binary.BigEndian.PutUint32(c.curHdr[:], xdr.LastFragment|uint32(len(c.slotMsgLocked(idx))))
+				v := c.slotViewLocked(idx)
+				binary.BigEndian.PutUint32(c.curHdr[:], xdr.LastFragment|uint32(v.len()))
 			}
 		}
 		if c.cur >= 0 {
-			msg := c.slotMsgLocked(c.cur)
+			v := c.slotViewLocked(c.cur)
 			n := 0
 			if c.curOff < 4 {
 				n = copy(p, c.curHdr[c.curOff:])
 			}
 			if n < len(p) {
-				start := max(c.curOff+n-4, 0)
-				n += copy(p[n:], msg[start:])
+				n += v.copyAt(p[n:], max(c.curOff+n-4, 0))
 			}
 			c.curOff += n
-			if c.curOff == 4+len(msg) {
+			if c.curOff == 4+v.len() {
 				c.releaseSlotLocked(c.cur)
 				c.cur = -1
 			}
@@ -145,8 +145,14 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 // ReadMsg returns the next received RPC message, appended to buf[:0], without
-// record marking. It blocks like Read. An RDMA_ERROR the responder sent for a
-// call is returned as the synthesized reply together with a *RemoteError.
+// record marking. It blocks like Read.
+//
+// A requester's call that failed without a reply from the RPC server is
+// returned as a synthesized reply (MSG_ACCEPTED, SYSTEM_ERR, as Read returns
+// it) together with an error saying why: a *RemoteError for an RDMA_ERROR
+// the responder sent (the call was not executed), or an error wrapping
+// ErrCallLost when the connection was lost with the call in flight and it
+// was not retransmitted (the call may or may not have been executed).
 func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
 	for {
 		c.mu.Lock()
@@ -163,7 +169,8 @@ func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
 			return buf[:0], c.opError("read", errors.New("rpcrdma: ReadMsg during a partial Read"))
 		}
 		if idx, ok := c.readQ.pop(); ok {
-			buf = append(buf[:0], c.slotMsgLocked(idx)...)
+			v := c.slotViewLocked(idx)
+			buf = v.appendTo(buf[:0])
 			err := c.slotErrLocked(idx)
 			c.releaseSlotLocked(idx)
 			c.mu.Unlock()
@@ -286,7 +293,8 @@ func (c *Conn) send(msg []byte) error {
 		if len(msg) > c.cfg.MaxRPCSize {
 			return c.opError("write", ErrMessageTooLarge)
 		}
-		return c.sendCall(msg)
+		_, err := c.sendCall(msg, &c.reqState.scratchH, false, nil)
+		return err
 	}
 	return c.sendReply(msg)
 }
@@ -303,7 +311,11 @@ func (c *Conn) sendSkipped(s xdr.Skipped) error {
 
 // waitWrite blocks a writer until state changes, the deadline passes or the
 // Conn is closed.
-func (c *Conn) waitWrite() error {
+func (c *Conn) waitWrite() error { return c.waitWriteOr(nil) }
+
+// waitWriteOr is waitWrite that also ends when cancel is closed (a Call's
+// context), with errCancelled.
+func (c *Conn) waitWriteOr(cancel <-chan struct{}) error {
 	select {
 	case <-c.writeWake:
 		return nil
@@ -311,6 +323,8 @@ func (c *Conn) waitWrite() error {
 		return c.opError("write", net.ErrClosed)
 	case <-c.wd.wait():
 		return c.opError("write", errDeadline)
+	case <-cancel:
+		return errCancelled
 	}
 }
 
@@ -388,19 +402,19 @@ func (c *Conn) Stats() Stats {
 	return s
 }
 
-// slotMsgLocked returns the message a queued slot holds.
-func (c *Conn) slotMsgLocked(idx int) []byte {
+// slotViewLocked returns the message a queued slot holds.
+func (c *Conn) slotViewLocked(idx int) msgView {
 	if c.role == cmpriv.Requester {
-		return c.reqState.calls[idx].reply
+		return c.reqState.calls[idx].view()
 	}
-	return c.svcState.calls[idx].msg
+	return msgView{head: c.svcState.calls[idx].msg}
 }
 
+// slotErrLocked returns what reading a queued slot's message reports with
+// it.
 func (c *Conn) slotErrLocked(idx int) error {
 	if c.role == cmpriv.Requester {
-		if e := c.reqState.calls[idx].remoteErr; e != nil {
-			return e
-		}
+		return c.reqState.calls[idx].err
 	}
 	return nil
 }

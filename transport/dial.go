@@ -40,7 +40,7 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	c.mu.Lock()
 	c.ep = ep
 	ep.start()
-	if c.cfg.Reconnect.Enabled && c.cfg.Reconnect.CallTimeout > 0 {
+	if c.cfg.Reconnect.CallTimeout > 0 {
 		c.bg.Add(1)
 		go c.watchCalls()
 	}

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"context"
+	crand "crypto/rand"
+	"math/rand/v2"
 	"errors"
 	"fmt"
 	"sync"
@@ -66,6 +68,7 @@ type endpoint struct {
 	sges      []verbs.SGE
 	rrs       []verbs.RecvRequest
 	hdr       chunks.Header
+	keys      *rand.ChaCha8 // key bytes of the rkeys we bind
 
 	started  time.Time // when polling started
 	ctx      context.Context
@@ -74,22 +77,15 @@ type endpoint struct {
 	once     sync.Once
 }
 
-// chunkBuf is registered memory a slot exposes to the peer (requester) or
-// reads into and writes from (responder), with its window.
-type chunkBuf struct {
-	region verbs.Region
-	win    verbs.Window
-	size   int
-	bound  bool // the window is bound and not yet invalidated
-	rkey   uint32
-}
-
 // setupEndpoint allocates and registers the endpoint's memory and posts its
 // Receives; it runs in verbs.ConnOptions.Setup, before the connection is
 // established. nSend Send buffers of sendSize and nRecv Receive buffers of
 // recvSize; post is the number of Receives to post now.
 func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSize, post int) error {
 	ep.vc = vc
+	var seed [32]byte
+	_, _ = crand.Read(seed[:]) // never fails (crypto/rand)
+	ep.keys = rand.NewChaCha8(seed)
 	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize}
 	ep.pool.onTrim = ep.trimPool
 	var err error
@@ -142,33 +138,6 @@ func (ep *endpoint) repost(i int) error {
 	ep.recvSGE[0] = verbs.SGE{Region: ep.recvRegion, Offset: i * ep.recvSize, Length: ep.recvSize}
 	ep.recvRR[0] = verbs.RecvRequest{ID: wrID(wrRecv, 0, i), SGL: ep.recvSGE[:]}
 	return ep.vc.PostRecv(ep.recvRR[:])
-}
-
-// chunk returns slot's chunk memory with at least n bytes, growing it.
-func (ep *endpoint) chunk(slot, n int) (*chunkBuf, error) {
-	cb := &ep.chunkMem[slot]
-	if cb.size >= n && cb.region != nil {
-		return cb, nil
-	}
-	size := max(64<<10, cb.size)
-	for size < n {
-		size *= 2
-	}
-	r, err := ep.vc.AllocRegion(size)
-	if err != nil {
-		return nil, fmt.Errorf("rpcrdma: chunk memory: %w", err)
-	}
-	if cb.win == nil {
-		if cb.win, err = ep.vc.AllocWindow(); err != nil {
-			_ = r.Close()
-			return nil, fmt.Errorf("rpcrdma: memory window: %w", err)
-		}
-	}
-	if cb.region != nil {
-		_ = cb.region.Close()
-	}
-	cb.region, cb.size = r, size
-	return cb, nil
 }
 
 // post posts the scratch work requests as one batch and counts them.

@@ -334,7 +334,7 @@ func rcCheckIdle(t *testing.T, c *Conn) {
 		s := &c.reqState
 		busy := 0
 		for i := range s.calls {
-			if !s.calls[i].free || s.calls[i].busy || s.calls[i].sending || s.calls[i].invPending || s.calls[i].queued {
+			if !s.calls[i].free || s.calls[i].busy || s.calls[i].sending || s.calls[i].invPending > 0 || s.calls[i].queued {
 				busy++
 			}
 		}

@@ -19,7 +19,7 @@ type requesterState struct {
 	byXID    map[uint32]int // slot of each call in flight
 	credits  credits.Requester
 	resend   ring           // slots to retransmit after a reconnect
-	scratchH xdr.CallHeader // sendCall's header, under Conn.wmu
+	scratchH xdr.CallHeader // Write's and WriteMsg's call header, under Conn.wmu
 }
 
 // reqCall is one call slot: from the call's Send until its reply was read.
@@ -33,13 +33,44 @@ type reqCall struct {
 	sendBuf    int
 	sending    bool // its Send has not completed
 	replied    bool // the reply arrived (or was synthesized)
-	invPending bool // a Local Invalidate has not completed
+	invPending int  // Local Invalidates not completed
 	queued     bool // waiting in the read queue
 	writeOff   int  // where the Write chunk starts in the chunk memory
 	replyOff   int  // where the Reply chunk starts
-	reply      []byte
-	remoteErr  *RemoteError
-	msg        []byte // the call, kept for retransmission
+	// reply is the reply, or with data set, the reply without its
+	// DDP-eligible result, which is data (in the slot's chunk memory, where
+	// the responder wrote it) inserted at dataOff: reading the reply copies
+	// the data once, straight into the reader's buffer.
+	reply   []byte
+	data    []byte
+	dataOff int
+	err     error  // what reading the reply reports besides it (*RemoteError, ErrCallLost)
+	msg     []byte // the call, kept for retransmission
+
+	// direct: the call was made by Call, whose goroutine waits on done
+	// for the reply instead of Read; abandoned: that caller gave up, and
+	// the reply is dropped when it comes.
+	direct, abandoned bool
+	done              chan struct{}
+}
+
+// view returns the call's reply as pieces.
+func (call *reqCall) view() msgView {
+	if call.data == nil {
+		return msgView{head: call.reply}
+	}
+	return msgView{head: call.reply[:call.dataOff], data: call.data, tail: call.reply[call.dataOff:]}
+}
+
+// materialize copies the reply's data out of the chunk memory, which is
+// about to be freed.
+func (call *reqCall) materialize() {
+	if call.data == nil {
+		return
+	}
+	v := call.view()
+	call.reply = v.appendTo(nil)
+	call.data = nil
 }
 
 func (c *Conn) initRequester() {
@@ -50,6 +81,7 @@ func (c *Conn) initRequester() {
 	for i := range s.free {
 		s.free[i] = n - 1 - i
 		s.calls[i].free = true
+		s.calls[i].done = make(chan struct{}, 1)
 	}
 	s.byXID = make(map[uint32]int, n)
 	s.credits = credits.NewRequester(c.cfg.Credits)
@@ -58,12 +90,13 @@ func (c *Conn) initRequester() {
 }
 
 // sendCall sends one RPC call (RFC 8166 §3.5): it waits for a credit and a
-// slot, plans the call, and posts it.
-func (c *Conn) sendCall(msg []byte) error {
-	h := &c.reqState.scratchH
+// slot, plans the call, and posts it. h is scratch for its header; a direct
+// call (Call) is answered through its slot's done channel, not Read, and
+// its slot is returned. done, if not nil, ends the wait for a credit.
+func (c *Conn) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-chan struct{}) (int, error) {
 	args, err := h.Unmarshal(msg)
 	if err != nil {
-		return c.opError("write", fmt.Errorf("%w: %w", ErrNotCall, err))
+		return 0, c.opError("write", fmt.Errorf("%w: %w", ErrNotCall, err))
 	}
 	info := c.cfg.Binding.Call(h, msg, args)
 	h.Cred, h.Verf = xdr.OpaqueAuth{}, xdr.OpaqueAuth{}
@@ -72,12 +105,12 @@ func (c *Conn) sendCall(msg []byte) error {
 		c.mu.Lock()
 		if err := c.writeErrLocked(); err != nil {
 			c.mu.Unlock()
-			return err
+			return 0, err
 		}
 		s := &c.reqState
 		if _, dup := s.byXID[h.XID]; dup {
 			c.mu.Unlock()
-			return c.opError("write", ErrDuplicateXID)
+			return 0, c.opError("write", ErrDuplicateXID)
 		}
 		ep := c.ep
 		if ep != nil && s.resend.size == 0 && len(s.free) > 0 && len(ep.sendFree) > 0 &&
@@ -85,7 +118,8 @@ func (c *Conn) sendCall(msg []byte) error {
 			slot := s.free[len(s.free)-1]
 			s.free = s.free[:len(s.free)-1]
 			call := &s.calls[slot]
-			*call = reqCall{busy: true, xid: h.XID, hdr: *h, reply: call.reply[:0], msg: call.msg[:0]}
+			*call = reqCall{busy: true, xid: h.XID, hdr: *h, reply: call.reply[:0], msg: call.msg[:0],
+				direct: direct, done: call.done}
 			if c.cfg.Reconnect.Enabled && c.cfg.Reconnect.Retransmit {
 				call.msg = append(call.msg, msg...)
 			}
@@ -102,17 +136,17 @@ func (c *Conn) sendCall(msg []byte) error {
 			}
 			c.mu.Unlock()
 			if err != nil {
-				return c.opError("write", err)
+				return 0, c.opError("write", err)
 			}
-			return nil
+			return slot, nil
 		}
 		if !stalled && ep != nil && s.credits.Available() == 0 {
 			stalled = true
 			c.stats.creditStalls.Add(1)
 		}
 		c.mu.Unlock()
-		if err := c.waitWrite(); err != nil {
-			return err
+		if err := c.waitWriteOr(done); err != nil {
+			return 0, err
 		}
 	}
 }
@@ -165,34 +199,34 @@ func (c *Conn) postCallLocked(ep *endpoint, slot int, msg []byte, info CallInfo)
 		case marshal.CallLong:
 			copy(mem, msg)
 		}
-		cb.rkey = verbs.NextRKey(cb.win.RKey())
-		ep.wrs = append(ep.wrs, verbs.WorkRequest{
-			ID: wrID(wrBind, slot, 0), Op: verbs.OpBindWindow, Window: cb.win,
-			Bind:   verbs.SGE{Region: cb.region, Offset: 0, Length: total},
-			Access: verbs.AccessRemoteRead | verbs.AccessRemoteWrite,
-		})
-		cb.bound = true
+		// The Read chunk read-only, exactly its bytes; the Write and
+		// Reply chunks write-only: a separate window each, so a call with
+		// both has two rkeys (and no Send With Invalidate, RFC 8797 §4.1).
 		base := cb.region.Addr(0)
 		if plan.ChunkLen > 0 {
+			rkey := ep.appendBind(slot, exposeRead, 0, plan.ChunkLen, verbs.AccessRemoteRead)
 			pos := uint32(0)
 			if plan.Form == marshal.CallReadChunk {
 				pos = uint32(plan.Data.Off)
 			}
 			hdr.ReadList = append(hdr.ReadList, chunks.ReadSegment{Position: pos,
-				Segment: chunks.Segment{Handle: cb.rkey, Length: uint32(plan.ChunkLen), Offset: base}})
+				Segment: chunks.Segment{Handle: rkey, Length: uint32(plan.ChunkLen), Offset: base}})
 			c.stats.readChunks.Add(1)
 		}
-		if plan.Reply&marshal.ReplyWrite != 0 {
-			ep.writeSeg[0] = chunks.Segment{Handle: cb.rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)}
-			ep.writeList[0] = ep.writeSeg[:]
-			hdr.WriteList = ep.writeList[:]
-			c.stats.writeChunks.Add(1)
-		}
-		if plan.Reply&marshal.ReplyLong != 0 {
-			hdr.HasReplyChunk = true
-			ep.replySeg[0] = chunks.Segment{Handle: cb.rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)}
-			hdr.ReplyChunk = ep.replySeg[:]
-			c.stats.replyChunks.Add(1)
+		if plan.Reply&(marshal.ReplyWrite|marshal.ReplyLong) != 0 {
+			rkey := ep.appendBind(slot, exposeWrite, call.writeOff, total-call.writeOff, verbs.AccessRemoteWrite)
+			if plan.Reply&marshal.ReplyWrite != 0 {
+				ep.writeSeg[0] = chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)}
+				ep.writeList[0] = ep.writeSeg[:]
+				hdr.WriteList = ep.writeList[:]
+				c.stats.writeChunks.Add(1)
+			}
+			if plan.Reply&marshal.ReplyLong != 0 {
+				hdr.HasReplyChunk = true
+				ep.replySeg[0] = chunks.Segment{Handle: rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)}
+				hdr.ReplyChunk = ep.replySeg[:]
+				c.stats.replyChunks.Add(1)
+			}
 		}
 		c.stats.chunksOffered.Add(uint64(total))
 	}
@@ -210,14 +244,16 @@ func (c *Conn) postCallLocked(ep *endpoint, slot int, msg []byte, info CallInfo)
 		c.stats.longCalls.Add(1)
 	}
 	if len(b) > ep.sendSize || len(b) > ep.settings.SendInline {
-		ep.wrs, ep.sges = ep.wrs[:0], ep.sges[:0]
+		ep.discard()
+		ep.unbind(slot, exposeRead)
+		ep.unbind(slot, exposeWrite)
 		return fmt.Errorf("rpcrdma: internal error: planned call of %d bytes exceeds the inline threshold %d", len(b), ep.settings.SendInline)
 	}
-	ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrSend, slot, buf), Op: verbs.OpSend,
-		SGL: ep.sgl(ep.sendRegion, buf*ep.sendSize, len(b))})
+	ep.appendSend(wrID(wrSend, slot, buf), verbs.OpSend, buf, len(b), 0)
 	if err := ep.post(); err != nil {
 		if total > 0 {
-			ep.chunkMem[slot].bound = false
+			ep.unbind(slot, exposeRead)
+			ep.unbind(slot, exposeWrite)
 		}
 		return err
 	}
@@ -278,8 +314,8 @@ func (c *Conn) requesterCompletionLocked(ep *endpoint, kind uint64, slot, buf in
 		c.maybeFreeCallLocked(slot)
 	case wrLocalInv:
 		call := &s.calls[slot]
-		call.invPending = false
-		ep.chunkMem[slot].bound = false
+		call.invPending--
+		ep.unbind(slot, buf)
 		c.queueReplyLocked(slot)
 	case wrRecv:
 		c.stats.recvs.Add(1)
@@ -318,14 +354,12 @@ func (c *Conn) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion
 		return nil
 	}
 	call := &s.calls[slot]
-	cb := &ep.chunkMem[slot]
 	if wc.Invalidated {
 		// RFC 8166 §3.4.4 / RFC 8797 §4.1: the rkey invalidated must be
 		// one of this call's; Linux checks the same (rpcrdma_reply_handler).
-		if !cb.bound || wc.InvalidatedRKey != cb.rkey {
+		if !ep.remoteInvalidated(slot, wc.InvalidatedRKey) {
 			return fmt.Errorf("%w: Send With Invalidate of rkey %#x, not the call's", ErrProtocol, wc.InvalidatedRKey)
 		}
-		cb.bound = false
 		c.stats.remoteInv.Add(1)
 	}
 	if _, err := s.credits.Complete(h.Credits); err != nil {
@@ -346,14 +380,17 @@ func (c *Conn) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion
 		c.failCallLocked(call, nil)
 	}
 
-	if cb.bound {
-		// Not invalidated by the responder: invalidate it ourselves before
-		// the call completes, so the peer cannot touch the memory again.
-		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrLocalInv, slot, 0), Op: verbs.OpLocalInvalidate, InvalidateRKey: cb.rkey})
+	// What the responder did not invalidate, we invalidate ourselves
+	// before the call completes, so the peer cannot touch the memory again.
+	for which := range 2 {
+		if ep.appendLocalInv(slot, which) {
+			call.invPending++
+		}
+	}
+	if call.invPending > 0 {
 		if err := ep.post(); err != nil {
 			return err
 		}
-		call.invPending = true
 		c.stats.localInv.Add(1)
 		return nil
 	}
@@ -406,43 +443,59 @@ func (c *Conn) buildReplyLocked(ep *endpoint, slot int, inline []byte) error {
 			return err
 		}
 		item := c.cfg.Binding.ReplyData(&call.hdr, msg, results)
-		if !item.Present || item.Off > len(msg) || uint64(xdr.RoundUp(item.N)) < written || uint64(item.N) > written {
+		if !item.Present || item.Off < 0 || item.Off > len(msg) || uint64(xdr.RoundUp(item.N)) < written || uint64(item.N) > written {
 			return errors.New("write chunk data does not match the reply's DDP-eligible item")
 		}
-		call.reply, err = marshal.AppendInsert(call.reply[:0], msg, item.Off, mem[call.writeOff:call.writeOff+item.N])
-		return err
+		// The data stays where the responder placed it until the reply
+		// is read (the slot and its memory are the call's until then).
+		call.reply = append(call.reply[:0], msg...)
+		call.data, call.dataOff = mem[call.writeOff:call.writeOff+item.N:call.writeOff+item.N], item.Off
+		return nil
 	default:
 		return errors.New("more than one write chunk in a reply")
 	}
 	call.reply = append(call.reply[:0], msg...)
+	call.data = nil
 	return nil
 }
 
 // failCallLocked makes slot's reply a synthesized RPC reply that fails the
 // call: MSG_ACCEPTED with SYSTEM_ERR (RFC 5531 §9), which any RPC client
-// reports as an error for that XID.
-func (c *Conn) failCallLocked(call *reqCall, rerr *RemoteError) {
-	call.remoteErr = rerr
+// reports as an error for that XID. err is what ReadMsg and Call report
+// with it: a *RemoteError, an error wrapping ErrCallLost, or nil (a reply
+// that failed validation).
+func (c *Conn) failCallLocked(call *reqCall, err error) {
+	call.err = err
+	call.data = nil
 	rh := xdr.ReplyHeader{XID: call.xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSystemErr}
 	call.reply = rh.Append(call.reply[:0])
 }
 
-// queueReplyLocked hands slot's reply to Read.
+// queueReplyLocked hands slot's reply to Read, or to the Call waiting for
+// it; the reply of an abandoned Call is dropped.
 func (c *Conn) queueReplyLocked(slot int) {
 	call := &c.reqState.calls[slot]
-	if !call.replied || call.invPending || call.queued {
+	if !call.replied || call.invPending > 0 || call.queued {
 		return
 	}
 	call.queued = true
-	c.readQ.push(slot)
-	wake(c.readWake)
+	switch {
+	case call.abandoned:
+		c.replyConsumedLocked(slot)
+	case call.direct:
+		wake(call.done)
+	default:
+		c.readQ.push(slot)
+		wake(c.readWake)
+	}
 }
 
 // replyConsumedLocked: Read took slot's reply.
 func (c *Conn) replyConsumedLocked(slot int) {
 	call := &c.reqState.calls[slot]
-	call.queued = false
-	call.busy = false
+	call.queued, call.busy = false, false
+	call.direct, call.abandoned = false, false
+	call.data, call.err = nil, nil
 	c.maybeFreeCallLocked(slot)
 }
 
@@ -450,7 +503,7 @@ func (c *Conn) replyConsumedLocked(slot int) {
 // and its Send completed.
 func (c *Conn) maybeFreeCallLocked(slot int) {
 	call := &c.reqState.calls[slot]
-	if call.busy || call.sending || call.invPending || call.free {
+	if call.busy || call.sending || call.invPending > 0 || call.free {
 		return
 	}
 	call.free, call.replied = true, false
@@ -464,12 +517,14 @@ func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 	for slot := range s.calls {
 		call := &s.calls[slot]
 		call.sending = false
+		// A reply's data still in the chunk memory is copied out: the
+		// memory goes with the connection.
+		call.materialize()
 		if call.busy && call.replied && !call.queued {
-			// Its reply is complete (copied out of the chunk memory) but
-			// waits for a Local Invalidate, or never got one because
-			// posting it failed: the connection is gone and its memory
-			// with it, so the reply goes to Read now.
-			call.invPending = false
+			// Its reply is complete but waits for a Local Invalidate, or
+			// never got one because posting it failed: the connection is
+			// gone and its memory with it, so the reply goes to Read now.
+			call.invPending = 0
 			c.queueReplyLocked(slot)
 		}
 		if !call.busy {
@@ -479,6 +534,7 @@ func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 	if !c.cfg.Reconnect.Enabled || c.closed {
 		c.eof = errors.Is(err, verbs.ErrDisconnected)
 		c.failLocked(err)
+		c.failDirectCallsLocked(err)
 		return
 	}
 	// Calls in flight: retransmit them on the new connection, or fail them.
@@ -491,13 +547,13 @@ func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 		if !call.busy || call.replied {
 			continue
 		}
-		if c.cfg.Reconnect.Retransmit {
+		if c.cfg.Reconnect.Retransmit && !call.abandoned {
 			s.resend.push(slot)
 			continue
 		}
 		call.replied = true
 		delete(s.byXID, call.xid)
-		c.failCallLocked(call, nil)
+		c.failCallLocked(call, callLost(call.xid, err))
 		c.queueReplyLocked(slot)
 	}
 	// Close waits for the reconnection goroutine (c.bg): it is added here,
@@ -545,7 +601,9 @@ func (c *Conn) reconnect() {
 	}
 	c.mu.Lock()
 	c.eof = false
-	c.failLocked(fmt.Errorf("rpcrdma: reconnect failed after %d attempts: %w", c.cfg.Reconnect.MaxAttempts, err))
+	err = fmt.Errorf("rpcrdma: reconnect failed after %d attempts: %w", c.cfg.Reconnect.MaxAttempts, err)
+	c.failLocked(err)
+	c.failDirectCallsLocked(err)
 	c.mu.Unlock()
 }
 
@@ -566,7 +624,7 @@ func (c *Conn) pumpResendLocked() {
 			_ = s.credits.Release()
 			call.replied = true
 			delete(s.byXID, call.xid)
-			c.failCallLocked(call, nil)
+			c.failCallLocked(call, callLost(call.xid, err))
 			c.queueReplyLocked(slot)
 		}
 	}
