@@ -81,8 +81,7 @@ type rqEntry struct {
 // readResponse is an RDMA Read the responder has checked and will answer.
 type readResponse struct {
 	seq    uint32
-	region *region
-	off    int
+	access windowAccess
 	length int
 }
 
