@@ -65,6 +65,7 @@ func (r *region) Close() error {
 	}
 	r.mr = nil
 	delete(c.regions, r)
+	c.p.registered.Add(-int64(r.size))
 	return r.unmap()
 }
 
@@ -75,6 +76,7 @@ func (r *region) free() error {
 		err = fmt.Errorf("rdmacore: ibv_dereg_mr: %w", syscall.Errno(rc))
 	}
 	r.mr = nil
+	r.c.p.registered.Add(-int64(r.size))
 	return errors.Join(err, r.unmap())
 }
 
@@ -122,6 +124,7 @@ func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 	}
 	r := &region{c: c, mem: mem, size: size, mr: mr, lkey: uint32(C.rc_mr_lkey(mr)), base: uint64(uintptr(unsafe.Pointer(&mem[0])))}
 	c.regions[r] = struct{}{}
+	c.p.registered.Add(int64(size))
 	return r, nil
 }
 

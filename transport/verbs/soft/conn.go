@@ -13,12 +13,9 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
-// Limits of the software provider's queues (rxe's max_sge is 32 too).
-const (
-	maxQueueDepth = 1 << 16
-	maxSGE        = 32
-	maxReadDepth  = 255
-)
+// maxCaps are the limits of the software provider's queues (rxe's max_sge
+// is 32 too).
+var maxCaps = verbs.QueueCaps{SendQueue: 1 << 16, RecvQueue: 1 << 16, MaxSGE: 32, ReadDepth: 255}
 
 const (
 	// ioBufferSize sizes each connection's stream buffers; payloads move
@@ -85,8 +82,8 @@ type readResponse struct {
 	length int
 }
 
-// connSerial numbers connections; it seeds per-connection addresses, rkey
-// indexes and starting sequence numbers.
+// connSerial numbers connections; it seeds per-connection addresses and
+// starting sequence numbers.
 var connSerial atomic.Uint64
 
 // conn is one side of a software RC connection: a queue pair with its
@@ -165,10 +162,9 @@ type conn struct {
 	rrTail         uint64
 	disconnectSent bool
 
-	windows    map[uint32]*window
-	regions    map[*region]struct{}
-	nextWindow uint32
-	nextIOVA   uint64
+	windows  map[uint32]*window // by index (the rkey's upper 24 bits)
+	regions  map[*region]struct{}
+	nextIOVA uint64
 
 	kick       chan struct{} // wakes the writer
 	notify     chan struct{} // a completion was queued
@@ -190,19 +186,7 @@ var (
 	errMessageTooLong   = fmt.Errorf("soft: message longer than MaxMessageSize: %w", verbs.ErrLength)
 	errOpcode           = fmt.Errorf("soft: unknown work request opcode: %w", verbs.ErrNotSupported)
 	errPeerDisconnected = fmt.Errorf("soft: peer disconnected: %w", verbs.ErrDisconnected)
-	errCaps             = fmt.Errorf("soft: queue capacities out of range: %w", verbs.ErrNotSupported)
 )
-
-// resolveCaps fills zero fields from verbs.DefaultQueueCaps and checks the
-// provider's limits.
-func resolveCaps(q verbs.QueueCaps) (verbs.QueueCaps, error) {
-	q = q.WithDefaults()
-	if q.SendQueue < 0 || q.SendQueue > maxQueueDepth || q.RecvQueue < 0 || q.RecvQueue > maxQueueDepth ||
-		q.MaxSGE < 0 || q.MaxSGE > maxSGE || q.ReadDepth < 0 || q.ReadDepth > maxReadDepth {
-		return q, errCaps
-	}
-	return q, nil
-}
 
 // newConn creates the queue pair of a connection whose handshake is about
 // to run over nc (br reads nc).
@@ -229,8 +213,6 @@ func newConn(p *Provider, nc net.Conn, br *bufio.Reader, caps verbs.QueueCaps) *
 		// Addresses the peer sees look like user-space virtual addresses
 		// and differ between connections.
 		nextIOVA: 0x7f00_0000_0000 + (serial%256)<<32,
-		// rkey indexes start somewhere different on each connection.
-		nextWindow: uint32(serial*0x9e3779b1) & 0xfff000,
 		// Sequence numbers start close to 2^32 so that every connection
 		// wraps around early, as random IB starting PSNs would.
 		sendSeq: 0xffff_ff00 + uint32(serial%256),
@@ -330,9 +312,14 @@ func (c *conn) PostSend(wrs []verbs.WorkRequest) error {
 		case verbs.OpLocalInvalidate:
 		case verbs.OpBindWindow:
 			if w, ok := wr.Window.(*window); ok && w != nil && w.c == c {
+				var rkey uint32
+				if rkey, err = verbs.BindRKey(w.userRKey.Load(), wr.RKey); err != nil {
+					err = fmt.Errorf("soft: %w", err)
+					break
+				}
 				e.window = w
-				e.newRKey = verbs.NextRKey(w.userRKey.Load())
-				w.userRKey.Store(e.newRKey)
+				e.newRKey = rkey
+				w.userRKey.Store(rkey)
 			}
 			e.bind, e.access = wr.Bind, wr.Access
 		default:

@@ -3,6 +3,7 @@ package soft
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,8 @@ const (
 )
 
 // window is a type 2 memory window. Its rkey is index<<8 | key, the key
-// byte being what OpBindWindow increments (ibv_inc_rkey).
+// byte being what OpBindWindow changes (verbs.BindRKey: incremented as
+// ibv_inc_rkey does, or the one the work request chose).
 type window struct {
 	c     *conn
 	index uint32
@@ -123,32 +125,40 @@ func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 	r.iova = c.nextIOVA
 	c.nextIOVA += uint64(n) + uint64(pageSize) // a guard page between regions
 	c.regions[r] = struct{}{}
+	c.p.registered.Add(int64(size))
 	c.mu.Unlock()
 	return r, nil
 }
 
-// AllocWindow allocates an unbound type 2 memory window.
+// AllocWindow allocates an unbound type 2 memory window. Its index (the
+// upper 24 bits of its rkeys) is drawn at random among those the
+// connection does not use, and so is its first key byte, so that the
+// peer cannot guess one window's rkeys from another's.
 func (c *conn) AllocWindow() (verbs.Window, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errConnClosed
 	}
-	if len(c.windows) >= 1<<24-1 {
+	if len(c.windows) >= maxWindows {
 		return nil, errNoWindows
 	}
+	var index uint32
 	for {
-		c.nextWindow = (c.nextWindow + 1) & (1<<24 - 1)
-		if _, used := c.windows[c.nextWindow]; !used && c.nextWindow != 0 {
+		index = rand.Uint32N(maxWindows) + 1 // 0 is never an index
+		if _, used := c.windows[index]; !used {
 			break
 		}
 	}
-	w := &window{c: c, index: c.nextWindow}
-	w.rkey = w.index<<8 | uint32(byte(w.index*151+7))
+	w := &window{c: c, index: index}
+	w.rkey = index<<8 | uint32(rand.N[uint8](255)+1)
 	w.userRKey.Store(w.rkey)
 	c.windows[w.index] = w
 	return w, nil
 }
+
+// maxWindows is the number of window indexes: 24 bits, less index 0.
+const maxWindows = 1<<24 - 1
 
 func (c *conn) closeWindow(w *window) error {
 	c.mu.Lock()
@@ -180,6 +190,7 @@ func (c *conn) closeRegion(r *region) error {
 	}
 	r.closed.Store(true)
 	delete(c.regions, r)
+	c.p.registered.Add(-int64(r.size))
 	c.mu.Unlock()
 	if err := syscall.Munmap(r.mem); err != nil {
 		return fmt.Errorf("soft: munmap: %w", err)
@@ -203,6 +214,7 @@ func (c *conn) freeMemory() error {
 	for r := range c.regions {
 		r.closed.Store(true)
 		r.bound = 0
+		c.p.registered.Add(-int64(r.size))
 		if err := syscall.Munmap(r.mem); err != nil {
 			errs = append(errs, fmt.Errorf("soft: munmap: %w", err))
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,19 +19,29 @@ type Provider struct {
 	// Faults, if set, injects failures into every connection the
 	// provider makes (see Faults).
 	Faults *Faults
+
+	// registered counts the bytes of the regions of the provider's
+	// connections that are not closed yet.
+	registered atomic.Int64
 }
 
-var _ verbs.Provider = (*Provider)(nil)
+var (
+	_ verbs.Provider    = (*Provider)(nil)
+	_ verbs.MemoryMeter = (*Provider)(nil)
+)
+
+// RegisteredBytes returns the bytes of the regions allocated through the
+// provider's connections and not yet closed (by Region.Close or by the
+// connection's Close).
+func (p *Provider) RegisteredBytes() int64 { return p.registered.Load() }
 
 // Name returns "soft".
 func (p *Provider) Name() string { return "soft" }
 
 var (
-	errConnectPrivateData = fmt.Errorf("soft: connect private data over %d bytes: %w", connectPrivateDataLen, verbs.ErrPrivateDataTooLong)
-	errAcceptPrivateData  = fmt.Errorf("soft: accept private data over %d bytes: %w", acceptPrivateDataLen, verbs.ErrPrivateDataTooLong)
-	errRejectPrivateData  = fmt.Errorf("soft: reject private data over %d bytes: %w", rejectPrivateDataLen, verbs.ErrPrivateDataTooLong)
-	errHandshake          = fmt.Errorf("soft: unexpected CM message: %w", verbs.ErrDisconnected)
-	errRequestUsed        = fmt.Errorf("soft: connection request already accepted or rejected: %w", verbs.ErrClosed)
+	errRejectPrivateData = fmt.Errorf("soft: reject private data over %d bytes: %w", rejectPrivateDataLen, verbs.ErrPrivateDataTooLong)
+	errHandshake         = fmt.Errorf("soft: unexpected CM message: %w", verbs.ErrDisconnected)
+	errRequestUsed       = fmt.Errorf("soft: connection request already accepted or rejected: %w", verbs.ErrClosed)
 )
 
 // aLongTimeAgo is a deadline in the past, to abort blocked I/O.
@@ -44,12 +55,9 @@ func (p *Provider) Dial(ctx context.Context, addr string, opts *verbs.ConnOption
 	if opts == nil {
 		opts = &verbs.ConnOptions{}
 	}
-	if len(opts.PrivateData) > connectPrivateDataLen {
-		return nil, errConnectPrivateData
-	}
-	caps, err := resolveCaps(opts.Caps)
+	caps, err := opts.Check(false, maxCaps)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("soft: dial %s: %w", addr, err)
 	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
