@@ -9,8 +9,10 @@
 // windows, in-order execution and completion, CM private data (zero-padded
 // delivery, limits, reject), Send With Invalidate and invalidated rkeys,
 // the errors that kill a connection (RNR, length, remote access, foreign
-// invalidation) and how both sides see them, disconnection, queue limits,
-// 64 connections at once, and 10 000 operations.
+// invalidation) and how both sides see them, binds with a chosen rkey,
+// windows' access rights, disconnection, queue limits, the registered
+// memory count of providers that implement verbs.MemoryMeter, 64
+// connections at once, and 10 000 operations.
 //
 // Where providers legitimately differ (hardware reporting a status
 // differently), the test says so and accepts both.
