@@ -129,7 +129,7 @@ func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 }
 
 // window is a type 2 memory window (ibv_alloc_mw(IBV_MW_TYPE_2)). Its rkey
-// is what the last posted bind gave it: ibv_inc_rkey of the previous one.
+// is what the last posted bind gave it (verbs.BindRKey of the previous one).
 type window struct {
 	c      *conn
 	mw     *C.struct_ibv_mw
