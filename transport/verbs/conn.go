@@ -2,7 +2,24 @@ package verbs
 
 import (
 	"context"
+	"fmt"
 	"net"
+)
+
+// CM private data limits as rdma_cm delivers them over the IB CM: the
+// REQ's 92 bytes less rdma_cm's 36-byte header, the REP's 196 and the
+// REJ's 148 (IB_CM_REQ/REP/REJ_PRIVATE_DATA_SIZE). The CM always delivers
+// the whole field, zero-padded, whatever the sender gave (cma.c).
+const (
+	// ConnectPrivateDataLen is the most private data a connect request
+	// carries (ConnOptions.PrivateData of Dial).
+	ConnectPrivateDataLen = 56
+	// AcceptPrivateDataLen is the most private data an accept carries
+	// (ConnOptions.PrivateData of ConnRequest.Accept).
+	AcceptPrivateDataLen = 196
+	// RejectPrivateDataLen is the most private data a reject carries
+	// (ConnRequest.Reject).
+	RejectPrivateDataLen = 148
 )
 
 // QueueCaps sizes a connection's queues (struct ibv_qp_cap plus the CQ).
@@ -43,6 +60,26 @@ func (q QueueCaps) WithDefaults() QueueCaps {
 	return q
 }
 
+// Check fails unless every field of q lies in [0, limit's field]; the
+// error matches ErrNotSupported and names the field. Providers call it
+// with their own limits on caps resolved by WithDefaults.
+func (q QueueCaps) Check(limit QueueCaps) error {
+	for _, f := range []struct {
+		name     string
+		v, limit int
+	}{
+		{"SendQueue", q.SendQueue, limit.SendQueue},
+		{"RecvQueue", q.RecvQueue, limit.RecvQueue},
+		{"MaxSGE", q.MaxSGE, limit.MaxSGE},
+		{"ReadDepth", q.ReadDepth, limit.ReadDepth},
+	} {
+		if f.v < 0 || f.v > f.limit {
+			return fmt.Errorf("%w: queue capacity %s %d out of range [0, %d]", ErrNotSupported, f.name, f.v, f.limit)
+		}
+	}
+	return nil
+}
+
 // ConnOptions apply to both sides of a connection.
 type ConnOptions struct {
 	// PrivateData is sent with the connect request (at most 56 bytes) or
@@ -58,6 +95,31 @@ type ConnOptions struct {
 	// not ready to send). An error aborts the connection (a listener
 	// rejects it).
 	Setup func(Conn) error
+}
+
+// Check checks o for Provider.Dial (accept false) or ConnRequest.Accept
+// (accept true), as both providers do before anything else: the private
+// data against the CM's limit (ConnectPrivateDataLen or
+// AcceptPrivateDataLen; the error matches ErrPrivateDataTooLong), and the
+// queue caps, zero fields taken from DefaultQueueCaps, against the
+// provider's limit (QueueCaps.Check). It returns the resolved caps. A nil
+// o checks as the zero options.
+func (o *ConnOptions) Check(accept bool, limit QueueCaps) (QueueCaps, error) {
+	if o == nil {
+		o = &ConnOptions{}
+	}
+	what, max := "connect", ConnectPrivateDataLen
+	if accept {
+		what, max = "accept", AcceptPrivateDataLen
+	}
+	if len(o.PrivateData) > max {
+		return QueueCaps{}, fmt.Errorf("%w: %s private data of %d bytes, over %d", ErrPrivateDataTooLong, what, len(o.PrivateData), max)
+	}
+	caps := o.Caps.WithDefaults()
+	if err := caps.Check(limit); err != nil {
+		return QueueCaps{}, err
+	}
+	return caps, nil
 }
 
 // Conn is one reliable connection (an RC queue pair with its completion

@@ -56,6 +56,10 @@ var (
 	// ErrPrivateDataTooLong: private data over the CM limit (56 bytes on
 	// connect, 196 on accept, 148 on reject: IB CM REQ, REP and REJ).
 	ErrPrivateDataTooLong = errors.New("verbs: private data too long")
+	// ErrInvalidRKey: a bind asked for an rkey the window cannot take
+	// (WorkRequest.RKey of another window, or with the current key
+	// byte); the work request is refused when posted.
+	ErrInvalidRKey = errors.New("verbs: invalid rkey for a bind")
 )
 
 // RejectedError is the error Dial returns when the listener rejected the

@@ -1,5 +1,7 @@
 package verbs
 
+import "fmt"
+
 // Region is registered memory that lives outside the Go heap (mmap'd or C
 // memory), registered for local access and as the target of window binds
 // (ibv_reg_mr with IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND). The peer
@@ -33,6 +35,26 @@ type Window interface {
 // providers bind with it, so a requester can put the rkey of a window it is
 // about to bind into the Send posted in the same batch.
 func NextRKey(rkey uint32) uint32 { return rkey&^0xff | (rkey+1)&0xff }
+
+// BindRKey returns the rkey an OpBindWindow gives a window whose current
+// rkey is cur when the work request's RKey is want: NextRKey(cur) if want
+// is 0, else want, which must name the same window (the upper 24 bits, the
+// index, equal cur's) with a different key byte. Providers call it when
+// the bind is posted and refuse the work request if it fails; the error
+// matches ErrInvalidRKey.
+func BindRKey(cur, want uint32) (uint32, error) {
+	switch {
+	case want == 0:
+		return NextRKey(cur), nil
+	case want>>8 != cur>>8:
+		return 0, fmt.Errorf("%w: bind rkey %#x names another window than the window's rkey %#x (index %#x, not %#x)",
+			ErrInvalidRKey, want, cur, want>>8, cur>>8)
+	case want == cur:
+		return 0, fmt.Errorf("%w: bind rkey %#x has the window's current key byte %#02x (a bind must change it)",
+			ErrInvalidRKey, want, want&0xff)
+	}
+	return want, nil
+}
 
 // WithKey returns rkey with its key byte (the low 8 bits, the part of an
 // rkey the consumer chooses at each bind of a type 2 window) set to key.

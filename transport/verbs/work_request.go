@@ -87,6 +87,8 @@ type WorkRequest struct {
 	// describe an OpBindWindow. For a bind, RKey is the rkey the window
 	// gets: its current rkey with a new key byte (WithKey; the key must
 	// differ from the current one); 0 means NextRKey of the current rkey.
+	// PostSend refuses a bind whose RKey names another window or keeps
+	// the key byte (BindRKey; ErrInvalidRKey).
 	Window Window
 	Bind   SGE
 	Access Access

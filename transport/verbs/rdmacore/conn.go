@@ -22,14 +22,12 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
-// Device-independent limits of the provider's queues.
-const (
-	maxQueueDepth = 1 << 16
-	maxSGE        = 32
-	maxReadDepth  = 255
-	// pollBatch is the most completions one ibv_poll_cq call returns.
-	pollBatch = 32
-)
+// maxCaps are the device-independent limits of the provider's queues;
+// openQueues checks the device's.
+var maxCaps = verbs.QueueCaps{SendQueue: 1 << 16, RecvQueue: 1 << 16, MaxSGE: 32, ReadDepth: 255}
+
+// pollBatch is the most completions one ibv_poll_cq call returns.
+const pollBatch = 32
 
 // recvBit marks the wr_id of a Receive; the other bits are the request's
 // sequence number on its queue.
@@ -153,17 +151,6 @@ func newConn(p *Provider, caps verbs.QueueCaps, state connState) *conn {
 	c.wakeFn = c.wake
 	c.readEvent = c.getEvent
 	return c
-}
-
-// resolveCaps fills zero fields from verbs.DefaultQueueCaps and checks the
-// provider's limits; openQueues checks the device's.
-func resolveCaps(q verbs.QueueCaps) (verbs.QueueCaps, error) {
-	q = q.WithDefaults()
-	if q.SendQueue < 0 || q.SendQueue > maxQueueDepth || q.RecvQueue < 0 || q.RecvQueue > maxQueueDepth ||
-		q.MaxSGE < 0 || q.MaxSGE > maxSGE || q.ReadDepth < 0 || q.ReadDepth > maxReadDepth {
-		return q, errCaps
-	}
-	return q, nil
 }
 
 // openQueues creates the queue pair and what it needs, once the cm_id is
@@ -302,7 +289,7 @@ func (c *conn) cmEvent(ev *cmEvent) {
 		if ev.typ == evEstablished {
 			c.state = stateEstablished
 			if c.peerPD == nil { // the active side: the accept's private data
-				c.peerPD = padPrivateData(ev.privateData, acceptPrivateDataLen)
+				c.peerPD = padPrivateData(ev.privateData, verbs.AcceptPrivateDataLen)
 			}
 			c.readAddrsLocked()
 		}

@@ -36,12 +36,9 @@ func (p *Provider) Dial(ctx context.Context, addr string, opts *verbs.ConnOption
 	if opts == nil {
 		opts = &verbs.ConnOptions{}
 	}
-	if len(opts.PrivateData) > connectPrivateDataLen {
-		return nil, errConnectPrivateData
-	}
-	caps, err := resolveCaps(opts.Caps)
+	caps, err := opts.Check(false, maxCaps)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rdmacore: dial %s: %w", addr, err)
 	}
 	dst, err := parseHostPort(ctx, addr)
 	if err != nil {
@@ -104,7 +101,7 @@ func (c *conn) dial(ctx context.Context, src netip.Addr, dst netip.AddrPort, opt
 		return nil
 	case evRejected:
 		if ev.status == rejConsumerDefined {
-			return &verbs.RejectedError{PrivateData: padPrivateData(ev.privateData, rejectPrivateDataLen)}
+			return &verbs.RejectedError{PrivateData: padPrivateData(ev.privateData, verbs.RejectPrivateDataLen)}
 		}
 		return fmt.Errorf("%w (RDMA_CM_EVENT_REJECTED, IB CM reason %d)", verbs.ErrRefused, ev.status)
 	}

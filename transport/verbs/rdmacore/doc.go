@@ -36,7 +36,10 @@
 // registered with IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND at its
 // virtual address, which is what Addr reports. Remote access goes through
 // type 2 memory windows only: OpBindWindow posts IBV_WR_BIND_MW with the
-// rkey verbs.NextRKey gives (ibv_inc_rkey). All connections of a provider
+// rkey verbs.BindRKey gives: WorkRequest.RKey (the window's index with a
+// key byte the requester chose), or verbs.NextRKey (ibv_inc_rkey) when it
+// is 0; the window's remote rights are the bind's (IBV_ACCESS_REMOTE_READ,
+// IBV_ACCESS_REMOTE_WRITE). All connections of a provider
 // on one device share its protection domain; regions and windows still
 // belong to the connection that made them and are freed by its Close.
 //

@@ -8,13 +8,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
-// CM private data limits (IB CM REQ, REP and REJ through rdma_cm).
-const (
-	connectPrivateDataLen = 56
-	acceptPrivateDataLen  = 196
-	rejectPrivateDataLen  = 148
-)
-
 // Errors of posting and of a connection's life. They are values so that
 // the hot paths never allocate.
 var (
@@ -40,9 +33,7 @@ var (
 	errRegionBusy       = fmt.Errorf("rdmacore: region has bound memory windows (IBA 10.6.7.2.6): %w", verbs.ErrNotSupported)
 	errRequestUsed      = fmt.Errorf("rdmacore: connection request already accepted or rejected: %w", verbs.ErrClosed)
 
-	errConnectPrivateData = fmt.Errorf("rdmacore: connect private data over %d bytes: %w", connectPrivateDataLen, verbs.ErrPrivateDataTooLong)
-	errAcceptPrivateData  = fmt.Errorf("rdmacore: accept private data over %d bytes: %w", acceptPrivateDataLen, verbs.ErrPrivateDataTooLong)
-	errRejectPrivateData  = fmt.Errorf("rdmacore: reject private data over %d bytes: %w", rejectPrivateDataLen, verbs.ErrPrivateDataTooLong)
+	errRejectPrivateData = fmt.Errorf("rdmacore: reject private data over %d bytes: %w", verbs.RejectPrivateDataLen, verbs.ErrPrivateDataTooLong)
 )
 
 // completionError is the error of a connection after a failed

@@ -142,17 +142,16 @@ func TestIPBytes(t *testing.T) {
 	require.Zero(t, n)
 }
 
-func TestResolveCaps(t *testing.T) {
-	got, err := resolveCaps(verbs.QueueCaps{})
+// TestMaxCaps: the provider's own queue limits, checked through
+// verbs.ConnOptions.Check by Dial and Accept.
+func TestMaxCaps(t *testing.T) {
+	got, err := (&verbs.ConnOptions{}).Check(false, maxCaps)
 	require.NoError(t, err)
 	require.Equal(t, verbs.DefaultQueueCaps, got)
-	got, err = resolveCaps(verbs.QueueCaps{SendQueue: 4, MaxSGE: 1})
-	require.NoError(t, err)
-	require.Equal(t, verbs.QueueCaps{SendQueue: 4, RecvQueue: verbs.DefaultQueueCaps.RecvQueue, MaxSGE: 1, ReadDepth: verbs.DefaultQueueCaps.ReadDepth}, got)
 	for _, q := range []verbs.QueueCaps{
-		{SendQueue: -1}, {RecvQueue: maxQueueDepth + 1}, {MaxSGE: maxSGE + 1}, {ReadDepth: 256},
+		{SendQueue: 1<<16 + 1}, {RecvQueue: 1<<16 + 1}, {MaxSGE: 33}, {ReadDepth: 256},
 	} {
-		_, err := resolveCaps(q)
+		_, err := (&verbs.ConnOptions{Caps: q}).Check(true, maxCaps)
 		require.ErrorIs(t, err, verbs.ErrNotSupported, "%+v", q)
 	}
 }

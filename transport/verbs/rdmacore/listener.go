@@ -150,7 +150,7 @@ var _ verbs.ConnRequest = (*connRequest)(nil)
 func newConnRequest(l *listener, ev *cmEvent) *connRequest {
 	c := newConn(l.p, verbs.QueueCaps{}, stateRequested)
 	c.cm = l.p.adoptCMID(l.cm.ch, ev.id, c)
-	c.peerPD = padPrivateData(ev.privateData, connectPrivateDataLen)
+	c.peerPD = padPrivateData(ev.privateData, verbs.ConnectPrivateDataLen)
 	c.readAddrsLocked()
 	// The CM reports a request's conn param from the passive side's point
 	// of view (the IB CM swaps the REQ's fields, cm_format_req_event, and
@@ -195,12 +195,9 @@ func (r *connRequest) Accept(ctx context.Context, opts *verbs.ConnOptions) (verb
 	if opts == nil {
 		opts = &verbs.ConnOptions{}
 	}
-	if len(opts.PrivateData) > acceptPrivateDataLen {
-		return nil, errAcceptPrivateData
-	}
-	caps, err := resolveCaps(opts.Caps)
+	caps, err := opts.Check(true, maxCaps)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rdmacore: accept: %w", err)
 	}
 	if err := r.take(); err != nil {
 		return nil, err
@@ -246,7 +243,7 @@ func (c *conn) accept(ctx context.Context, opts *verbs.ConnOptions, peerResponde
 // Reject refuses the request with privateData (at most 148 bytes), and
 // destroys its cm_id.
 func (r *connRequest) Reject(privateData []byte) error {
-	if len(privateData) > rejectPrivateDataLen {
+	if len(privateData) > verbs.RejectPrivateDataLen {
 		return errRejectPrivateData
 	}
 	if err := r.take(); err != nil {

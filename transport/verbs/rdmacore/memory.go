@@ -65,6 +65,7 @@ func (r *region) Close() error {
 	}
 	r.mr = nil
 	delete(c.regions, r)
+	c.p.registered.Add(-int64(r.size))
 	return r.unmap()
 }
 
@@ -75,6 +76,7 @@ func (r *region) free() error {
 		err = fmt.Errorf("rdmacore: ibv_dereg_mr: %w", syscall.Errno(rc))
 	}
 	r.mr = nil
+	r.c.p.registered.Add(-int64(r.size))
 	return errors.Join(err, r.unmap())
 }
 
@@ -122,11 +124,12 @@ func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 	}
 	r := &region{c: c, mem: mem, size: size, mr: mr, lkey: uint32(C.rc_mr_lkey(mr)), base: uint64(uintptr(unsafe.Pointer(&mem[0])))}
 	c.regions[r] = struct{}{}
+	c.p.registered.Add(int64(size))
 	return r, nil
 }
 
 // window is a type 2 memory window (ibv_alloc_mw(IBV_MW_TYPE_2)). Its rkey
-// is what the last posted bind gave it: ibv_inc_rkey of the previous one.
+// is what the last posted bind gave it (verbs.BindRKey of the previous one).
 type window struct {
 	c      *conn
 	mw     *C.struct_ibv_mw

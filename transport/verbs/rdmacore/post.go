@@ -103,7 +103,9 @@ func (c *conn) PostSend(wrs []verbs.WorkRequest) error {
 }
 
 // bindLocked describes an OpBindWindow: the window and the region must be
-// this connection's and open; the bind gives the window its next rkey.
+// this connection's and open; the bind gives the window the rkey
+// verbs.BindRKey picks (IBV_WR_BIND_MW's rkey: the next one, or the key
+// byte the work request chose).
 func (c *conn) bindLocked(in *C.struct_rc_wr, slot *sendSlot, wr *verbs.WorkRequest) error {
 	w, ok := wr.Window.(*window)
 	if !ok || w == nil || w.c != c || w.closed {
@@ -114,7 +116,10 @@ func (c *conn) bindLocked(in *C.struct_rc_wr, slot *sendSlot, wr *verbs.WorkRequ
 		return err
 	}
 	old := w.rkey.Load()
-	next := verbs.NextRKey(old)
+	next, err := verbs.BindRKey(old, wr.RKey)
+	if err != nil {
+		return fmt.Errorf("rdmacore: %w", err)
+	}
 	in.mw = w.mw
 	in.mr = r.mr
 	in.rkey = C.uint32_t(next)

@@ -1,6 +1,10 @@
 package rdmacore
 
-import "github.com/go-rpcrdma/rpcrdma/transport/verbs"
+import (
+	"sync/atomic"
+
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+)
 
 // Provider is the rdma-core verbs provider: reliable connections through
 // librdmacm (RDMA_PS_TCP) and libibverbs. Its zero value is ready to use; a
@@ -18,9 +22,20 @@ type Provider struct {
 	LocalAddr string
 
 	state providerState
+	// registered counts the bytes of the regions of the provider's
+	// connections that are not closed yet.
+	registered atomic.Int64
 }
 
-var _ verbs.Provider = (*Provider)(nil)
+var (
+	_ verbs.Provider    = (*Provider)(nil)
+	_ verbs.MemoryMeter = (*Provider)(nil)
+)
+
+// RegisteredBytes returns the bytes registered with ibv_reg_mr for the
+// regions of the provider's connections that are not yet closed (by
+// Region.Close or by the connection's Close).
+func (p *Provider) RegisteredBytes() int64 { return p.registered.Load() }
 
 // Name returns "rdmacore".
 func (p *Provider) Name() string { return "rdmacore" }

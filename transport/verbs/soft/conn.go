@@ -3,7 +3,6 @@ package soft
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"sync"
@@ -13,12 +12,9 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
-// Limits of the software provider's queues (rxe's max_sge is 32 too).
-const (
-	maxQueueDepth = 1 << 16
-	maxSGE        = 32
-	maxReadDepth  = 255
-)
+// maxCaps are the limits of the software provider's queues (rxe's max_sge
+// is 32 too).
+var maxCaps = verbs.QueueCaps{SendQueue: 1 << 16, RecvQueue: 1 << 16, MaxSGE: 32, ReadDepth: 255}
 
 const (
 	// ioBufferSize sizes each connection's stream buffers; payloads move
@@ -81,13 +77,12 @@ type rqEntry struct {
 // readResponse is an RDMA Read the responder has checked and will answer.
 type readResponse struct {
 	seq    uint32
-	region *region
-	off    int
+	access windowAccess
 	length int
 }
 
-// connSerial numbers connections; it seeds per-connection addresses, rkey
-// indexes and starting sequence numbers.
+// connSerial numbers connections; it seeds per-connection addresses and
+// starting sequence numbers.
 var connSerial atomic.Uint64
 
 // conn is one side of a software RC connection: a queue pair with its
@@ -166,10 +161,9 @@ type conn struct {
 	rrTail         uint64
 	disconnectSent bool
 
-	windows    map[uint32]*window
-	regions    map[*region]struct{}
-	nextWindow uint32
-	nextIOVA   uint64
+	windows  map[uint32]*window // by index (the rkey's upper 24 bits)
+	regions  map[*region]struct{}
+	nextIOVA uint64
 
 	kick       chan struct{} // wakes the writer
 	notify     chan struct{} // a completion was queued
@@ -191,19 +185,7 @@ var (
 	errMessageTooLong   = fmt.Errorf("soft: message longer than MaxMessageSize: %w", verbs.ErrLength)
 	errOpcode           = fmt.Errorf("soft: unknown work request opcode: %w", verbs.ErrNotSupported)
 	errPeerDisconnected = fmt.Errorf("soft: peer disconnected: %w", verbs.ErrDisconnected)
-	errCaps             = fmt.Errorf("soft: queue capacities out of range: %w", verbs.ErrNotSupported)
 )
-
-// resolveCaps fills zero fields from verbs.DefaultQueueCaps and checks the
-// provider's limits.
-func resolveCaps(q verbs.QueueCaps) (verbs.QueueCaps, error) {
-	q = q.WithDefaults()
-	if q.SendQueue < 0 || q.SendQueue > maxQueueDepth || q.RecvQueue < 0 || q.RecvQueue > maxQueueDepth ||
-		q.MaxSGE < 0 || q.MaxSGE > maxSGE || q.ReadDepth < 0 || q.ReadDepth > maxReadDepth {
-		return q, errCaps
-	}
-	return q, nil
-}
 
 // newConn creates the queue pair of a connection whose handshake is about
 // to run over nc (br reads nc).
@@ -230,8 +212,6 @@ func newConn(p *Provider, nc net.Conn, br *bufio.Reader, caps verbs.QueueCaps) *
 		// Addresses the peer sees look like user-space virtual addresses
 		// and differ between connections.
 		nextIOVA: 0x7f00_0000_0000 + (serial%256)<<32,
-		// rkey indexes start somewhere different on each connection.
-		nextWindow: uint32(serial*0x9e3779b1) & 0xfff000,
 		// Sequence numbers start close to 2^32 so that every connection
 		// wraps around early, as random IB starting PSNs would.
 		sendSeq: 0xffff_ff00 + uint32(serial%256),
@@ -274,246 +254,6 @@ func (c *conn) kickWriter() {
 	select {
 	case c.kick <- struct{}{}:
 	default:
-	}
-}
-
-// postErrLocked returns why nothing can be posted now, if anything.
-func (c *conn) postErrLocked(send bool) error {
-	switch {
-	case c.closed:
-		return errConnClosed
-	case c.state == stateError:
-		return c.err
-	case send && c.state == stateSetup:
-		return errNotEstablished
-	}
-	return nil
-}
-
-// PostSend posts work requests in order. Those before a failing one stay
-// posted; checks a real NIC makes while executing (lkeys, bounds, window
-// state) are reported in completions, not here.
-func (c *conn) PostSend(wrs []verbs.WorkRequest) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.postErrLocked(true); err != nil {
-		return err
-	}
-	if c.faults != nil {
-		if err := c.faults.takePostSendFailure(); err != nil {
-			return err
-		}
-	}
-	var err error
-	posted := 0
-	for i := range wrs {
-		wr := &wrs[i]
-		if c.sqPosted >= len(c.sq) {
-			err = errSendQueueFull
-			break
-		}
-		if len(wr.SGL) > c.caps.MaxSGE {
-			err = errTooManySGE
-			break
-		}
-		e := c.sqAt(c.sqTail)
-		e.sgl = e.sgl[:0]
-		e.length, e.badSGL = 0, false
-		e.window, e.bind, e.access, e.newRKey = nil, verbs.SGE{}, 0, 0
-		switch wr.Op {
-		case verbs.OpSend, verbs.OpSendWithInvalidate, verbs.OpRDMAWrite, verbs.OpRDMARead:
-			total, ok := c.checkSGL(wr.SGL)
-			if total > MaxMessageSize {
-				err = errMessageTooLong
-			}
-			e.sgl = append(e.sgl, wr.SGL...)
-			e.length, e.badSGL = total, !ok
-		case verbs.OpLocalInvalidate:
-		case verbs.OpBindWindow:
-			if w, ok := wr.Window.(*window); ok && w != nil && w.c == c {
-				e.window = w
-				e.newRKey = verbs.NextRKey(w.userRKey.Load())
-				w.userRKey.Store(e.newRKey)
-			}
-			e.bind, e.access = wr.Bind, wr.Access
-		default:
-			err = errOpcode
-		}
-		if err != nil {
-			e.sgl = e.sgl[:0]
-			break
-		}
-		e.id, e.op = wr.ID, wr.Op
-		e.raddr, e.rkey, e.invRKey = wr.RemoteAddr, wr.RKey, wr.InvalidateRKey
-		e.seq, e.done, e.status = 0, false, verbs.StatusSuccess
-		c.sqTail++
-		c.sqPosted++
-		posted++
-	}
-	if posted > 0 {
-		c.kickWriter()
-	}
-	return err
-}
-
-// PostRecv posts Receives in order.
-func (c *conn) PostRecv(rrs []verbs.RecvRequest) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.postErrLocked(false); err != nil {
-		return err
-	}
-	if c.faults != nil {
-		if err := c.faults.takePostRecvFailure(); err != nil {
-			return err
-		}
-	}
-	for i := range rrs {
-		rr := &rrs[i]
-		if c.rqPosted >= len(c.rq) {
-			return errRecvQueueFull
-		}
-		if len(rr.SGL) > c.caps.MaxSGE {
-			return errTooManySGE
-		}
-		e := c.rqAt(c.rqTail)
-		total, ok := c.checkSGL(rr.SGL)
-		e.id = rr.ID
-		e.sgl = append(e.sgl[:0], rr.SGL...)
-		e.capacity, e.badSGL = total, !ok
-		c.rqTail++
-		c.rqPosted++
-	}
-	return nil
-}
-
-// Poll moves up to len(cs) completions into cs.
-func (c *conn) Poll(cs []verbs.Completion) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return 0, errConnClosed
-	}
-	var now time.Time
-	n := 0
-	for n < len(cs) && c.cqHead != c.cqTail {
-		i := c.cqHead % uint64(len(c.cq))
-		if c.cqReady != nil && !c.cqReady[i].IsZero() {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			if now.Before(c.cqReady[i]) {
-				break
-			}
-		}
-		cs[n] = c.cq[i]
-		if cs[n].Op == verbs.OpRecv {
-			c.rqPosted--
-		} else {
-			c.sqPosted--
-		}
-		c.cqHead++
-		n++
-	}
-	return n, nil
-}
-
-// Wait parks the calling goroutine on a channel until a completion may be
-// ready, the connection is down with nothing left to poll, or ctx is done.
-func (c *conn) Wait(ctx context.Context) error {
-	for {
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return errConnClosed
-		}
-		if c.cqHead != c.cqTail {
-			var delay time.Duration
-			if c.cqReady != nil {
-				if t := c.cqReady[c.cqHead%uint64(len(c.cq))]; !t.IsZero() {
-					delay = time.Until(t)
-				}
-			}
-			c.mu.Unlock()
-			if delay <= 0 {
-				return nil
-			}
-			if err := sleepContext(ctx, delay); err != nil {
-				return err
-			}
-			continue
-		}
-		var done <-chan struct{}
-		switch {
-		case c.state != stateError:
-			done = c.done
-		case !c.placing:
-			err := c.err
-			c.mu.Unlock()
-			return err
-		}
-		// (In the error state while the reader is placing data, the
-		// flush of the buffer it fills is still to come.)
-		c.mu.Unlock()
-		select {
-		case <-c.notify:
-			return nil
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// sleepContext sleeps for d or until ctx is done (injected delays only).
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// pushLocked queues a completion. The queue never overflows: it has room
-// for every posted request and Receive, and their slots are freed only by
-// Poll.
-func (c *conn) pushLocked(comp verbs.Completion) {
-	i := c.cqTail % uint64(len(c.cq))
-	c.cq[i] = comp
-	if c.cqReady != nil {
-		c.cqReady[i] = time.Time{}
-		if d := c.faults.completionDelay(); d > 0 {
-			c.cqReady[i] = time.Now().Add(d)
-		}
-	}
-	c.cqTail++
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
-}
-
-// advanceSQLocked completes send queue entries in order, as RC requires:
-// an entry's completion waits for every earlier one.
-func (c *conn) advanceSQLocked() {
-	for c.sqHead != c.sqTail {
-		e := c.sqAt(c.sqHead)
-		if !e.done {
-			break
-		}
-		comp := verbs.Completion{ID: e.id, Status: e.status, Op: e.op}
-		if e.op == verbs.OpRDMARead && e.status == verbs.StatusSuccess {
-			comp.ByteLen = e.length
-		}
-		e.window, e.bind = nil, verbs.SGE{}
-		c.pushLocked(comp)
-		c.sqHead++
-	}
-	if c.sqAck < c.sqHead {
-		c.sqAck = c.sqHead
 	}
 }
 

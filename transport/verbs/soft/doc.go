@@ -24,9 +24,14 @@
 //     invalidated or unknown rkey, or without the access right, fails
 //     with StatusRemoteAccess; the target's queue pair fails too.
 //   - Memory windows are type 2: OpBindWindow needs a free window and
-//     gives it verbs.NextRKey of its rkey (the key byte incremented, as
-//     ibv_inc_rkey);
-//     OpLocalInvalidate and the peer's Send With Invalidate free it. A
+//     gives it the rkey verbs.BindRKey picks: the one WorkRequest.RKey
+//     asks for (same index, another key byte), or verbs.NextRKey of its
+//     rkey (the key byte incremented, as ibv_inc_rkey). Window indexes
+//     and first key bytes are drawn at random.
+//     OpLocalInvalidate, the peer's Send With Invalidate and Close free
+//     it, and no byte moves through the old binding once they have
+//     returned: an RDMA Write or Read response still in progress is cut
+//     short and fails with StatusRemoteAccess (rxe would finish it). A
 //     Send With Invalidate naming an rkey that is not one of the
 //     receiver's windows fails the receiver's Receive with
 //     StatusRemoteInvalidRequest and puts its queue pair in error, while
@@ -46,7 +51,8 @@
 // bounds and registration, the window's state) are reported in its
 // completion, not by PostSend; PostSend fails only for what ibv_post_send
 // refuses (a full queue, too many SGEs, an unknown opcode, a message over
-// MaxMessageSize).
+// MaxMessageSize) and for a bind asking for an rkey the window cannot take
+// (verbs.ErrInvalidRKey).
 //
 // Region memory is an anonymous mapping outside the Go heap (mmap), never
 // moved or scanned by the garbage collector and unmapped by Close.

@@ -196,12 +196,9 @@ func (r *connRequest) Accept(ctx context.Context, opts *verbs.ConnOptions) (verb
 	if opts == nil {
 		opts = &verbs.ConnOptions{}
 	}
-	if len(opts.PrivateData) > acceptPrivateDataLen {
-		return nil, errAcceptPrivateData
-	}
-	caps, err := resolveCaps(opts.Caps)
+	caps, err := opts.Check(true, maxCaps)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("soft: accept: %w", err)
 	}
 	if !r.take() {
 		return nil, errRequestUsed

@@ -3,7 +3,9 @@ package soft
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -53,12 +55,27 @@ const (
 )
 
 // window is a type 2 memory window. Its rkey is index<<8 | key, the key
-// byte being what OpBindWindow increments (ibv_inc_rkey).
+// byte being what OpBindWindow changes (verbs.BindRKey: incremented as
+// ibv_inc_rkey does, or the one the work request chose).
 type window struct {
 	c     *conn
 	index uint32
 	// userRKey is what RKey reports: the rkey of the last posted bind.
 	userRKey atomic.Uint32
+
+	// accessMu orders the peer's accesses through the window against its
+	// invalidation. The data movers copy one chunk at a time holding it
+	// for reading, and only while gen is still the generation their rkey
+	// check saw; invalidating or closing the window increments gen
+	// holding it for writing. So once an invalidation has returned (and
+	// before its completion is reported) no byte moves through the old
+	// binding: an access still in progress is refused instead (a remote
+	// access error, as an RC responder reports an rkey that no longer
+	// holds). Lock order: c.memMu, c.mu, accessMu.
+	accessMu sync.RWMutex
+	// gen counts the bindings that ended. Written under c.mu and
+	// accessMu, so either one suffices to read it.
+	gen uint64
 
 	// Guarded by c.mu: the binding the responder checks against.
 	rkey   uint32
@@ -108,32 +125,40 @@ func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 	r.iova = c.nextIOVA
 	c.nextIOVA += uint64(n) + uint64(pageSize) // a guard page between regions
 	c.regions[r] = struct{}{}
+	c.p.registered.Add(int64(size))
 	c.mu.Unlock()
 	return r, nil
 }
 
-// AllocWindow allocates an unbound type 2 memory window.
+// AllocWindow allocates an unbound type 2 memory window. Its index (the
+// upper 24 bits of its rkeys) is drawn at random among those the
+// connection does not use, and so is its first key byte, so that the
+// peer cannot guess one window's rkeys from another's.
 func (c *conn) AllocWindow() (verbs.Window, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errConnClosed
 	}
-	if len(c.windows) >= 1<<24-1 {
+	if len(c.windows) >= maxWindows {
 		return nil, errNoWindows
 	}
+	var index uint32
 	for {
-		c.nextWindow = (c.nextWindow + 1) & (1<<24 - 1)
-		if _, used := c.windows[c.nextWindow]; !used && c.nextWindow != 0 {
+		index = rand.Uint32N(maxWindows) + 1 // 0 is never an index
+		if _, used := c.windows[index]; !used {
 			break
 		}
 	}
-	w := &window{c: c, index: c.nextWindow}
-	w.rkey = w.index<<8 | uint32(byte(w.index*151+7))
+	w := &window{c: c, index: index}
+	w.rkey = index<<8 | uint32(rand.N[uint8](255)+1)
 	w.userRKey.Store(w.rkey)
 	c.windows[w.index] = w
 	return w, nil
 }
+
+// maxWindows is the number of window indexes: 24 bits, less index 0.
+const maxWindows = 1<<24 - 1
 
 func (c *conn) closeWindow(w *window) error {
 	c.mu.Lock()
@@ -144,6 +169,7 @@ func (c *conn) closeWindow(w *window) error {
 	if w.state == windowValid {
 		w.region.bound--
 		w.region = nil
+		w.endBindingLocked()
 	}
 	w.state = windowClosed
 	delete(c.windows, w.index)
@@ -164,6 +190,7 @@ func (c *conn) closeRegion(r *region) error {
 	}
 	r.closed.Store(true)
 	delete(c.regions, r)
+	c.p.registered.Add(-int64(r.size))
 	c.mu.Unlock()
 	if err := syscall.Munmap(r.mem); err != nil {
 		return fmt.Errorf("soft: munmap: %w", err)
@@ -187,6 +214,7 @@ func (c *conn) freeMemory() error {
 	for r := range c.regions {
 		r.closed.Store(true)
 		r.bound = 0
+		c.p.registered.Add(-int64(r.size))
 		if err := syscall.Munmap(r.mem); err != nil {
 			errs = append(errs, fmt.Errorf("soft: munmap: %w", err))
 		}
@@ -250,20 +278,61 @@ func (c *conn) invalidateLocked(rkey uint32) bool {
 		w.region.bound--
 		w.region = nil
 		w.state = windowFree
+		w.endBindingLocked()
 	}
 	return true
 }
 
+// endBindingLocked ends the window's current binding for the data movers:
+// it waits for a chunk being copied through the window (a bounded copy
+// between memory and a stream buffer, never I/O) and makes every later
+// chunk of an access checked against the binding fail. Called with c.mu
+// held.
+func (w *window) endBindingLocked() {
+	w.accessMu.Lock()
+	w.gen++
+	w.accessMu.Unlock()
+}
+
+// windowAccess is a remote access that passed the rkey check: the window
+// and binding generation it was checked against, and where it lands.
+type windowAccess struct {
+	w   *window // nil for a zero-length access, which names no memory
+	gen uint64
+	r   *region
+	off int
+}
+
 // lookupLocked checks a remote access of length bytes at addr under rkey
 // needing the given right, as rxe_lookup_mw and the responder's bounds
-// check do, and returns the region and offset it lands at.
-func (c *conn) lookupLocked(rkey uint32, addr uint64, length uint32, need verbs.Access) (*region, int, bool) {
+// check do, and returns the window, its binding's generation, and the
+// region and offset the access lands at.
+func (c *conn) lookupLocked(rkey uint32, addr uint64, length uint32, need verbs.Access) (windowAccess, bool) {
 	w := c.windows[rkey>>8]
 	if w == nil || w.rkey != rkey || w.state != windowValid || w.access&need == 0 {
-		return nil, 0, false
+		return windowAccess{}, false
 	}
 	if addr < w.addr || uint64(length) > uint64(w.length) || addr-w.addr > uint64(w.length)-uint64(length) {
-		return nil, 0, false
+		return windowAccess{}, false
 	}
-	return w.region, w.off + int(addr-w.addr), true
+	return windowAccess{w: w, gen: w.gen, r: w.region, off: w.off + int(addr-w.addr)}, true
+}
+
+// begin takes the window's access lock for one chunk of the access and
+// reports whether the binding the access was checked against still holds.
+// Call end after the chunk, whatever begin returned. An access without a
+// window always holds.
+func (a *windowAccess) begin() bool {
+	if a.w == nil {
+		return true
+	}
+	a.w.accessMu.RLock()
+	return a.w.gen == a.gen
+}
+
+// end releases what begin took.
+func (a *windowAccess) end() {
+	if a.w != nil {
+		a.w.accessMu.RUnlock()
+	}
 }

@@ -1,13 +1,11 @@
 package soft
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
@@ -18,102 +16,33 @@ type Provider struct {
 	// Faults, if set, injects failures into every connection the
 	// provider makes (see Faults).
 	Faults *Faults
+
+	// registered counts the bytes of the regions of the provider's
+	// connections that are not closed yet.
+	registered atomic.Int64
 }
 
-var _ verbs.Provider = (*Provider)(nil)
+var (
+	_ verbs.Provider    = (*Provider)(nil)
+	_ verbs.MemoryMeter = (*Provider)(nil)
+)
+
+// RegisteredBytes returns the bytes of the regions allocated through the
+// provider's connections and not yet closed (by Region.Close or by the
+// connection's Close).
+func (p *Provider) RegisteredBytes() int64 { return p.registered.Load() }
 
 // Name returns "soft".
 func (p *Provider) Name() string { return "soft" }
 
 var (
-	errConnectPrivateData = fmt.Errorf("soft: connect private data over %d bytes: %w", connectPrivateDataLen, verbs.ErrPrivateDataTooLong)
-	errAcceptPrivateData  = fmt.Errorf("soft: accept private data over %d bytes: %w", acceptPrivateDataLen, verbs.ErrPrivateDataTooLong)
-	errRejectPrivateData  = fmt.Errorf("soft: reject private data over %d bytes: %w", rejectPrivateDataLen, verbs.ErrPrivateDataTooLong)
-	errHandshake          = fmt.Errorf("soft: unexpected CM message: %w", verbs.ErrDisconnected)
-	errRequestUsed        = fmt.Errorf("soft: connection request already accepted or rejected: %w", verbs.ErrClosed)
+	errRejectPrivateData = fmt.Errorf("soft: reject private data over %d bytes: %w", rejectPrivateDataLen, verbs.ErrPrivateDataTooLong)
+	errHandshake         = fmt.Errorf("soft: unexpected CM message: %w", verbs.ErrDisconnected)
+	errRequestUsed       = fmt.Errorf("soft: connection request already accepted or rejected: %w", verbs.ErrClosed)
 )
 
 // aLongTimeAgo is a deadline in the past, to abort blocked I/O.
 var aLongTimeAgo = time.Unix(1, 0)
-
-// Dial connects to a soft listener at addr over TCP: it creates the queue
-// pair, runs opts.Setup, sends the connect request (REQ) with the private
-// data and waits for the accept (REP) or the reject (REJ), then confirms
-// (RTU).
-func (p *Provider) Dial(ctx context.Context, addr string, opts *verbs.ConnOptions) (verbs.Conn, error) {
-	if opts == nil {
-		opts = &verbs.ConnOptions{}
-	}
-	if len(opts.PrivateData) > connectPrivateDataLen {
-		return nil, errConnectPrivateData
-	}
-	caps, err := resolveCaps(opts.Caps)
-	if err != nil {
-		return nil, err
-	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("soft: dial %s: %w: %w", addr, verbs.ErrRefused, err)
-		}
-		return nil, fmt.Errorf("soft: dial %s: %w", addr, err)
-	}
-	c := newConn(p, nc, bufio.NewReaderSize(nc, ioBufferSize), caps)
-	if opts.Setup != nil {
-		if err := opts.Setup(c); err != nil {
-			_ = c.Close()
-			return nil, fmt.Errorf("soft: setup: %w", err)
-		}
-		if c.isClosed() {
-			return nil, errConnClosed
-		}
-	}
-	fail := func(err error) (verbs.Conn, error) {
-		_ = c.Close()
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("soft: dial %s: %w", addr, ctx.Err())
-		}
-		return nil, fmt.Errorf("soft: dial %s: handshake: %w: %w", addr, verbs.ErrDisconnected, err)
-	}
-	stop := watchContext(ctx, nc)
-	req := cmMessage{Type: cmREQ, ReadDepth: uint8(caps.ReadDepth), StartSeq: c.sendSeq, PrivateData: opts.PrivateData}
-	if _, err := nc.Write(appendCM(nil, &req)); err != nil {
-		stop()
-		return fail(err)
-	}
-	m, pd, err := readCM(c.br)
-	if err != nil {
-		stop()
-		return fail(err)
-	}
-	switch m.Type {
-	case cmREJ:
-		stop()
-		_ = c.Close()
-		return nil, fmt.Errorf("soft: dial %s: %w", addr, &verbs.RejectedError{PrivateData: padPrivateData(pd, rejectPrivateDataLen)})
-	case cmREP:
-	default:
-		stop()
-		return fail(errHandshake)
-	}
-	rtu := cmMessage{Type: cmRTU}
-	if _, err := nc.Write(appendCM(nil, &rtu)); err != nil {
-		stop()
-		return fail(err)
-	}
-	if !stop() {
-		return fail(ctx.Err())
-	}
-	if err := nc.SetDeadline(time.Time{}); err != nil {
-		return fail(err)
-	}
-	c.peerPD = padPrivateData(pd, acceptPrivateDataLen)
-	c.expSeq = m.StartSeq
-	c.readLimit = min(caps.ReadDepth, int(m.ReadDepth))
-	c.start()
-	return c, nil
-}
 
 // isClosed reports whether Close was called (Setup may do so).
 func (c *conn) isClosed() bool {

@@ -18,9 +18,9 @@ const timeout = 30 * time.Second
 
 // CM private data sizes as rdma_cm delivers them over the IB CM.
 const (
-	connectPDLen = 56
-	acceptPDLen  = 196
-	rejectPDLen  = 148
+	connectPDLen = verbs.ConnectPrivateDataLen
+	acceptPDLen  = verbs.AcceptPrivateDataLen
+	rejectPDLen  = verbs.RejectPrivateDataLen
 )
 
 func testContext(t *testing.T) context.Context {

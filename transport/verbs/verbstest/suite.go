@@ -9,8 +9,10 @@
 // windows, in-order execution and completion, CM private data (zero-padded
 // delivery, limits, reject), Send With Invalidate and invalidated rkeys,
 // the errors that kill a connection (RNR, length, remote access, foreign
-// invalidation) and how both sides see them, disconnection, queue limits,
-// 64 connections at once, and 10 000 operations.
+// invalidation) and how both sides see them, binds with a chosen rkey,
+// windows' access rights, disconnection, queue limits, the registered
+// memory count of providers that implement verbs.MemoryMeter, 64
+// connections at once, and 10 000 operations.
 //
 // Where providers legitimately differ (hardware reporting a status
 // differently), the test says so and accepts both.
@@ -79,6 +81,8 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"SendWithInvalidate", testSendWithInvalidate},
 		{"AccessAfterLocalInvalidate", testAccessAfterLocalInvalidate},
 		{"RebindGivesNewRKey", testRebindGivesNewRKey},
+		{"BindChosenKey", testBindChosenKey},
+		{"WindowAccessRights", testWindowAccessRights},
 		{"RemoteAccessErrors", testRemoteAccessErrors},
 		{"SendWithInvalidateForeignRKey", testSendWithInvalidateForeignRKey},
 		{"BindBoundWindowFails", testBindBoundWindowFails},
@@ -89,6 +93,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"LocalProtection", testLocalProtection},
 		{"Disconnect", testDisconnect},
 		{"QueueFull", testQueueFull},
+		{"MemoryMeter", testMemoryMeter},
 		{"WaitContext", testWaitContext},
 		{"ManyConnections", testManyConnections},
 		{"TenThousandOperations", testTenThousandOperations},

@@ -25,10 +25,9 @@ const (
 type writeJob struct {
 	kind   jobKind
 	hdr    frameHeader
-	sgl    []verbs.SGE // jobPayload
-	sqIdx  uint64      // jobPayload: the entry being sent
-	region *region     // jobReadResponse
-	off    int
+	sgl    []verbs.SGE  // jobPayload
+	sqIdx  uint64       // jobPayload: the entry being sent
+	access windowAccess // jobReadResponse
 }
 
 var (
@@ -69,7 +68,8 @@ func (c *conn) writeLoop() {
 					break
 				}
 				var ok bool
-				ok, err = c.writeFrom(s.Region.(*region), s.Offset, s.Length)
+				a := windowAccess{r: s.Region.(*region), off: s.Offset}
+				ok, err = c.writeFrom(&a, s.Length)
 				intact = intact && ok
 			}
 			if err == nil {
@@ -88,10 +88,19 @@ func (c *conn) writeLoop() {
 			err = c.writeHeader(&j.hdr)
 			intact := true
 			if err == nil && j.hdr.Length > 0 {
-				intact, err = c.writeFrom(j.region, j.off, int(j.hdr.Length))
+				intact, err = c.writeFrom(&j.access, int(j.hdr.Length))
 			}
 			if err == nil {
 				err = c.writeTrailer(intact)
+			}
+			if !intact {
+				// The window was invalidated or closed under the
+				// response: the requester's Read fails with a remote
+				// access error, and so does this responder, as when
+				// the rkey check fails up front.
+				c.mu.Lock()
+				c.failLocked(errPeerAccess)
+				c.mu.Unlock()
 			}
 		case jobDisconnect:
 			err = c.writeHeader(&j.hdr)
@@ -140,8 +149,8 @@ func (c *conn) nextJobLocked(j *writeJob) {
 			c.rrHead++
 			j.kind = jobReadResponse
 			j.hdr = frameHeader{Type: frameReadResponse, Seq: r.seq, Length: uint32(r.length)}
-			j.region, j.off = r.region, r.off
-			r.region = nil
+			j.access = r.access
+			r.access = windowAccess{}
 			return
 		}
 		if c.ackPending {
@@ -257,12 +266,13 @@ func (c *conn) writeTrailer(intact bool) error {
 	return c.bw.WriteByte(trailerAborted)
 }
 
-// writeFrom streams n bytes of r from off, copying one buffer-full at a
-// time under memMu so that closing the region never races a copy. If the
-// region is closed meanwhile the rest is sent as zeros and intact is
-// false.
-func (c *conn) writeFrom(r *region, off, n int) (intact bool, err error) {
+// writeFrom streams n bytes from where a lands, copying one buffer-full at
+// a time under memMu and a's window access lock, so that neither closing
+// the region nor ending the window's binding races a copy. If either
+// happened meanwhile the rest is sent as zeros and intact is false.
+func (c *conn) writeFrom(a *windowAccess, n int) (intact bool, err error) {
 	intact = true
+	off := a.off
 	for n > 0 {
 		if c.bw.Available() == 0 {
 			if err := c.bw.Flush(); err != nil {
@@ -272,12 +282,13 @@ func (c *conn) writeFrom(r *region, off, n int) (intact bool, err error) {
 		k := min(n, c.bw.Available())
 		b := c.bw.AvailableBuffer()[:k]
 		c.memMu.RLock()
-		if r.closed.Load() {
+		if held := a.begin(); !held || !intact || a.r.closed.Load() {
 			clear(b)
 			intact = false
 		} else {
-			copy(b, r.mem[off:off+k])
+			copy(b, a.r.mem[off:off+k])
 		}
+		a.end()
 		c.memMu.RUnlock()
 		if _, err := c.bw.Write(b); err != nil {
 			return intact, err

@@ -40,6 +40,7 @@ const (
 	placeOK      placeResult = iota
 	placeAborted             // the sender's trailer says the message is void
 	placeGone                // one of our regions was closed under the copy
+	placeRefused             // the window's binding ended under the copy
 )
 
 // readLoop is the reader goroutine: it executes the peer's requests as an
@@ -239,7 +240,12 @@ func (c *conn) onSend(h *frameHeader) error {
 	return nil
 }
 
-// onWrite executes an RDMA Write against one of our windows.
+// onWrite executes an RDMA Write against one of our windows. The rkey is
+// checked once, at the header; every chunk of the payload is then copied
+// only while that binding holds (windowAccess.begin), so that a Local
+// Invalidate (or Close) of the window that completes while the payload is
+// still arriving refuses the rest of it: the Write fails with a remote
+// access error rather than landing after the invalidation.
 func (c *conn) onWrite(h *frameHeader) error {
 	c.mu.Lock()
 	skip, err := c.acceptRequestLocked(h)
@@ -250,11 +256,10 @@ func (c *conn) onWrite(h *frameHeader) error {
 		}
 		return c.skipPayload(h)
 	}
-	var r *region
-	var off int
+	var a windowAccess
 	if h.Length > 0 { // a zero-length RDMA Write checks no rkey (IBA C9-88)
 		var ok bool
-		if r, off, ok = c.lookupLocked(h.RKey, h.Addr, h.Length, verbs.AccessRemoteWrite); !ok {
+		if a, ok = c.lookupLocked(h.RKey, h.Addr, h.Length, verbs.AccessRemoteWrite); !ok {
 			c.nakLocked(h.Seq, nakRemoteAccess)
 			c.failLocked(errPeerAccess)
 			c.mu.Unlock()
@@ -264,7 +269,7 @@ func (c *conn) onWrite(h *frameHeader) error {
 	c.mu.Unlock()
 
 	res := placeOK
-	if err := c.placeInto(r, off, int(h.Length), &res); err != nil {
+	if err := c.placeInto(&a, int(h.Length), &res); err != nil {
 		return err
 	}
 	if err := c.readTrailer(&res); err != nil {
@@ -279,7 +284,7 @@ func (c *conn) onWrite(h *frameHeader) error {
 	switch res {
 	case placeAborted:
 		return nil
-	case placeGone:
+	case placeGone, placeRefused:
 		c.nakLocked(h.Seq, nakRemoteAccess)
 		c.failLocked(errPeerAccess)
 		return errStop
@@ -289,7 +294,11 @@ func (c *conn) onWrite(h *frameHeader) error {
 }
 
 // onReadRequest checks an RDMA Read against our windows and queues its
-// response for the writer.
+// response for the writer, which copies the data out only while the
+// binding checked here holds: a response not yet sent whole when the
+// window is invalidated (by the peer's Send With Invalidate, which this
+// reader may execute while the writer still sends the response) is cut
+// short and voided, a remote access error for the requester.
 func (c *conn) onReadRequest(h *frameHeader) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -302,17 +311,16 @@ func (c *conn) onReadRequest(h *frameHeader) error {
 		c.failLocked(errReadDepth)
 		return errStop
 	}
-	var r *region
-	var off int
+	var a windowAccess
 	if h.Length > 0 {
 		var ok bool
-		if r, off, ok = c.lookupLocked(h.RKey, h.Addr, h.Length, verbs.AccessRemoteRead); !ok {
+		if a, ok = c.lookupLocked(h.RKey, h.Addr, h.Length, verbs.AccessRemoteRead); !ok {
 			c.nakLocked(h.Seq, nakRemoteAccess)
 			c.failLocked(errPeerAccess)
 			return errStop
 		}
 	}
-	c.rr[c.rrTail%uint64(len(c.rr))] = readResponse{seq: h.Seq, region: r, off: off, length: int(h.Length)}
+	c.rr[c.rrTail%uint64(len(c.rr))] = readResponse{seq: h.Seq, access: a, length: int(h.Length)}
 	c.rrTail++
 	c.kickWriter()
 	return nil
@@ -423,7 +431,8 @@ func (c *conn) placeSGL(sgl []verbs.SGE, n int) (placeResult, error) {
 			break
 		}
 		k := min(s.Length, n)
-		if err := c.placeInto(s.Region.(*region), s.Offset, k, &res); err != nil {
+		a := windowAccess{r: s.Region.(*region), off: s.Offset}
+		if err := c.placeInto(&a, k, &res); err != nil {
 			return res, err
 		}
 		n -= k
@@ -431,10 +440,12 @@ func (c *conn) placeSGL(sgl []verbs.SGE, n int) (placeResult, error) {
 	return res, c.readTrailer(&res)
 }
 
-// placeInto copies n bytes of the stream into r at off, one buffered chunk
-// at a time under memMu; if r is closed meanwhile the bytes are dropped
-// and res becomes placeGone.
-func (c *conn) placeInto(r *region, off, n int, res *placeResult) error {
+// placeInto copies n bytes of the stream to where a lands, one buffered
+// chunk at a time under memMu and a's window access lock. If a's window
+// binding ended meanwhile the rest is dropped and res becomes
+// placeRefused; if the region was closed, placeGone.
+func (c *conn) placeInto(a *windowAccess, n int, res *placeResult) error {
+	off := a.off
 	for n > 0 {
 		if c.br.Buffered() == 0 {
 			if _, err := c.br.Peek(1); err != nil {
@@ -447,11 +458,17 @@ func (c *conn) placeInto(r *region, off, n int, res *placeResult) error {
 			return err
 		}
 		c.memMu.RLock()
-		if r.closed.Load() {
+		switch held := a.begin(); {
+		case !held:
+			*res = placeRefused
+		case a.r.closed.Load():
 			*res = placeGone
-		} else {
-			copy(r.mem[off:off+k], b)
+		case *res == placeRefused:
+			// Nothing more lands once a chunk was refused.
+		default:
+			copy(a.r.mem[off:off+k], b)
 		}
+		a.end()
 		c.memMu.RUnlock()
 		if _, err := c.br.Discard(k); err != nil {
 			return err
