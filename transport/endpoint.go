@@ -3,9 +3,9 @@ package transport
 import (
 	"context"
 	crand "crypto/rand"
-	"math/rand/v2"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -233,7 +233,8 @@ func (ep *endpoint) run() {
 }
 
 // trimPool runs when the chunk pool's trim timer fires: it frees what a
-// burst left in the cache once the pool is idle.
+// burst left in the cache, and in the responder's cache of call buffers,
+// once the pool is idle.
 func (ep *endpoint) trimPool() {
 	c := ep.c
 	c.mu.Lock()
@@ -243,6 +244,8 @@ func (ep *endpoint) trimPool() {
 	}
 	if ep.pool.trimIdle() {
 		ep.pool.trim.Reset(poolTrimAfter)
+	} else if c.role == cmpriv.Responder {
+		c.svcState.msgs.trim(poolKeepIdle)
 	}
 }
 

@@ -86,7 +86,9 @@ func TestHostileMemoryBound(t *testing.T) {
 	// Baseline: receive and send buffers of 16 connections, no chunk data.
 	peers := make([]*hpPeer, conns)
 	for i := range peers {
-		peers[i] = hpDial(t, l.Addr().String(), hpLinuxClientPD)
+		// R=0: our responder must not invalidate the window every call
+		// of the peer names.
+		peers[i] = hpDial(t, l.Addr().String(), hpPD(false, 3, 3))
 		defer peers[i].vc.Close()
 	}
 	ours := make([]*Conn, conns)
@@ -165,11 +167,13 @@ func TestHostileMemoryBound(t *testing.T) {
 	if peak > bound {
 		t.Errorf("registered memory peaked at %d bytes, over the bound %d", peak, bound)
 	}
-	// The Go heap holds at most the calls waiting for the RPC server:
-	// ListenerCalls, plus the raw peers' and the soft provider's own
-	// garbage between collections.
-	if grew := int64(heapPeak.Load()) - int64(heap0); grew > int64(limits.ListenerCalls)+64<<20 {
-		t.Errorf("Go heap grew by %d bytes during the burst, over %d", grew, int64(limits.ListenerCalls)+64<<20)
+	// The Go heap holds at most the calls waiting for the RPC server
+	// (ListenerCalls) and each connection's cache of call buffers
+	// (2 × MaxRPCSize), twice over between collections (GOGC=100), plus
+	// the raw peers' and the soft provider's own garbage.
+	heapBound := 2*int64(limits.ListenerCalls+conns*2*cfg.MaxRPCSize) + 16<<20
+	if grew := int64(heapPeak.Load()) - int64(heap0); grew > heapBound {
+		t.Errorf("Go heap grew by %d bytes during the burst, over %d", grew, heapBound)
 	}
 	if used := l.calls.inUse(); used != 0 {
 		t.Errorf("listener's Calls budget holds %d bytes after every call was answered", used)
@@ -183,6 +187,14 @@ func TestHostileMemoryBound(t *testing.T) {
 	}
 	if live := registered(t, prov); live > limit {
 		t.Errorf("registered memory %d bytes 5 s after the burst, want at most %d (baseline %d)", live, limit, baseline)
+	}
+	// And so are the caches of call buffers in the Go heap (what is left:
+	// each RPC server loop's own buffer of its last call, and the kept
+	// buffers of at most poolKeepIdle per connection).
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	if grew := int64(ms.HeapAlloc) - int64(heap0); grew > int64(conns*(poolKeepIdle+cfg.MaxRPCSize)+8<<20) {
+		t.Errorf("Go heap %d bytes over the baseline after the burst", grew)
 	}
 	for _, c := range ours {
 		_ = c.Close()

@@ -224,11 +224,19 @@ func (b *bufCache) put(buf []byte) {
 	if size == 0 || size > b.maxIdle {
 		return
 	}
-	for len(b.bufs) > 0 && (b.idle+size > b.maxIdle || len(b.bufs) == maxCachedBufs) {
+	for len(b.bufs) > 0 && len(b.bufs) == maxCachedBufs {
+		b.trim(b.idle - cap(b.bufs[0]))
+	}
+	b.trim(b.maxIdle - size)
+	b.bufs = append(b.bufs, buf[:0])
+	b.idle += size
+}
+
+// trim drops cached buffers, oldest first, down to keep bytes.
+func (b *bufCache) trim(keep int) {
+	for len(b.bufs) > 0 && b.idle > keep {
 		b.idle -= cap(b.bufs[0])
 		b.bufs[0] = nil
 		b.bufs = append(b.bufs[:0], b.bufs[1:]...)
 	}
-	b.bufs = append(b.bufs, buf[:0])
-	b.idle += size
 }

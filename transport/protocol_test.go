@@ -336,6 +336,7 @@ func protoRunMatrixCell(t *testing.T, pc protoConfig) {
 		LocalR: pc.serverR, PeerR: pc.clientR, SendWithInvalidate: swi, Credits: sn.Credits}, sn, "responder")
 
 	var want struct{ client, server Stats }
+	var wrs protoWRs
 	forms := map[string]int{}
 	for i, c := range protoSizes(sendInline, recvInline) {
 		xid := uint32(i + 1)
@@ -351,7 +352,7 @@ func protoRunMatrixCell(t *testing.T, pc protoConfig) {
 		if t.Failed() {
 			t.Fatalf("call %d (%+v, want %+v) failed", xid, c, w)
 		}
-		protoAccount(&want.client, &want.server, w, swi)
+		protoAccount(&want.client, &want.server, w, swi, &wrs)
 	}
 	// Every form appears in every cell.
 	for _, f := range []string{"inline", "long-call", "read-chunk", "write-chunk", "reply-chunk"} {
@@ -369,8 +370,8 @@ func protoRunMatrixCell(t *testing.T, pc protoConfig) {
 	sops, smax := sp.ops.snapshot()
 	assert.Equal(t, want.client.Sends, cops[verbs.OpSend], "requester Sends posted")
 	assert.Zero(t, cops[verbs.OpSendWithInvalidate]+cops[verbs.OpRDMARead]+cops[verbs.OpRDMAWrite], "requester RDMA operations")
-	assert.Equal(t, want.client.LocalInvalidations, cops[verbs.OpLocalInvalidate], "requester local invalidations")
-	assert.Equal(t, want.client.LocalInvalidations+want.client.RemoteInvalidations, cops[verbs.OpBindWindow], "one window bound per chunked call")
+	assert.Equal(t, wrs.localInv, cops[verbs.OpLocalInvalidate], "requester local invalidations")
+	assert.Equal(t, wrs.binds, cops[verbs.OpBindWindow], "one window bound per kind of chunk (read; write and reply)")
 	assert.Equal(t, want.server.Sends-want.server.RemoteInvalidations, sops[verbs.OpSend], "responder Sends")
 	assert.Equal(t, want.server.RemoteInvalidations, sops[verbs.OpSendWithInvalidate], "responder Sends With Invalidate")
 	assert.Equal(t, want.server.RDMAReads, sops[verbs.OpRDMARead], "responder RDMA Reads")
@@ -398,9 +399,15 @@ func protoCheckedCall(t *testing.T, p *testPair, xid uint32, c protoCase) {
 	}
 }
 
+// protoWRs counts the requester's window work requests.
+type protoWRs struct{ binds, localInv uint64 }
+
 // protoAccount adds to the expected counters of both sides what one call
-// conveyed as w costs.
-func protoAccount(client, server *Stats, w protoWant, swi bool) {
+// conveyed as w costs. The requester exposes a Read chunk through a
+// read-only window and the Write and Reply chunks through a write-only one,
+// so a call with both has two rkeys, and no Send With Invalidate (RFC 8797
+// §4.1: the responder invalidates only a call's single rkey).
+func protoAccount(client, server *Stats, w protoWant, swi bool, wrs *protoWRs) {
 	client.Sends++
 	client.Recvs++
 	server.Sends++
@@ -437,11 +444,20 @@ func protoAccount(client, server *Stats, w protoWant, swi bool) {
 	}
 	client.ChunkBytesOffered += uint64(xdr.RoundUp(w.readLen) + xdr.RoundUp(w.writeLen) + xdr.RoundUp(w.replyLen))
 	if w.chunked() {
-		if swi {
+		windows := uint64(0)
+		if w.readLen > 0 {
+			windows++
+		}
+		if w.writeLen > 0 || w.replyLen > 0 {
+			windows++
+		}
+		wrs.binds += windows
+		if swi && windows == 1 {
 			client.RemoteInvalidations++
 			server.RemoteInvalidations++
 		} else {
 			client.LocalInvalidations++
+			wrs.localInv += windows
 		}
 	}
 }
@@ -688,7 +704,8 @@ var protoClasses = []protoClass{
 	{"ddp-read", true, procRead, 64 << 10, 2, 0, 1},
 	// NFS WRITE-like: the argument pulled by RDMA Read from the Read chunk.
 	{"ddp-write", true, procWrite, 64 << 10, 2, 1, 0},
-	// No DDP: a Long Call and a reply through the Reply chunk.
+	// No DDP: a Long Call and a reply through the Reply chunk (two
+	// windows: the call read-only, the Reply chunk write-only).
 	{"long-call-long-reply", false, procEcho, 64 << 10, 2, 1, 1},
 	{"long-call", false, procWrite, 64 << 10, 2, 1, 0},
 	{"long-reply", false, procRead, 64 << 10, 2, 0, 1},
@@ -735,15 +752,22 @@ func TestProtocolOpsPerRPC(t *testing.T) {
 				assert.Equal(t, pc.sends*calls, wire(verbs.OpSend)+wire(verbs.OpSendWithInvalidate), "Sends posted")
 				assert.Equal(t, pc.reads*calls, wire(verbs.OpRDMARead), "RDMA Reads posted")
 				assert.Equal(t, pc.writes*calls, wire(verbs.OpRDMAWrite), "RDMA Writes posted")
-				chunked := pc.reads+pc.writes > 0
+				// One window per kind of chunk: the Read chunk's
+				// read-only, the Write and Reply chunks' write-only;
+				// Send With Invalidate only for a call with one rkey.
+				windows := uint64(0)
+				if pc.reads > 0 {
+					windows++
+				}
+				if pc.writes > 0 {
+					windows++
+				}
 				var binds, swi, localInv uint64
-				if chunked {
-					binds = calls
-					if r {
-						swi = calls
-					} else {
-						localInv = calls
-					}
+				binds = windows * calls
+				if r && windows == 1 {
+					swi = calls
+				} else {
+					localInv = windows * calls
 				}
 				assert.Equal(t, binds, wire(verbs.OpBindWindow), "windows bound")
 				assert.Equal(t, swi, wire(verbs.OpSendWithInvalidate), "Sends With Invalidate")

@@ -290,11 +290,22 @@ func rcSend(t *testing.T, c *Conn, xid, proc uint32, args []byte) {
 // rcRecv reads the next message, a reply, and returns its header and results.
 func rcRecv(t *testing.T, c *Conn) (xdr.ReplyHeader, []byte) {
 	t.Helper()
+	return rcRecvErr(t, c, nil)
+}
+
+// rcRecvErr is rcRecv for a reply ReadMsg returns with an error matching
+// target (nil: no error).
+func rcRecvErr(t *testing.T, c *Conn, target error) (xdr.ReplyHeader, []byte) {
+	t.Helper()
 	// A guard against hangs, not a timing assertion.
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(rcGuard)))
 	reply, err := c.ReadMsg(nil)
 	require.NoError(t, c.SetReadDeadline(time.Time{}))
-	require.NoError(t, err)
+	if target == nil {
+		require.NoError(t, err)
+	} else {
+		require.ErrorIs(t, err, target)
+	}
 	var rh xdr.ReplyHeader
 	off, err := rh.Unmarshal(reply)
 	require.NoError(t, err)
@@ -529,7 +540,7 @@ func TestReconnectFailsCallsWithoutRetransmit(t *testing.T) {
 	rcSend(t, c, 1, procHold, xdr.AppendOpaque(nil, []byte("held")))
 	srv.waitHeld(t)
 	require.NoError(t, srv.conn(t, 1).Close())
-	rh, res := rcRecv(t, c)
+	rh, res := rcRecvErr(t, c, ErrCallLost) // outcome unknown: not retransmitted
 	assert.Equal(t, uint32(1), rh.XID)
 	assert.Equal(t, xdr.MsgAccepted, rh.Stat)
 	assert.Equal(t, xdr.AcceptSystemErr, rh.AcceptStat)
@@ -694,13 +705,13 @@ func TestReconnectCloseDuringBackoff(t *testing.T) {
 	rcSend(t, c, 1, procHold, nil)
 	srv.waitHeld(t)
 	require.NoError(t, srv.conn(t, 1).Close())
-	rh, _ := rcRecv(t, c) // the call failed: the reconnection has begun
+	rh, _ := rcRecvErr(t, c, ErrCallLost) // the call failed: the reconnection has begun
 	require.Equal(t, xdr.AcceptSystemErr, rh.AcceptStat)
 	require.True(t, rcReconnecting())
 
 	werr := make(chan error, 1)
 	go func() { werr <- c.WriteMsg(appendCall(nil, 2, 0)) }()
-	rcEventually(t, "the writer to wait", func() bool { return rcRunning("(*Conn).waitWrite") })
+	rcEventually(t, "the writer to wait", func() bool { return rcRunning("(*Conn).waitWriteOr") })
 	require.NoError(t, c.Close())
 	rcEventually(t, "the reconnection to stop", func() bool { return !rcReconnecting() })
 	assert.ErrorIs(t, rcRecvGuard(t, "the writer", werr), net.ErrClosed)
