@@ -89,13 +89,17 @@ type Config struct {
 
 // Defaults of a Listener's limits.
 const (
-	// DefaultAcceptBacklog is 128, Linux's SOMAXCONN before 5.4 (4096
-	// since) and the rdma_listen backlog of the rdmacore provider. It is
-	// lower than today's somaxconn because a handshake in progress holds
-	// far more than a SYN: its receive and send buffers are registered
-	// and posted before the accept is sent (RFC 8797 §4.2), some 0.5 MiB
-	// with the default Credits, so the backlog bounds what a flood of
-	// half-open peers can pin (some 64 MiB).
+	// DefaultAcceptBacklog is 128, Linux's SOMAXCONN before 5.4
+	// (net.core.somaxconn is 4096 since) and the rdma_listen backlog of
+	// the rdmacore provider. It is lower than today's somaxconn because a
+	// handshake in progress holds far more than a SYN: its queue pair
+	// exists and its receive and send buffers are registered and posted
+	// before the accept is sent (RFC 8797 §4.2): 0.5 MiB registered with
+	// the default Credits, plus 0.35 MiB of Go heap with the soft
+	// provider (measured). The default so bounds what a flood of
+	// half-open peers can pin to some 110 MiB; such a flood fills the
+	// backlog for HandshakeTimeout, during which new requests are
+	// rejected (a larger backlog trades memory for room).
 	DefaultAcceptBacklog = 128
 	// DefaultHandshakeTimeout is the time a peer has to confirm an
 	// accept.
