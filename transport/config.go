@@ -73,7 +73,8 @@ type Config struct {
 	// a Listener holds for Accept: handshakes in progress plus
 	// connections established but not yet returned by Accept. A
 	// connection request beyond it is rejected at once. 0 (or less) means
-	// DefaultAcceptBacklog.
+	// DefaultAcceptBacklog; more than MaxAcceptBacklog means
+	// MaxAcceptBacklog (listen(2) truncates to net.core.somaxconn).
 	AcceptBacklog int
 	// MaxConns, if positive, caps the Listener's connections: those in
 	// its backlog plus those returned by Accept and not yet closed. A
@@ -101,6 +102,9 @@ const (
 	// backlog for HandshakeTimeout, during which new requests are
 	// rejected (a larger backlog trades memory for room).
 	DefaultAcceptBacklog = 128
+	// MaxAcceptBacklog is the largest AcceptBacklog: a larger one is
+	// truncated to it, as listen(2) truncates to net.core.somaxconn.
+	MaxAcceptBacklog = 65535
 	// DefaultHandshakeTimeout is the time a peer has to confirm an
 	// accept.
 	DefaultHandshakeTimeout = 10 * time.Second
@@ -193,6 +197,7 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	if cfg.AcceptBacklog <= 0 {
 		cfg.AcceptBacklog = DefaultAcceptBacklog
 	}
+	cfg.AcceptBacklog = min(cfg.AcceptBacklog, MaxAcceptBacklog)
 	if cfg.MaxConns < 0 {
 		cfg.MaxConns = 0
 	}

@@ -273,6 +273,9 @@ func TestAcceptConnCap(t *testing.T) {
 	haExpectRejected(t, "Dial with a dead but open connection", took, err)
 
 	_ = srvs[0].Close()
+	if st := l.Stats(); st.Conns != 1 {
+		t.Errorf("stats %+v after Close: want 1 connection", st)
+	}
 	c, took, err := haDial(l, 5*time.Second)
 	if err != nil {
 		t.Fatalf("Dial after Close of a connection: %v (after %v)", err, took)
@@ -281,8 +284,8 @@ func TestAcceptConnCap(t *testing.T) {
 	srv := <-accepted
 	haRoundTrip(t, c, srv)
 	_ = srvs[1].Close()
-	if !haWait(func() bool { return l.Stats().Conns == 0 }) {
-		t.Errorf("stats %+v: want no connection", l.Stats())
+	if st := l.Stats(); st.Conns != 0 {
+		t.Errorf("stats %+v: want no connection", st)
 	}
 	if st := l.Stats(); st.RejectedCap != 2 || st.Accepted != 3 {
 		t.Errorf("stats %+v: want 2 rejected for the cap, 3 accepted", st)

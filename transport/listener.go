@@ -213,8 +213,12 @@ func (l *Listener) handshake(req verbs.ConnRequest) {
 	l.n.Accepted++
 	l.mu.Unlock()
 	// The connection's place is freed when it is closed, by whoever
-	// closes it (the Accept caller, or Close for one never taken).
+	// closes it (the Accept caller, or Close for one never taken), and
+	// before its Close returns: Conn.Close waits for c.bg (a responder
+	// has no other use for it).
+	c.bg.Add(1)
 	go func() {
+		defer c.bg.Done()
 		<-c.done
 		l.mu.Lock()
 		l.conns--
