@@ -94,7 +94,7 @@ func (l *listener) acceptLoop() {
 		}
 		if l.pending >= listenBacklog {
 			l.mu.Unlock()
-			rejectConn(nc, nil)
+			_ = rejectConn(nc, nil)
 			continue
 		}
 		l.pending++
