@@ -74,7 +74,49 @@ type Config struct {
 	// Reconnect, for a requester, re-establishes a connection that died,
 	// with a fresh RFC 8797 exchange, instead of failing the Conn.
 	Reconnect ReconnectPolicy
+
+	// Listener limits (Listen; a requester ignores them). See Listener.
+
+	// AcceptBacklog bounds, as listen(2)'s backlog does, the connections
+	// a Listener holds for Accept: handshakes in progress plus
+	// connections established but not yet returned by Accept. A
+	// connection request beyond it is rejected at once. 0 (or less) means
+	// DefaultAcceptBacklog; more than MaxAcceptBacklog means
+	// MaxAcceptBacklog (listen(2) truncates to net.core.somaxconn).
+	AcceptBacklog int
+	// MaxConns, if positive, caps the Listener's connections: those in
+	// its backlog plus those returned by Accept and not yet closed. A
+	// connection request beyond it is rejected at once; closing a
+	// connection frees its place. 0 (or less) means no cap, as for TCP.
+	MaxConns int
+	// HandshakeTimeout bounds one handshake of a Listener, from the
+	// connection request to the peer's confirmation (the RTU of the IB
+	// CM); a peer silent for longer loses its place. 0 (or less) means
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 }
+
+// Defaults of a Listener's limits.
+const (
+	// DefaultAcceptBacklog is 128, Linux's SOMAXCONN before 5.4
+	// (net.core.somaxconn is 4096 since) and the rdma_listen backlog of
+	// the rdmacore provider. It is lower than today's somaxconn because a
+	// handshake in progress holds far more than a SYN: its queue pair
+	// exists and its receive and send buffers are registered and posted
+	// before the accept is sent (RFC 8797 §4.2): 0.5 MiB registered with
+	// the default Credits, plus 0.35 MiB of Go heap with the soft
+	// provider (measured). The default so bounds what a flood of
+	// half-open peers can pin to some 110 MiB; such a flood fills the
+	// backlog for HandshakeTimeout, during which new requests are
+	// rejected (a larger backlog trades memory for room).
+	DefaultAcceptBacklog = 128
+	// MaxAcceptBacklog is the largest AcceptBacklog: a larger one is
+	// truncated to it, as listen(2) truncates to net.core.somaxconn.
+	MaxAcceptBacklog = 65535
+	// DefaultHandshakeTimeout is the time a peer has to confirm an
+	// accept.
+	DefaultHandshakeTimeout = 10 * time.Second
+)
 
 // ReconnectPolicy says what a requester does when its connection dies.
 //
@@ -214,6 +256,16 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	}
 	if cfg.Reconnect.MaxAttempts <= 0 {
 		cfg.Reconnect.MaxAttempts = 10
+	}
+	if cfg.AcceptBacklog <= 0 {
+		cfg.AcceptBacklog = DefaultAcceptBacklog
+	}
+	cfg.AcceptBacklog = min(cfg.AcceptBacklog, MaxAcceptBacklog)
+	if cfg.MaxConns < 0 {
+		cfg.MaxConns = 0
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	return cfg
 }

@@ -4,26 +4,78 @@ import (
 	"context"
 	"errors"
 	"net"
-	"time"
+	"sync"
 
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
-// acceptTimeout bounds one connection handshake in Accept.
-const acceptTimeout = 10 * time.Second
-
 // Listener accepts RPC-over-RDMA connections; each is a responder Conn. It
 // is a net.Listener, so RPC servers written for TCP (net/rpc-style loops,
 // github.com/willscott/go-nfs's Serve) use it unchanged.
+//
+// As a TCP listener in the kernel does, a Listener completes handshakes in
+// the background, from Listen on, and queues the established connections
+// for Accept. Its limits keep a flood of hostile or broken peers from
+// stalling or exhausting it:
+//
+//   - Handshakes run concurrently, each bounded by
+//     Config.HandshakeTimeout: a peer that sends a connection request and
+//     never confirms the accept delays no other peer, and loses its place
+//     after the timeout.
+//   - Config.AcceptBacklog bounds, as listen(2)'s backlog does, the
+//     handshakes in progress plus the connections waiting for Accept.
+//   - Config.MaxConns, if set, caps the connections: those of the backlog
+//     plus those returned by Accept and not yet closed. Closing a
+//     connection frees its place.
+//
+// A connection request beyond a limit is rejected at once (the dialer's
+// error is a *verbs.RejectedError), never queued. Stats counts the
+// handshakes, the connections and the rejects.
 type Listener struct {
-	cfg Config
+	cfg    Config
+	vl     verbs.Listener
+	ctx    context.Context // cancelled by Close: ends the handshakes
+	cancel context.CancelFunc
 	// calls and replies are the MemoryLimits.ListenerCalls and
 	// ListenerReplies budgets its connections share.
 	calls, replies *sharedBudget
-	vl             verbs.Listener
-	ctx            context.Context
-	cancel         context.CancelFunc
+	// ready holds the established connections waiting for Accept; its
+	// capacity is the backlog, which handshakes+queued never exceeds, so
+	// a handshake never blocks on it.
+	ready    chan *Conn
+	loopDone chan struct{} // closed when the accept loop ended
+	wg       sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu         sync.Mutex
+	err        error // why the accept loop ended
+	handshakes int   // handshakes in progress
+	queued     int   // connections in ready
+	conns      int   // connections established and not closed
+	n          ListenerStats
+}
+
+// ListenerStats are a Listener's counters.
+type ListenerStats struct {
+	// Handshakes is the number of handshakes in progress, Queued the
+	// number of connections established and waiting for Accept (the two
+	// make up the backlog), Conns the number of connections established
+	// and not yet closed (Queued included).
+	Handshakes, Queued, Conns int
+	// Accepted counts the connections established.
+	Accepted uint64
+	// RejectedBacklog and RejectedCap count the connection requests
+	// rejected because the backlog was full (Config.AcceptBacklog) and
+	// because the connections were at their cap (Config.MaxConns).
+	RejectedBacklog, RejectedCap uint64
+	// HandshakeTimeouts counts the handshakes abandoned after
+	// Config.HandshakeTimeout; HandshakeFailures the ones that failed
+	// otherwise (the peer went away or refused our accept, setup failed,
+	// the Listener was closed).
+	HandshakeTimeouts, HandshakeFailures uint64
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
@@ -33,9 +85,17 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "rdma", Addr: stringAddr(addr), Err: err}
 	}
-	l := &Listener{cfg: c, vl: vl,
-		calls: newSharedBudget(c.Memory.ListenerCalls), replies: newSharedBudget(c.Memory.ListenerReplies)}
+	l := &Listener{
+		cfg:      c,
+		vl:       vl,
+		ready:    make(chan *Conn, c.AcceptBacklog),
+		loopDone: make(chan struct{}),
+		calls:    newSharedBudget(c.Memory.ListenerCalls),
+		replies:  newSharedBudget(c.Memory.ListenerReplies),
+	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.wg.Add(1)
+	go l.acceptLoop()
 	return l, nil
 }
 
@@ -51,26 +111,130 @@ func (l *Listener) Accept() (net.Conn, error) {
 
 // AcceptRDMA is Accept returning the *Conn.
 func (l *Listener) AcceptRDMA() (*Conn, error) {
+	if l.ctx.Err() != nil {
+		return nil, l.opError(net.ErrClosed)
+	}
+	select {
+	case c := <-l.ready:
+		return l.take(c), nil
+	case <-l.ctx.Done():
+		return nil, l.opError(net.ErrClosed)
+	case <-l.loopDone:
+		// The verbs listener failed: the connections established
+		// before still go out, then its error.
+		select {
+		case c := <-l.ready:
+			return l.take(c), nil
+		default:
+		}
+		l.mu.Lock()
+		err := l.err
+		l.mu.Unlock()
+		return nil, l.opError(err)
+	}
+}
+
+// take hands out c, taken from ready.
+func (l *Listener) take(c *Conn) *Conn {
+	l.mu.Lock()
+	l.queued--
+	l.mu.Unlock()
+	return c
+}
+
+func (l *Listener) opError(err error) error {
+	return &net.OpError{Op: "accept", Net: "rdma", Addr: l.vl.Addr(), Err: err}
+}
+
+// acceptLoop takes the connection requests of the verbs listener, rejects
+// those beyond the limits and starts a handshake for each other one.
+func (l *Listener) acceptLoop() {
+	defer l.wg.Done()
+	defer close(l.loopDone)
 	for {
 		req, err := l.vl.Accept(l.ctx)
 		if err != nil {
 			if errors.Is(err, verbs.ErrClosed) || l.ctx.Err() != nil {
 				err = net.ErrClosed
 			}
-			return nil, &net.OpError{Op: "accept", Net: "rdma", Addr: l.vl.Addr(), Err: err}
+			l.mu.Lock()
+			l.err = err
+			l.mu.Unlock()
+			return
 		}
-		c, err := l.accept(req)
-		if err != nil {
-			l.cfg.Logger.Warn("rpcrdma: accept failed", "remote", req.RemoteAddr(), "err", err)
-			continue
-		}
-		return c, nil
+		l.admit(req)
 	}
+}
+
+// admit starts the handshake of req, or rejects it if a limit is reached.
+func (l *Listener) admit(req verbs.ConnRequest) {
+	var why string
+	l.mu.Lock()
+	switch {
+	case l.ctx.Err() != nil:
+		why = "listener closed"
+	case l.cfg.MaxConns > 0 && l.handshakes+l.conns >= l.cfg.MaxConns:
+		why = "connection cap reached"
+		l.n.RejectedCap++
+	case l.handshakes+l.queued >= l.cfg.AcceptBacklog:
+		why = "backlog full"
+		l.n.RejectedBacklog++
+	default:
+		l.handshakes++
+		l.wg.Add(1)
+		l.mu.Unlock()
+		go l.handshake(req)
+		return
+	}
+	l.mu.Unlock()
+	err := req.Reject(nil)
+	l.cfg.Logger.Debug("rpcrdma: connection request rejected", "remote", req.RemoteAddr(), "reason", why, "err", err)
+}
+
+// handshake accepts req within the handshake timeout and queues the
+// connection for Accept.
+func (l *Listener) handshake(req verbs.ConnRequest) {
+	defer l.wg.Done()
+	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
+	c, err := l.accept(ctx, req)
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	cancel()
+	l.mu.Lock()
+	l.handshakes--
+	if err != nil {
+		if timedOut {
+			l.n.HandshakeTimeouts++
+		} else {
+			l.n.HandshakeFailures++
+		}
+		l.mu.Unlock()
+		if l.ctx.Err() == nil {
+			l.cfg.Logger.Warn("rpcrdma: accept failed", "remote", req.RemoteAddr(), "timeout", timedOut, "err", err)
+		}
+		return
+	}
+	l.queued++
+	l.conns++
+	l.n.Accepted++
+	l.mu.Unlock()
+	// The connection's place is freed when it is closed, by whoever
+	// closes it (the Accept caller, or Close for one never taken), and
+	// before its Close returns: Conn.Close waits for c.bg (a responder
+	// has no other use for it).
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		<-c.done
+		l.mu.Lock()
+		l.conns--
+		l.mu.Unlock()
+	}()
+	l.ready <- c // never blocks: see ready
 }
 
 // accept negotiates (RFC 8797) and accepts one connection request: the
 // responder knows the requester's sizes before it posts its Receives.
-func (l *Listener) accept(req verbs.ConnRequest) (*Conn, error) {
+func (l *Listener) accept(ctx context.Context, req verbs.ConnRequest) (*Conn, error) {
 	cfg := l.cfg
 	local, pd := cfg.local()
 	settings := cmpriv.Negotiate(cmpriv.Responder, local, req.PrivateData())
@@ -81,8 +245,6 @@ func (l *Listener) accept(req verbs.ConnRequest) (*Conn, error) {
 	ep := &endpoint{c: c, settings: settings}
 	caps := cfg.caps(nRecv)
 	sendSize := max(settings.SendInline, local.SendSize)
-	ctx, cancel := context.WithTimeout(l.ctx, acceptTimeout)
-	defer cancel()
 	vc, err := req.Accept(ctx, &verbs.ConnOptions{PrivateData: pd, Caps: caps,
 		Setup: func(vc verbs.Conn) error {
 			return ep.setup(vc, nRecv+nSend, nSend, sendSize, nRecv, settings.RecvBuffer, nRecv)
@@ -103,11 +265,33 @@ func (l *Listener) accept(req verbs.ConnRequest) (*Conn, error) {
 	return c, nil
 }
 
+// Stats returns the Listener's counters.
+func (l *Listener) Stats() ListenerStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.n
+	s.Handshakes, s.Queued, s.Conns = l.handshakes, l.queued, l.conns
+	return s
+}
+
 // Close stops listening; blocked and later Accepts fail with net.ErrClosed.
-// Connections already accepted stay open.
+// Handshakes in progress are abandoned and connections not yet returned
+// by Accept are closed; connections already accepted stay open.
 func (l *Listener) Close() error {
-	l.cancel()
-	return l.vl.Close()
+	l.closeOnce.Do(func() {
+		l.cancel()
+		l.closeErr = l.vl.Close()
+		l.wg.Wait()
+		for {
+			select {
+			case c := <-l.ready:
+				_ = l.take(c).Close()
+			default:
+				return
+			}
+		}
+	})
+	return l.closeErr
 }
 
 // Addr returns the listening address.

@@ -14,13 +14,24 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
 // listenBacklog is the rdma_listen backlog, and the number of connection
-// requests a listener queues for Accept; requests beyond it are rejected.
+// requests a listener queues for Accept; requests beyond it are rejected
+// at once, on the event channel goroutine, which so never blocks and
+// spends no goroutine on a request. A request queued holds its cm_id
+// only: the queue pair is created by Accept, whose context bounds the
+// wait for the peer's RTU.
 const listenBacklog = 128
+
+// reqMaxAge is how long a queued request stays acceptable: one that
+// waited longer is rejected by Accept instead of returned, its dialer
+// having given up (the soft provider's handshake timeout; Linux's
+// rdma_connect retries its REQ for about as long).
+const reqMaxAge = 30 * time.Second
 
 // Listen binds a cm_id to addr ("host:port"; port 0 picks one, an empty
 // host listens on every RDMA device) and listens (rdma_listen).
@@ -91,20 +102,27 @@ func (l *listener) cmEvent(ev *cmEvent) {
 	}
 }
 
-// Accept returns the next connection request.
+// Accept returns the next connection request (older ones first; see
+// reqMaxAge).
 func (l *listener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
 	select {
 	case <-l.done:
 		return nil, errListenerClosed
 	default:
 	}
-	select {
-	case r := <-l.reqs:
-		return r, nil
-	case <-l.done:
-		return nil, errListenerClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		select {
+		case r := <-l.reqs:
+			if time.Since(r.queued) > reqMaxAge {
+				_ = r.Reject(nil)
+				continue
+			}
+			return r, nil
+		case <-l.done:
+			return nil, errListenerClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
@@ -140,6 +158,7 @@ type connRequest struct {
 	remote *net.TCPAddr
 	// The peer's conn param: what it can take and what it wants.
 	peerResponder, peerInitiator int
+	queued                       time.Time // when the event arrived
 
 	mu   sync.Mutex
 	used bool
@@ -166,6 +185,7 @@ func newConnRequest(l *listener, ev *cmEvent) *connRequest {
 		remote:        c.remote,
 		peerResponder: int(ev.initiatorDepth),
 		peerInitiator: int(ev.responderResources),
+		queued:        time.Now(),
 	}
 }
 

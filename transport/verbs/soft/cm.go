@@ -1,8 +1,14 @@
 package soft
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
 // cmType is the kind of a connection-management message. The exchange is
@@ -164,3 +170,63 @@ func padPrivateData(pd []byte, n int) []byte {
 	copy(b, pd)
 	return b
 }
+
+// HalfOpen is a connection request whose handshake its dialer never
+// completes: see DialHalfOpen.
+type HalfOpen struct {
+	nc net.Conn
+}
+
+// DialHalfOpen sends a connect request (REQ) with privateData (at most 56
+// bytes) to the soft listener at addr and then stays silent: it never
+// confirms an accept (RTU), so the listener's side of the handshake stays
+// in progress until the listener gives up or h is closed. It is a test
+// hook, for the tests of listeners against floods of half-open peers; a
+// real dialer uses Provider.Dial.
+func DialHalfOpen(ctx context.Context, addr string, privateData []byte) (*HalfOpen, error) {
+	if len(privateData) > verbs.ConnectPrivateDataLen {
+		return nil, fmt.Errorf("soft: connect private data of %d bytes, over %d: %w",
+			len(privateData), verbs.ConnectPrivateDataLen, verbs.ErrPrivateDataTooLong)
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("soft: dial %s: %w: %w", addr, verbs.ErrRefused, err)
+		}
+		return nil, fmt.Errorf("soft: dial %s: %w", addr, err)
+	}
+	req := cmMessage{Type: cmREQ, ReadDepth: 1, PrivateData: privateData}
+	stop := watchContext(ctx, nc)
+	_, err = nc.Write(appendCM(nil, &req))
+	stop()
+	if err != nil {
+		_ = nc.Close()
+		return nil, fmt.Errorf("soft: dial %s: %w", addr, err)
+	}
+	return &HalfOpen{nc: nc}, nil
+}
+
+// Await waits for the listener's answer to the request: nil for an accept
+// (REP; h never confirms it), a *verbs.RejectedError for a reject (REJ),
+// or the error that ended the wait (ctx's, or the connection's end).
+func (h *HalfOpen) Await(ctx context.Context) error {
+	stop := watchContext(ctx, h.nc)
+	m, pd, err := readCM(h.nc)
+	if !stop() && ctx.Err() != nil {
+		return fmt.Errorf("soft: half-open request: %w", ctx.Err())
+	}
+	if err != nil {
+		return fmt.Errorf("soft: half-open request: %w: %w", verbs.ErrDisconnected, err)
+	}
+	switch m.Type {
+	case cmREP:
+		return nil
+	case cmREJ:
+		return &verbs.RejectedError{PrivateData: padPrivateData(pd, rejectPrivateDataLen)}
+	}
+	return errHandshake
+}
+
+// Close closes the connection: the listener sees its peer go away.
+func (h *HalfOpen) Close() error { return h.nc.Close() }

@@ -13,24 +13,38 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
-// listenBacklog is the number of connection requests that may wait for
-// Listener.Accept.
+// Limits of a listener. A TCP connection whose connect request is still
+// being read, and a request read but not yet taken by Accept, each hold a
+// place in the backlog; a connection arriving while all listenBacklog
+// places are taken is rejected at once (REJ, then closed) without a
+// goroutine or a buffer spent on it, as an IB CM answers a REQ it has no
+// room for. 128 is the rdma_listen backlog of the rdmacore provider and
+// Linux's SOMAXCONN before 5.4.
 const listenBacklog = 128
+
+// reqTimeout bounds the wait for a connection's connect request: a peer
+// that opens a connection and stays silent loses its place after it. A
+// variable for the tests.
+var reqTimeout = 10 * time.Second
 
 var errListenerClosed = fmt.Errorf("soft: listener closed: %w", verbs.ErrClosed)
 
 // listener accepts TCP connections and reads their connect requests in the
-// background; Accept hands them out.
+// background, at most listenBacklog at a time; Accept hands them out.
 type listener struct {
 	p         *Provider
 	nl        net.Listener
-	reqs      chan *connRequest
+	reqs      chan *connRequest // never blocks a sender: see pending
 	closed    chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
 	mu         sync.Mutex
 	handshakes map[net.Conn]struct{} // connect requests being read
+	// pending counts the connections holding a place in the backlog:
+	// those in handshakes and the requests in reqs (at most
+	// listenBacklog, reqs' capacity).
+	pending int
 }
 
 // Listen listens on a TCP address ("host:port"; port 0 picks one).
@@ -78,6 +92,12 @@ func (l *listener) acceptLoop() {
 			return
 		default:
 		}
+		if l.pending >= listenBacklog {
+			l.mu.Unlock()
+			_ = rejectConn(nc, nil)
+			continue
+		}
+		l.pending++
 		l.handshakes[nc] = struct{}{}
 		l.wg.Add(1)
 		l.mu.Unlock()
@@ -85,47 +105,84 @@ func (l *listener) acceptLoop() {
 	}
 }
 
-// handshake reads the connect request of nc and queues it for Accept.
+// rejectConn sends a REJ on nc, whatever it sent, and closes it. The write
+// of a few bytes on a connection with nothing else to send does not block
+// (and is bounded by lingerTimeout if it does).
+func rejectConn(nc net.Conn, privateData []byte) error {
+	rej := cmMessage{Type: cmREJ, PrivateData: privateData}
+	_ = nc.SetWriteDeadline(time.Now().Add(lingerTimeout))
+	_, err := nc.Write(appendCM(nil, &rej))
+	if cerr := nc.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// release gives back a place in the backlog.
+func (l *listener) release() {
+	l.mu.Lock()
+	l.pending--
+	l.mu.Unlock()
+}
+
+// handshake reads the connect request of nc and queues it for Accept. It
+// reads through a buffer of one CM message, not a stream buffer, so that a
+// silent peer costs little: a dialer sends nothing after its REQ until it
+// got the answer (bytes past the REQ are a protocol violation).
 func (l *listener) handshake(nc net.Conn) {
 	defer l.wg.Done()
-	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
-	br := bufio.NewReaderSize(nc, ioBufferSize)
+	_ = nc.SetDeadline(time.Now().Add(reqTimeout))
+	br := bufio.NewReaderSize(nc, cmMaxLen)
 	m, pd, err := readCM(br)
 	l.mu.Lock()
 	delete(l.handshakes, nc)
 	l.mu.Unlock()
-	if err != nil || m.Type != cmREQ || nc.SetDeadline(time.Time{}) != nil {
+	if err != nil || m.Type != cmREQ || br.Buffered() > 0 || nc.SetDeadline(time.Time{}) != nil {
 		_ = nc.Close()
+		l.release()
 		return
 	}
 	r := &connRequest{
-		p:  l.p,
-		nc: nc,
-		br: br,
-		m:  m,
-		pd: padPrivateData(pd, connectPrivateDataLen),
+		p:      l.p,
+		nc:     nc,
+		m:      m,
+		pd:     padPrivateData(pd, connectPrivateDataLen),
+		queued: time.Now(),
 	}
 	select {
 	case l.reqs <- r:
 	case <-l.closed:
 		_ = r.Reject(nil)
+		l.release()
+	default: // cannot happen: pending bounds the queue
+		_ = r.Reject(nil)
+		l.release()
 	}
 }
 
-// Accept returns the next connection request.
+// Accept returns the next connection request. A request that waited
+// longer than the dialer does (handshakeTimeout) is rejected instead: its
+// dialer gave up.
 func (l *listener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
-	select {
-	case <-l.closed:
-		return nil, errListenerClosed
-	default:
-	}
-	select {
-	case r := <-l.reqs:
-		return r, nil
-	case <-l.closed:
-		return nil, errListenerClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		select {
+		case <-l.closed:
+			return nil, errListenerClosed
+		default:
+		}
+		select {
+		case r := <-l.reqs:
+			l.release()
+			if time.Since(r.queued) > handshakeTimeout {
+				_ = r.Reject(nil)
+				continue
+			}
+			return r, nil
+		case <-l.closed:
+			return nil, errListenerClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
@@ -149,6 +206,7 @@ func (l *listener) Close() error {
 			select {
 			case r := <-l.reqs:
 				_ = r.Reject(nil)
+				l.release()
 			default:
 				return
 			}
@@ -161,11 +219,11 @@ func (l *listener) Close() error {
 // then its TCP connection stays open and the dialer waits (bounded by its
 // context and handshakeTimeout).
 type connRequest struct {
-	p  *Provider
-	nc net.Conn
-	br *bufio.Reader
-	m  cmMessage
-	pd []byte
+	p      *Provider
+	nc     net.Conn
+	m      cmMessage
+	pd     []byte
+	queued time.Time // when the listener read it
 
 	mu   sync.Mutex
 	used bool
@@ -203,7 +261,8 @@ func (r *connRequest) Accept(ctx context.Context, opts *verbs.ConnOptions) (verb
 	if !r.take() {
 		return nil, errRequestUsed
 	}
-	c := newConn(r.p, r.nc, r.br, caps)
+	br := bufio.NewReaderSize(r.nc, ioBufferSize)
+	c := newConn(r.p, r.nc, br, caps)
 	c.peerPD = r.pd
 	c.expSeq = r.m.StartSeq
 	c.readLimit = min(caps.ReadDepth, int(r.m.ReadDepth))
@@ -232,7 +291,7 @@ func (r *connRequest) Accept(ctx context.Context, opts *verbs.ConnOptions) (verb
 		stop()
 		return fail(err)
 	}
-	m, _, err := readCM(r.br)
+	m, _, err := readCM(br)
 	if err != nil {
 		stop()
 		return fail(err)
@@ -260,13 +319,7 @@ func (r *connRequest) Reject(privateData []byte) error {
 	if !r.take() {
 		return errRequestUsed
 	}
-	rej := cmMessage{Type: cmREJ, PrivateData: privateData}
-	_ = r.nc.SetWriteDeadline(time.Now().Add(lingerTimeout))
-	_, err := r.nc.Write(appendCM(nil, &rej))
-	if cerr := r.nc.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := rejectConn(r.nc, privateData); err != nil {
 		return fmt.Errorf("soft: reject: %w", err)
 	}
 	return nil
