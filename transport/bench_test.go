@@ -44,6 +44,7 @@ func benchServe(c *Conn) {
 }
 
 func benchPair(b *testing.B, cfg *Config) *Conn {
+	cfg = softConfig(cfg)
 	l, err := Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -137,7 +138,7 @@ type testPair struct {
 // test program on the accepted connection.
 func newPair(t *testing.T, scfg, ccfg *Config) *testPair {
 	t.Helper()
-	l, err := Listen("127.0.0.1:0", scfg)
+	l, err := Listen("127.0.0.1:0", softConfig(scfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func newPair(t *testing.T, scfg, ccfg *Config) *testPair {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p.client, err = Dial(ctx, l.Addr().String(), ccfg)
+	p.client, err = Dial(ctx, l.Addr().String(), softConfig(ccfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestCloseErrors(t *testing.T) {
 // and both connections stay usable.
 func TestOversizedReply(t *testing.T) {
 	for _, stream := range []bool{false, true} {
-		l, err := Listen("127.0.0.1:0", &Config{MaxRPCSize: 64 << 10})
+		l, err := Listen("127.0.0.1:0", &Config{Provider: &soft.Provider{}, MaxRPCSize: 64 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +331,7 @@ func TestOversizedReply(t *testing.T) {
 				}
 			}
 		}()
-		c, err := Dial(context.Background(), l.Addr().String(), &Config{Binding: testBinding{}})
+		c, err := Dial(context.Background(), l.Addr().String(), &Config{Provider: &soft.Provider{}, Binding: testBinding{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -105,7 +105,7 @@ func rcRecvGuard[T any](t *testing.T, what string, ch <-chan T) T {
 
 func rcListen(t *testing.T, addr string, cfg *Config) *Listener {
 	t.Helper()
-	l, err := Listen(addr, cfg)
+	l, err := Listen(addr, softConfig(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
@@ -115,7 +115,7 @@ func rcDial(t *testing.T, addr string, cfg *Config) *Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), rcGuard)
 	defer cancel()
-	c, err := Dial(ctx, addr, cfg)
+	c, err := Dial(ctx, addr, softConfig(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -849,7 +849,7 @@ func TestReconnectConcurrentLoad(t *testing.T) {
 // rcAllocPair is a requester with retransmission on, connected to an
 // allocation-free responder (benchServe), for the allocation checks.
 func rcAllocPair(tb testing.TB) *Conn {
-	l, err := Listen("127.0.0.1:0", nil)
+	l, err := Listen("127.0.0.1:0", &Config{Provider: &soft.Provider{}})
 	require.NoError(tb, err)
 	served := make(chan struct{})
 	go func() {
@@ -861,7 +861,7 @@ func rcAllocPair(tb testing.TB) *Conn {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), rcGuard)
 	defer cancel()
-	c, err := Dial(ctx, l.Addr().String(), &Config{Binding: testBinding{ddp: true}, Reconnect: rcPolicy(true)})
+	c, err := Dial(ctx, l.Addr().String(), &Config{Provider: &soft.Provider{}, Binding: testBinding{ddp: true}, Reconnect: rcPolicy(true)})
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
 		_ = c.Close()
