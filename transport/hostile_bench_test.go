@@ -32,7 +32,7 @@ func BenchmarkHostileErrChunk(b *testing.B) {
 		b.Fatal("accept failed")
 	}
 	defer srv.Close()
-	msg := hpWords(1, 1, 32, uint32(chunks.ProcMsgp), 0, 0, 0, 0, 0)
+	msg := hpHeader(1).proc(chunks.ProcMsgp).lists(0, 0, 0, 0, 0).bytes()
 	b.ReportAllocs()
 	for b.Loop() {
 		peer.sendMsg(msg)

@@ -186,41 +186,21 @@ func (s *rcServer) serve(l *Listener) {
 }
 
 func (s *rcServer) serveConn(c *Conn, n int) error {
-	var buf, out []byte
-	for {
-		var err error
-		if buf, err = c.ReadMsg(buf); err != nil {
-			return err
-		}
-		var h xdr.CallHeader
-		args, err := h.Unmarshal(buf)
-		if err != nil {
-			return err
-		}
+	echo := echoOpaque(procHold)
+	return serveCalls(c, nil, nil, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
 		s.mu.Lock()
 		s.seen[h.XID]++
 		seen := s.seen[h.XID]
 		s.mu.Unlock()
 		if h.Proc == procHold && s.hold != nil && s.hold(n, seen) {
 			s.mu.Lock()
-			s.pending[h.XID] = slices.Clone(buf[args:])
+			s.pending[h.XID] = slices.Clone(args)
 			s.mu.Unlock()
 			s.held <- rcHeld{conn: n, xid: h.XID}
-			continue
+			return out, false, nil
 		}
-		out = appendReply(out[:0], h.XID)
-		if h.Proc == procEcho || h.Proc == procHold {
-			r := xdr.NewReader(buf[args:])
-			p, err := r.Opaque(testMaxReply)
-			if err != nil {
-				return err
-			}
-			out = xdr.AppendOpaque(out, p)
-		}
-		if err := c.WriteMsg(out); err != nil {
-			return err
-		}
-	}
+		return echo(h, args, out)
+	})
 }
 
 // answer answers the held call h (on its connection), echoing its argument.
