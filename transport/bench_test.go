@@ -10,22 +10,8 @@ import (
 // n bytes of a fixed buffer, procWrite the length of its argument.
 func benchServe(c *Conn) {
 	data := pattern(1<<20, 0)
-	var buf, out []byte
-	buf = make([]byte, 0, 2<<20)
-	out = make([]byte, 0, 2<<20)
-	for {
-		var err error
-		buf, err = c.ReadMsg(buf)
-		if err != nil {
-			return
-		}
-		var h xdr.CallHeader
-		args, err := h.Unmarshal(buf)
-		if err != nil {
-			return
-		}
-		r := xdr.NewReader(buf[args:])
-		out = appendReply(out[:0], h.XID)
+	_ = serveCalls(c, make([]byte, 0, 2<<20), make([]byte, 0, 2<<20), func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
+		r := xdr.NewReader(args)
 		switch h.Proc {
 		case procRead:
 			n, _ := r.Uint32()
@@ -37,13 +23,12 @@ func benchServe(c *Conn) {
 			p, _ := r.Opaque(testMaxReply)
 			out = xdr.AppendOpaque(out, p)
 		}
-		if c.WriteMsg(out) != nil {
-			return
-		}
-	}
+		return out, true, nil
+	})
 }
 
 func benchPair(b *testing.B, cfg *Config) *Conn {
+	cfg = softConfig(cfg)
 	l, err := Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -1,15 +1,16 @@
 package transport
 
 import (
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
-	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
 // Defaults of Config.
@@ -25,10 +26,18 @@ const (
 	DefaultCallTimeout = 60 * time.Second
 )
 
-// Config configures a requester (Dial) or a responder (Listen). The zero
-// value, or nil, gives the defaults a Linux peer uses.
+// ErrNoProvider: Dial or Listen was given a nil Config or a Config without a
+// Provider. There is no default provider: the caller chooses the software
+// provider (transport/verbs/soft) or a real one (transport/verbs/rdmacore).
+var ErrNoProvider = errors.New("rpcrdma: no verbs provider (Config.Provider is nil)")
+
+// Config configures a requester (Dial) or a responder (Listen). Provider is
+// required; every other field's zero value gives the defaults a Linux peer
+// uses.
 type Config struct {
-	// Provider is the verbs provider; nil means the software provider.
+	// Provider is the verbs provider, for example &soft.Provider{}
+	// (transport/verbs/soft) or &rdmacore.Provider{} (transport/verbs/rdmacore).
+	// It is required: Dial and Listen fail with ErrNoProvider without one.
 	Provider verbs.Provider
 
 	// InlineSend and InlineRecv are the inline sizes offered to the peer
@@ -207,14 +216,20 @@ func (m MemoryLimits) withDefaults(maxRPC int) MemoryLimits {
 	return m
 }
 
+// checkProvider returns the error Dial and Listen (op "dial" or "listen")
+// return for a nil Config or a Config without a Provider, or nil.
+func (c *Config) checkProvider(op, addr string) error {
+	if c == nil || c.Provider == nil {
+		return &net.OpError{Op: op, Net: "rdma", Addr: stringAddr(addr), Err: ErrNoProvider}
+	}
+	return nil
+}
+
 // withDefaults returns a copy of c with every zero field set.
 func (c *Config) withDefaults(role cmpriv.Role) Config {
 	var cfg Config
 	if c != nil {
 		cfg = *c
-	}
-	if cfg.Provider == nil {
-		cfg.Provider = &soft.Provider{}
 	}
 	if cfg.InlineSend == 0 {
 		cfg.InlineSend = DefaultInline

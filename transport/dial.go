@@ -15,8 +15,12 @@ const reconnectDialTimeout = 10 * time.Second
 // Dial connects to an RPC-over-RDMA responder at addr ("host:port"; NFS
 // over RDMA listens on port 20049) and returns a requester Conn. It sends
 // our RFC 8797 private data with the connect request and sizes the
-// connection from the responder's answer.
+// connection from the responder's answer. cfg and cfg.Provider are
+// required: without them Dial fails with an error wrapping ErrNoProvider.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
+	if err := cfg.checkProvider("dial", addr); err != nil {
+		return nil, err
+	}
 	c := newConn(cfg.withDefaults(cmpriv.Requester), cmpriv.Requester)
 	c.initRequester()
 	c.dial = func() (*endpoint, error) {

@@ -17,7 +17,8 @@
 // every transport header they receive (package chunks), and use or accept
 // Send With Invalidate as negotiated.
 //
-// The engine is built on the verbs interface (package transport/verbs); the
-// software provider (transport/verbs/soft) is the default, the rdma-core
-// provider (transport/verbs/rdmacore) runs on real RDMA devices.
+// The engine is built on the verbs interface (package transport/verbs), and
+// Config.Provider, which Dial and Listen require, chooses its provider: the
+// software provider (transport/verbs/soft) runs anywhere, over TCP; the
+// rdma-core provider (transport/verbs/rdmacore) runs on real RDMA devices.
 package transport

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -84,46 +85,31 @@ func pattern(n int, seed byte) []byte {
 }
 
 // serveTest answers the test program on c until it fails.
-func serveTest(c *Conn) error {
-	var buf, out []byte
-	for {
-		var err error
-		buf, err = c.ReadMsg(buf)
+func serveTest(c *Conn) error { return serveCalls(c, nil, nil, testResults) }
+
+// testResults answers the test program: NULL, procEcho, procRead (n bytes
+// of the xid's pattern) and procWrite (checks the xid's pattern, returns
+// the length).
+func testResults(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
+	r := xdr.NewReader(args)
+	switch h.Proc {
+	case 0:
+	case procEcho:
+		return echoOpaque()(h, args, out)
+	case procRead:
+		n, _ := r.Uint32()
+		out = xdr.AppendOpaque(out, pattern(int(n), byte(h.XID)))
+	case procWrite:
+		p, err := r.Opaque(testMaxReply)
 		if err != nil {
-			return err
+			return nil, false, err
 		}
-		var h xdr.CallHeader
-		args, err := h.Unmarshal(buf)
-		if err != nil {
-			return err
+		if !bytes.Equal(p, pattern(len(p), byte(h.XID))) {
+			return nil, false, fmt.Errorf("procWrite xid %d: data corrupted", h.XID)
 		}
-		r := xdr.NewReader(buf[args:])
-		out = appendReply(out[:0], h.XID)
-		switch h.Proc {
-		case 0:
-		case procEcho:
-			p, err := r.Opaque(testMaxReply)
-			if err != nil {
-				return err
-			}
-			out = xdr.AppendOpaque(out, p)
-		case procRead:
-			n, _ := r.Uint32()
-			out = xdr.AppendOpaque(out, pattern(int(n), byte(h.XID)))
-		case procWrite:
-			p, err := r.Opaque(testMaxReply)
-			if err != nil {
-				return err
-			}
-			if !bytes.Equal(p, pattern(len(p), byte(h.XID))) {
-				return fmt.Errorf("procWrite xid %d: data corrupted", h.XID)
-			}
-			out = xdr.AppendUint32(out, uint32(len(p)))
-		}
-		if err := c.WriteMsg(out); err != nil {
-			return err
-		}
+		out = xdr.AppendUint32(out, uint32(len(p)))
 	}
+	return out, true, nil
 }
 
 type testPair struct {
@@ -137,7 +123,7 @@ type testPair struct {
 // test program on the accepted connection.
 func newPair(t *testing.T, scfg, ccfg *Config) *testPair {
 	t.Helper()
-	l, err := Listen("127.0.0.1:0", scfg)
+	l, err := Listen("127.0.0.1:0", softConfig(scfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +141,7 @@ func newPair(t *testing.T, scfg, ccfg *Config) *testPair {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p.client, err = Dial(ctx, l.Addr().String(), ccfg)
+	p.client, err = Dial(ctx, l.Addr().String(), softConfig(ccfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +280,7 @@ func TestCloseErrors(t *testing.T) {
 // and both connections stay usable.
 func TestOversizedReply(t *testing.T) {
 	for _, stream := range []bool{false, true} {
-		l, err := Listen("127.0.0.1:0", &Config{MaxRPCSize: 64 << 10})
+		l, err := Listen("127.0.0.1:0", &Config{Provider: &soft.Provider{}, MaxRPCSize: 64 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,7 +316,7 @@ func TestOversizedReply(t *testing.T) {
 				}
 			}
 		}()
-		c, err := Dial(context.Background(), l.Addr().String(), &Config{Binding: testBinding{}})
+		c, err := Dial(context.Background(), l.Addr().String(), &Config{Provider: &soft.Provider{}, Binding: testBinding{}})
 		if err != nil {
 			t.Fatal(err)
 		}

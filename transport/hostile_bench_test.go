@@ -15,7 +15,7 @@ import (
 // repost, as a flood of bad headers would make it pay. The allocations
 // include the raw peer's (its posting slices and its copy of the reply).
 func BenchmarkHostileErrChunk(b *testing.B) {
-	l, err := Listen("127.0.0.1:0", nil)
+	l, err := Listen("127.0.0.1:0", &Config{Provider: &soft.Provider{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func BenchmarkHostileErrChunk(b *testing.B) {
 		b.Fatal("accept failed")
 	}
 	defer srv.Close()
-	msg := hpWords(1, 1, 32, uint32(chunks.ProcMsgp), 0, 0, 0, 0, 0)
+	msg := hpHeader(1).proc(chunks.ProcMsgp).lists(0, 0, 0, 0, 0).bytes()
 	b.ReportAllocs()
 	for b.Loop() {
 		peer.sendMsg(msg)
@@ -54,7 +54,7 @@ func BenchmarkHostileFailedReply(b *testing.B) {
 	acc := hpAccept(b, vl, hpLinuxServerPD)
 	ctx, cancel := context.WithTimeout(context.Background(), hpGuard)
 	defer cancel()
-	cli, err := Dial(ctx, vl.Addr().String(), &Config{Binding: hpBinding{}, Credits: 8})
+	cli, err := Dial(ctx, vl.Addr().String(), &Config{Provider: &soft.Provider{}, Binding: hpBinding{}, Credits: 8})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -526,15 +526,6 @@ func hpSeg(handle, length uint32, off uint64) []uint32 {
 	return []uint32{handle, length, uint32(off >> 32), uint32(off)}
 }
 
-// hpCat concatenates word lists.
-func hpCat(parts ...[]uint32) []uint32 {
-	var ws []uint32
-	for _, p := range parts {
-		ws = append(ws, p...)
-	}
-	return ws
-}
-
 // Procedures of the test program hpProg.
 const (
 	hpProg     = 0x20000098
@@ -594,7 +585,7 @@ func hpRPCReply(xid uint32, stat xdr.AcceptStat, results []byte) []byte {
 // hpMsg returns an RDMA_MSG transport header with empty chunk lists,
 // followed by rpc.
 func hpMsg(xid, credits uint32, rpc []byte) []byte {
-	return append(hpWords(xid, chunks.Version1, credits, uint32(chunks.ProcMsg), 0, 0, 0), rpc...)
+	return hpHeader(xid).credits(credits).rpc(rpc).bytes()
 }
 
 // hpParse parses a transport header our side sent, into a fresh Header.

@@ -79,7 +79,12 @@ type ListenerStats struct {
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
+// cfg and cfg.Provider are required: without them Listen fails with an
+// error wrapping ErrNoProvider.
 func Listen(addr string, cfg *Config) (*Listener, error) {
+	if err := cfg.checkProvider("listen", addr); err != nil {
+		return nil, err
+	}
 	c := cfg.withDefaults(cmpriv.Responder)
 	vl, err := c.Provider.Listen(addr)
 	if err != nil {

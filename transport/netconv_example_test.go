@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
 // A Conn follows the net.Conn conventions: a passed deadline fails Read and
@@ -16,7 +17,9 @@ import (
 // whose Timeout is true), and after Close every call fails with
 // net.ErrClosed.
 func ExampleConn_SetReadDeadline_timeout() {
-	l, err := transport.Listen("127.0.0.1:0", nil)
+	// The software provider: RDMA verbs emulated over TCP.
+	cfg := &transport.Config{Provider: &soft.Provider{}}
+	l, err := transport.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		panic(err)
 	}
@@ -27,7 +30,7 @@ func ExampleConn_SetReadDeadline_timeout() {
 			_, _ = c.Read(make([]byte, 1)) // until the requester leaves
 		}
 	}()
-	c, err := transport.Dial(context.Background(), l.Addr().String(), nil)
+	c, err := transport.Dial(context.Background(), l.Addr().String(), cfg)
 	if err != nil {
 		panic(err)
 	}

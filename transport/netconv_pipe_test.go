@@ -287,12 +287,12 @@ type pipeFactory struct {
 
 func newPipeFactory(t *testing.T, serverCfg, clientCfg *Config) *pipeFactory {
 	t.Helper()
-	l, err := Listen("127.0.0.1:0", serverCfg)
+	l, err := Listen("127.0.0.1:0", softConfig(serverCfg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	return &pipeFactory{t: t, l: l, clientCfg: clientCfg}
+	return &pipeFactory{t: t, l: l, clientCfg: softConfig(clientCfg)}
 }
 
 // connect makes one RDMA connection: a requester and a responder Conn.

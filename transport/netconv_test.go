@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/nettest"
 
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -117,7 +118,7 @@ func netconvAddStats(dst *Stats, s Stats) {
 // test drives both Conns.
 func netconvPair(t *testing.T, scfg, ccfg *Config) (client, server *Conn) {
 	t.Helper()
-	l, err := Listen("127.0.0.1:0", scfg)
+	l, err := Listen("127.0.0.1:0", softConfig(scfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	accepted := make(chan *Conn, 1)
@@ -130,7 +131,7 @@ func netconvPair(t *testing.T, scfg, ccfg *Config) (client, server *Conn) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client, err = Dial(ctx, l.Addr().String(), ccfg)
+	client, err = Dial(ctx, l.Addr().String(), softConfig(ccfg))
 	require.NoError(t, err)
 	server = <-accepted
 	require.NotNil(t, server)
@@ -614,14 +615,14 @@ func netconvCloseFrom10(t *testing.T, c *Conn) {
 // Accepts fail too, with net.ErrClosed inside a *net.OpError; connections
 // accepted before stay open.
 func TestNetconvListenerClose(t *testing.T) {
-	l, err := Listen("127.0.0.1:0", nil)
+	l, err := Listen("127.0.0.1:0", &Config{Provider: &soft.Provider{}})
 	require.NoError(t, err)
 	accepted := make(chan *Conn, 1)
 	go func() {
 		c, _ := l.AcceptRDMA()
 		accepted <- c
 	}()
-	client, err := Dial(context.Background(), l.Addr().String(), nil)
+	client, err := Dial(context.Background(), l.Addr().String(), &Config{Provider: &soft.Provider{}})
 	require.NoError(t, err)
 	defer func() { _ = client.Close() }()
 	server := <-accepted

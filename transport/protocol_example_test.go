@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -13,7 +14,9 @@ import (
 // placed in a Write chunk adds one RDMA Write, an argument in a Read chunk
 // one RDMA Read.
 func ExampleConn_Stats_operations() {
-	l, err := transport.Listen("127.0.0.1:0", nil)
+	// The software provider: RDMA verbs emulated over TCP.
+	cfg := &transport.Config{Provider: &soft.Provider{}}
+	l, err := transport.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		panic(err)
 	}
@@ -35,7 +38,7 @@ func ExampleConn_Stats_operations() {
 			panic(err)
 		}
 	}()
-	c, err := transport.Dial(context.Background(), l.Addr().String(), nil)
+	c, err := transport.Dial(context.Background(), l.Addr().String(), cfg)
 	if err != nil {
 		panic(err)
 	}

@@ -603,7 +603,7 @@ func TestProtocolErrVers(t *testing.T) {
 					ErrCode: chunks.CodeVers, VersLow: vr[0], VersHigh: vr[1]}
 				return h.Append(b)
 			})
-			c, err := Dial(context.Background(), addr, nil)
+			c, err := Dial(context.Background(), addr, &Config{Provider: &soft.Provider{}})
 			require.NoError(t, err)
 			defer func() { _ = c.Close() }()
 			require.NoError(t, c.WriteMsg(appendCall(nil, 42, 0)))
@@ -783,7 +783,7 @@ func BenchmarkProtocolOps(b *testing.B) {
 	for _, pc := range protoClasses {
 		b.Run(pc.name, func(b *testing.B) {
 			bnd := testBinding{ddp: pc.ddp}
-			l, err := Listen("127.0.0.1:0", &Config{Binding: bnd})
+			l, err := Listen("127.0.0.1:0", &Config{Provider: &soft.Provider{}, Binding: bnd})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -796,7 +796,7 @@ func BenchmarkProtocolOps(b *testing.B) {
 					_ = c.Close()
 				}
 			}()
-			c, err := Dial(b.Context(), l.Addr().String(), &Config{Binding: bnd})
+			c, err := Dial(b.Context(), l.Addr().String(), &Config{Provider: &soft.Provider{}, Binding: bnd})
 			if err != nil {
 				b.Fatal(err)
 			}

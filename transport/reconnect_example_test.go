@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -31,7 +32,7 @@ func serveNull(c *transport.Conn, closeAfterOne bool) {
 // afresh (RFC 8797), and a call caught in flight by the loss would be sent
 // again with its XID.
 func ExampleReconnectPolicy() {
-	l, err := transport.Listen("127.0.0.1:0", nil)
+	l, err := transport.Listen("127.0.0.1:0", &transport.Config{Provider: &soft.Provider{}})
 	if err != nil {
 		panic(err)
 	}
@@ -47,6 +48,7 @@ func ExampleReconnectPolicy() {
 	}()
 
 	c, err := transport.Dial(context.Background(), l.Addr().String(), &transport.Config{
+		Provider:  &soft.Provider{},
 		Reconnect: transport.ReconnectPolicy{Enabled: true, Retransmit: true},
 	})
 	if err != nil {

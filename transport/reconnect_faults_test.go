@@ -345,7 +345,7 @@ func TestFaultFailPostRecv(t *testing.T) {
 		l := rcListen(t, "127.0.0.1:0", &Config{Provider: &soft.Provider{Faults: sf}})
 		srv.serve(l)
 		sf.FailPostRecv(1, errRCBoom)
-		_, err := Dial(t.Context(), l.Addr().String(), nil)
+		_, err := Dial(t.Context(), l.Addr().String(), &Config{Provider: &soft.Provider{}})
 		require.ErrorIs(t, err, verbs.ErrRejected)
 		c := rcDial(t, l.Addr().String(), &Config{Binding: rcBinding{}})
 		rcEcho(t, c, 1, []byte("one"))

@@ -105,7 +105,7 @@ func rcRecvGuard[T any](t *testing.T, what string, ch <-chan T) T {
 
 func rcListen(t *testing.T, addr string, cfg *Config) *Listener {
 	t.Helper()
-	l, err := Listen(addr, cfg)
+	l, err := Listen(addr, softConfig(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
@@ -115,7 +115,7 @@ func rcDial(t *testing.T, addr string, cfg *Config) *Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), rcGuard)
 	defer cancel()
-	c, err := Dial(ctx, addr, cfg)
+	c, err := Dial(ctx, addr, softConfig(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -186,41 +186,21 @@ func (s *rcServer) serve(l *Listener) {
 }
 
 func (s *rcServer) serveConn(c *Conn, n int) error {
-	var buf, out []byte
-	for {
-		var err error
-		if buf, err = c.ReadMsg(buf); err != nil {
-			return err
-		}
-		var h xdr.CallHeader
-		args, err := h.Unmarshal(buf)
-		if err != nil {
-			return err
-		}
+	echo := echoOpaque(procHold)
+	return serveCalls(c, nil, nil, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
 		s.mu.Lock()
 		s.seen[h.XID]++
 		seen := s.seen[h.XID]
 		s.mu.Unlock()
 		if h.Proc == procHold && s.hold != nil && s.hold(n, seen) {
 			s.mu.Lock()
-			s.pending[h.XID] = slices.Clone(buf[args:])
+			s.pending[h.XID] = slices.Clone(args)
 			s.mu.Unlock()
 			s.held <- rcHeld{conn: n, xid: h.XID}
-			continue
+			return out, false, nil
 		}
-		out = appendReply(out[:0], h.XID)
-		if h.Proc == procEcho || h.Proc == procHold {
-			r := xdr.NewReader(buf[args:])
-			p, err := r.Opaque(testMaxReply)
-			if err != nil {
-				return err
-			}
-			out = xdr.AppendOpaque(out, p)
-		}
-		if err := c.WriteMsg(out); err != nil {
-			return err
-		}
-	}
+		return echo(h, args, out)
+	})
 }
 
 // answer answers the held call h (on its connection), echoing its argument.
@@ -860,7 +840,7 @@ func TestReconnectConcurrentLoad(t *testing.T) {
 // rcAllocPair is a requester with retransmission on, connected to an
 // allocation-free responder (benchServe), for the allocation checks.
 func rcAllocPair(tb testing.TB) *Conn {
-	l, err := Listen("127.0.0.1:0", nil)
+	l, err := Listen("127.0.0.1:0", &Config{Provider: &soft.Provider{}})
 	require.NoError(tb, err)
 	served := make(chan struct{})
 	go func() {
@@ -872,7 +852,7 @@ func rcAllocPair(tb testing.TB) *Conn {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), rcGuard)
 	defer cancel()
-	c, err := Dial(ctx, l.Addr().String(), &Config{Binding: testBinding{ddp: true}, Reconnect: rcPolicy(true)})
+	c, err := Dial(ctx, l.Addr().String(), &Config{Provider: &soft.Provider{}, Binding: testBinding{ddp: true}, Reconnect: rcPolicy(true)})
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
 		_ = c.Close()

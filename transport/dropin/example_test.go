@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 	nfs "github.com/willscott/go-nfs"
 	nfshelper "github.com/willscott/go-nfs/helpers"
@@ -16,10 +17,11 @@ import (
 // RPC-over-RDMA: nfs.Serve takes the *transport.Listener as its
 // net.Listener. A requester then calls the NFSv3 NULL procedure.
 func Example_goNFS() {
-	// nil: the software provider; on RDMA hardware or Soft-RoCE, pass
-	// &transport.Config{Provider: &rdmacore.Provider{}} and listen on an
+	// The software provider (RDMA verbs emulated over TCP); on RDMA
+	// hardware or Soft-RoCE, use &rdmacore.Provider{} and listen on an
 	// address of the RDMA interface (NFS/RDMA uses port 20049).
-	l, err := transport.Listen("127.0.0.1:0", nil)
+	cfg := &transport.Config{Provider: &soft.Provider{}}
+	l, err := transport.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func Example_goNFS() {
 	fs := memfs.New()
 	go nfs.Serve(l, nfshelper.NewCachingHandler(nfshelper.NewNullAuthHandler(fs), 1024))
 
-	c, err := transport.Dial(context.Background(), l.Addr().String(), nil)
+	c, err := transport.Dial(context.Background(), l.Addr().String(), cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,9 +32,8 @@ import (
 // the address the responder listens on.
 type stack struct {
 	name string
-	// provider is the verbs provider; nil means the transport's default
-	// (the software provider), so configurations stay exactly what
-	// transport.Dial and transport.Listen get from a caller passing nil.
+	// provider is the verbs provider of both ends (Config.Provider, which
+	// transport.Dial and transport.Listen require).
 	provider verbs.Provider
 	// addr is the listen address ("host:port", port 0 picks one); for
 	// rdma-core, an address of an RDMA-capable interface.
@@ -41,14 +41,11 @@ type stack struct {
 }
 
 // softStack is the software provider over loopback.
-var softStack = stack{name: "soft", addr: "127.0.0.1:0"}
+var softStack = stack{name: "soft", provider: &soft.Provider{}, addr: "127.0.0.1:0"}
 
-// config returns cfg with the stack's provider; nil stays nil (the defaults)
-// on the default provider.
+// config returns a copy of cfg (nil: the zero Config, every other field at
+// its default) with the stack's provider.
 func (s stack) config(cfg *transport.Config) *transport.Config {
-	if s.provider == nil {
-		return cfg
-	}
 	var c transport.Config
 	if cfg != nil {
 		c = *cfg

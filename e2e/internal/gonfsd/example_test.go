@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/gonfsd"
 	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -33,7 +34,7 @@ func ExampleStart() {
 		h := xdr.CallHeader{XID: xid, Prog: prog, Vers: 3, Proc: 0}
 		return h.Append(nil)
 	}
-	rc, err := transport.Dial(context.Background(), srv.RDMAAddr().String(), nil)
+	rc, err := transport.Dial(context.Background(), srv.RDMAAddr().String(), &transport.Config{Provider: &soft.Provider{}})
 	if err != nil {
 		log.Fatal(err)
 	}

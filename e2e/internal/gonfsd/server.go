@@ -31,7 +31,7 @@ type Config struct {
 	// FS is the exported file system (required).
 	FS billy.Filesystem
 	// Provider is the verbs provider of the RDMA listener; nil means the
-	// transport's default (the software provider).
+	// software provider (transport/verbs/soft).
 	Provider verbs.Provider
 	// RDMAAddr and TCPAddr are the listen addresses ("host:port"; port 0
 	// picks one) of the RPC-over-RDMA and the TCP listener.

@@ -14,6 +14,7 @@ import (
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/gonfsd"
 	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 	"github.com/stretchr/testify/require"
 )
@@ -88,7 +89,7 @@ func TestServerSoft(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
-	rc, err := transport.Dial(ctx, srv.RDMAAddr().String(), &transport.Config{Binding: gonfsd.Binding{}})
+	rc, err := transport.Dial(ctx, srv.RDMAAddr().String(), &transport.Config{Provider: &soft.Provider{}, Binding: gonfsd.Binding{}})
 	require.NoError(t, err)
 	require.NoError(t, rc.SetDeadline(time.Now().Add(ioGuard)))
 	rpcCall(t, rc, 3, gonfsd.ProgNFS, 3, gonfsd.ProcNull, nil)
