@@ -128,60 +128,103 @@ type budget struct {
 func (b *budget) fits(n int) bool { return b.used+n <= b.limit }
 
 // sharedBudget is a budget of a Listener, shared by its connections. A
-// connection that finds it full registers to be told when bytes are
-// released.
+// connection that finds it full queues, and the queue is served in order:
+// while connections wait, only the first may take bytes, so that none is
+// starved by others that keep finding room first. The first is told (its
+// retry runs on a goroutine of its own, never under the budget's lock)
+// when bytes are released; once served, it tells the next.
 type sharedBudget struct {
-	mu      sync.Mutex
-	b       budget
-	waiters map[*Conn]func()
+	mu    sync.Mutex
+	b     budget
+	queue []budgetWaiter
+}
+
+type budgetWaiter struct {
+	c     *Conn
+	retry func()
 }
 
 func newSharedBudget(limit int) *sharedBudget {
-	return &sharedBudget{b: budget{limit: limit}, waiters: make(map[*Conn]func())}
+	return &sharedBudget{b: budget{limit: limit}}
 }
 
-// acquire takes n bytes, or registers retry to run (on its own goroutine,
-// never under the budget's lock) once some are released.
+// acquire takes n bytes for c, or queues c (once) with retry and fails.
 func (s *sharedBudget) acquire(c *Conn, n int, retry func()) bool {
 	if s == nil {
 		return true
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.fits(n) {
+	head := len(s.queue) > 0 && s.queue[0].c == c
+	if (len(s.queue) == 0 || head) && s.b.fits(n) {
 		s.b.used += n
+		var next func()
+		if head {
+			s.queue = append(s.queue[:0], s.queue[1:]...)
+			if len(s.queue) > 0 && s.b.used < s.b.limit {
+				next = s.queue[0].retry
+			}
+		}
+		s.mu.Unlock()
+		if next != nil {
+			go next()
+		}
 		return true
 	}
-	s.waiters[c] = retry
+	if !head && !s.queuedLocked(c) {
+		s.queue = append(s.queue, budgetWaiter{c, retry})
+	}
+	s.mu.Unlock()
 	return false
 }
 
-// release gives back n bytes and wakes every waiting connection.
+func (s *sharedBudget) queuedLocked(c *Conn) bool {
+	for _, w := range s.queue {
+		if w.c == c {
+			return true
+		}
+	}
+	return false
+}
+
+// release gives back n bytes and tells the first waiting connection.
 func (s *sharedBudget) release(n int) {
 	if s == nil || n == 0 {
 		return
 	}
 	s.mu.Lock()
 	s.b.used -= n
-	var wake []func()
-	for c, f := range s.waiters {
-		wake = append(wake, f)
-		delete(s.waiters, c)
+	var next func()
+	if len(s.queue) > 0 {
+		next = s.queue[0].retry
 	}
 	s.mu.Unlock()
-	for _, f := range wake {
-		go f()
+	if next != nil {
+		go next()
 	}
 }
 
-// forget removes c's registration (c is closing).
+// forget takes c out of the queue (it no longer waits: it is closing, or
+// its own connection's budget is what it waits for), telling the next
+// connection if c was first.
 func (s *sharedBudget) forget(c *Conn) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
-	delete(s.waiters, c)
+	var next func()
+	for i, w := range s.queue {
+		if w.c == c {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			if i == 0 && len(s.queue) > 0 {
+				next = s.queue[0].retry
+			}
+			break
+		}
+	}
 	s.mu.Unlock()
+	if next != nil {
+		go next()
+	}
 }
 
 // used returns the bytes taken.

@@ -378,7 +378,13 @@ func (c *Conn) callConsumedLocked(slot int) {
 func (c *Conn) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, error) {
 	s := &c.svcState
 	n := call.pullLen
-	if !s.callMem.fits(n) || !s.listenerCalls.acquire(c, n, s.retryPulls) {
+	if !s.callMem.fits(n) {
+		// This connection's own calls must be read first: it does not
+		// hold up the listener's queue meanwhile.
+		s.listenerCalls.forget(c)
+		return false, nil
+	}
+	if !s.listenerCalls.acquire(c, n, s.retryPulls) {
 		return false, nil
 	}
 	r, err := ep.pool.get(n)
@@ -409,6 +415,7 @@ func (c *Conn) retryPulls() {
 	c.mu.Lock()
 	ep := c.ep
 	if ep == nil || c.closed {
+		c.svcState.listenerCalls.forget(c)
 		c.mu.Unlock()
 		return
 	}
@@ -501,6 +508,7 @@ func (c *Conn) sendReplyXID(xid uint32, msg []byte) error {
 			if err == errWaitMemory {
 				c.mu.Unlock()
 				if err := c.waitWrite(); err != nil {
+					s.listenerReplies.forget(c)
 					return err
 				}
 				continue
@@ -549,7 +557,11 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		stage = xdr.RoundUp(dataLen) + plan.ReplyLen
 	}
 	if stage > 0 {
-		if !s.replyMem.fits(stage) || !s.listenerReplies.acquire(c, stage, s.wakeWriter) {
+		if !s.replyMem.fits(stage) {
+			s.listenerReplies.forget(c) // woken by this connection's Send completions
+			return errWaitMemory
+		}
+		if !s.listenerReplies.acquire(c, stage, s.wakeWriter) {
 			return errWaitMemory
 		}
 		r, err := ep.pool.get(stage)
