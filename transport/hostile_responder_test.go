@@ -578,6 +578,91 @@ var hpClientCases = []hpClientCase{
 		},
 	},
 	{
+		name: "rights/read-the-write-chunk",
+		want: "an RDMA Read through a READ call's Write chunk rkey (the window is write-only, as Linux registers reply " +
+			"buffers): refused at the peer (remote access error), nothing of our memory leaves; ReadMsg returns io.EOF",
+		run: func(e *hpClientEnv) {
+			c := e.call(hpProcRead, hpWords(8192))
+			s := e.writeSeg(c)
+			if wc, _ := e.peer.rdmaRead(s.Handle, s.Offset, int(s.Length)); wc.Status != verbs.StatusRemoteAccess {
+				e.t.Fatalf("the peer's RDMA Read of a Write chunk: %v, want %v", wc.Status, verbs.StatusRemoteAccess)
+			}
+			e.expectDead(io.EOF)
+		},
+	},
+	{
+		name: "rights/read-the-reply-chunk",
+		want: "an RDMA Read through a call's Reply chunk rkey (write-only): refused at the peer; ReadMsg returns io.EOF",
+		run: func(e *hpClientEnv) {
+			c := e.call(hpProcBig, nil)
+			s := e.replySeg(c)
+			if wc, _ := e.peer.rdmaRead(s.Handle, s.Offset, 64); wc.Status != verbs.StatusRemoteAccess {
+				e.t.Fatalf("the peer's RDMA Read of a Reply chunk: %v, want %v", wc.Status, verbs.StatusRemoteAccess)
+			}
+			e.expectDead(io.EOF)
+		},
+	},
+	{
+		name: "rights/write-the-read-chunk",
+		cfg:  Config{InlineSend: 1024},
+		want: "an RDMA Write into a Long Call's Read chunk (the window is read-only): refused at the peer, the call's " +
+			"arguments cannot be changed behind our back; ReadMsg returns io.EOF",
+		run: func(e *hpClientEnv) {
+			c := e.call(hpProcEcho, xdr.AppendOpaque(nil, hpPattern(2000, 9)))
+			if len(c.h.ReadList) != 1 {
+				e.t.Fatalf("a 2 KiB call at a 1 KiB threshold has %d Read segments, want 1", len(c.h.ReadList))
+			}
+			rs := c.h.ReadList[0]
+			if wc := e.peer.rdmaWrite(rs.Handle, rs.Offset, hpPattern(16, 1)); wc.Status != verbs.StatusRemoteAccess {
+				e.t.Fatalf("the peer's RDMA Write into a Read chunk: %v, want %v", wc.Status, verbs.StatusRemoteAccess)
+			}
+			e.expectDead(io.EOF)
+		},
+	},
+	{
+		name: "rights/read-past-the-read-chunk",
+		cfg:  Config{InlineSend: 1024},
+		want: "an RDMA Read one byte past a Long Call's Read chunk (the window covers exactly the call, not the slot's " +
+			"memory with what earlier calls left there): refused at the peer; ReadMsg returns io.EOF",
+		run: func(e *hpClientEnv) {
+			c := e.call(hpProcEcho, xdr.AppendOpaque(nil, hpPattern(2000, 9)))
+			rs := c.h.ReadList[0]
+			if wc, _ := e.peer.rdmaRead(rs.Handle, rs.Offset, int(rs.Length)+1); wc.Status != verbs.StatusRemoteAccess {
+				e.t.Fatalf("the peer's RDMA Read past the Read chunk: %v, want %v", wc.Status, verbs.StatusRemoteAccess)
+			}
+			e.expectDead(io.EOF)
+		},
+	},
+	{
+		name: "rights/rkeys-unpredictable",
+		heap: 4 << 20, // 64 READs of 8 KiB through the raw peer's copies
+		want: "the rkeys of 64 successive calls in one slot: each key byte differs from the previous one (a bind must " +
+			"change it) and they are not a serial (ibv_inc_rkey would give +1 each time); every call completes",
+		run: func(e *hpClientEnv) {
+			e.warmup(1) // one credit: every call uses the same slot and window
+			var keys []uint8
+			serial := true
+			for i := range 64 {
+				c := e.call(hpProcRead, hpWords(8192))
+				s := e.writeSeg(c)
+				e.readReply(c, hpPattern(8192, byte(i)), verbs.OpSendWithInvalidate, s.Handle)
+				e.expectReply(c.xid, xdr.AcceptSuccess)
+				k := uint8(s.Handle)
+				if len(keys) > 0 {
+					prev := keys[len(keys)-1]
+					if k == prev {
+						e.t.Fatalf("call %d reuses the key byte %#02x of the call before", i, k)
+					}
+					serial = serial && k == prev+1
+				}
+				keys = append(keys, k)
+			}
+			if serial {
+				e.t.Fatalf("key bytes are a serial: %v", keys)
+			}
+		},
+	},
+	{
 		name: "invalidate/another-calls-rkey",
 		want: "a reply sent with Send With Invalidate naming another call's rkey: connection closed with an error wrapping ErrProtocol",
 		run: func(e *hpClientEnv) {
