@@ -216,3 +216,39 @@ func TestCallOnResponder(t *testing.T) {
 	_, err := p.server.Call(context.Background(), appendCall(nil, 1, 0), nil)
 	require.ErrorIs(t, err, ErrNotRequester)
 }
+
+// TestWriteChunkCopiedOnce: the requester keeps a READ's result where the
+// responder's RDMA Write placed it, in the slot's chunk memory, until the
+// reply is read: the reply it holds is the reduced one, and ReadMsg and
+// Call copy the data once, straight into the caller's buffer (before issue
+// 9 it was first copied into a rebuilt reply, then again by ReadMsg).
+func TestWriteChunkCopiedOnce(t *testing.T) {
+	b := testBinding{ddp: true}
+	p := newPair(t, &Config{Binding: b}, &Config{Binding: b})
+	const n = 64 << 10
+	require.NoError(t, p.client.WriteMsg(xdr.AppendUint32(appendCall(nil, 5, procRead), n)))
+	c := p.client
+	var held struct{ reply, data int }
+	rcEventually(t, "the reply", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		idx, ok := c.readQ.buf[c.readQ.head], c.readQ.size > 0
+		if !ok {
+			return false
+		}
+		call := &c.reqState.calls[idx]
+		mem := c.ep.chunkMem[idx].region.Bytes()
+		require.NotEmpty(t, call.data)
+		require.Same(t, &mem[call.writeOff], &call.data[0], "the data is not where the responder placed it")
+		held.reply, held.data = len(call.reply), len(call.data)
+		return true
+	})
+	assert.Equal(t, n, held.data)
+	assert.Less(t, held.reply, 64, "the held reply is the reduced one")
+	reply, err := c.ReadMsg(nil)
+	require.NoError(t, err)
+	var rh xdr.ReplyHeader
+	off, err := rh.Unmarshal(reply)
+	require.NoError(t, err)
+	require.Equal(t, xdr.AppendOpaque(nil, pattern(n, 5)), reply[off:])
+}
