@@ -59,7 +59,7 @@ func (c *Conn) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
 		return reply[:0], c.opError("call", ErrMessageTooLarge)
 	}
 	h := callHeaders.Get().(*xdr.CallHeader)
-	slot, err := c.sendCall(msg, h, true, ctx.Done())
+	slot, err := c.reqState.sendCall(msg, h, true, ctx.Done())
 	callHeaders.Put(h)
 	if err == errCancelled {
 		return reply[:0], c.opError("call", ctx.Err())
@@ -84,7 +84,7 @@ func (c *Conn) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
 			v := call.view()
 			reply = v.appendTo(reply[:0])
 			err := call.err
-			c.replyConsumedLocked(slot)
+			c.reqState.replyConsumedLocked(slot)
 			c.mu.Unlock()
 			return reply, err
 		}
@@ -99,8 +99,7 @@ func (c *Conn) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
 
 // failDirectCallsLocked fails every Call still waiting for its reply: the
 // Conn failed for good (err) and no reply will come.
-func (c *Conn) failDirectCallsLocked(err error) {
-	s := &c.reqState
+func (s *requester) failDirectCallsLocked(err error) {
 	for slot := range s.calls {
 		call := &s.calls[slot]
 		if !call.busy || !call.direct || call.replied {
@@ -108,8 +107,8 @@ func (c *Conn) failDirectCallsLocked(err error) {
 		}
 		call.replied = true
 		delete(s.byXID, call.xid)
-		c.failCallLocked(call, callLost(call.xid, err))
+		s.failCallLocked(call, callLost(call.xid, err))
 		call.invPending = 0
-		c.queueReplyLocked(slot)
+		s.queueReplyLocked(slot)
 	}
 }

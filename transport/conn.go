@@ -40,8 +40,8 @@ type Conn struct {
 	cur      int              // slot being read, -1 for none
 	curHdr   [4]byte          // its record mark
 	curOff   int              // bytes of record mark + message already read
-	reqState requesterState
-	svcState responderState
+	reqState requester
+	svcState responder
 
 	readWake  chan struct{} // a message or an error arrived
 	writeWake chan struct{} // a slot, a credit or an error arrived
@@ -62,6 +62,7 @@ func newConn(cfg Config, role cmpriv.Role) *Conn {
 		rd:        makeDeadline(),
 		wd:        makeDeadline(),
 	}
+	c.reqState.c, c.svcState.c = c, c
 	c.deframer.MaxRecord = cfg.MaxRPCSize
 	c.deframer.SkipOversized = true
 	return c
@@ -293,10 +294,10 @@ func (c *Conn) send(msg []byte) error {
 		if len(msg) > c.cfg.MaxRPCSize {
 			return c.opError("write", ErrMessageTooLarge)
 		}
-		_, err := c.sendCall(msg, &c.reqState.scratchH, false, nil)
+		_, err := c.reqState.sendCall(msg, &c.reqState.scratchH, false, nil)
 		return err
 	}
-	return c.sendReply(msg)
+	return c.svcState.sendReply(msg)
 }
 
 // sendSkipped handles a record the deframer discarded for exceeding
@@ -306,7 +307,7 @@ func (c *Conn) sendSkipped(s xdr.Skipped) error {
 	if c.role == cmpriv.Requester || s.HeadN < 4 {
 		return c.opError("write", ErrMessageTooLarge)
 	}
-	return c.sendOversizedReply(binary.BigEndian.Uint32(s.Head[:]))
+	return c.svcState.sendOversizedReply(binary.BigEndian.Uint32(s.Head[:]))
 }
 
 // waitWrite blocks a writer until state changes, the deadline passes or the
@@ -346,7 +347,7 @@ func (c *Conn) Close() error {
 	}
 	c.failLocked(net.ErrClosed)
 	if c.role == cmpriv.Responder {
-		c.releaseResponderMemLocked()
+		c.svcState.releaseAllMemLocked()
 	}
 	c.mu.Unlock()
 	if ep != nil {
@@ -422,9 +423,9 @@ func (c *Conn) slotErrLocked(idx int) error {
 // releaseSlotLocked is called once a queued message has been read.
 func (c *Conn) releaseSlotLocked(idx int) {
 	if c.role == cmpriv.Requester {
-		c.replyConsumedLocked(idx)
+		c.reqState.replyConsumedLocked(idx)
 	} else {
-		c.callConsumedLocked(idx)
+		c.svcState.callConsumedLocked(idx)
 	}
 }
 

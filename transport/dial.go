@@ -22,7 +22,7 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		return nil, err
 	}
 	c := newConn(cfg.withDefaults(cmpriv.Requester), cmpriv.Requester)
-	c.initRequester()
+	c.reqState.init()
 	c.dial = func() (*endpoint, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), reconnectDialTimeout)
 		defer cancel()
@@ -46,7 +46,7 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	ep.start()
 	if c.cfg.Reconnect.CallTimeout > 0 {
 		c.bg.Add(1)
-		go c.watchCalls()
+		go c.reqState.watchCalls()
 	}
 	c.mu.Unlock()
 	return c, nil

@@ -276,9 +276,9 @@ func (c *Conn) handleCompletionLocked(ep *endpoint, wc *verbs.Completion) error 
 		return fmt.Errorf("rpcrdma: %v work request failed: %w", wc.Op, wc.Err())
 	}
 	if c.role == cmpriv.Requester {
-		return c.requesterCompletionLocked(ep, kind, slot, buf, wc)
+		return c.reqState.completionLocked(ep, kind, slot, buf, wc)
 	}
-	return c.responderCompletionLocked(ep, kind, slot, buf, wc)
+	return c.svcState.completionLocked(ep, kind, slot, buf, wc)
 }
 
 // endpointDied handles the loss of ep's connection.
@@ -296,9 +296,9 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 	c.keepSettingsLocked(ep)
 	c.cfg.Logger.Debug("rpcrdma: connection lost", "role", c.role.String(), "err", err)
 	if c.role == cmpriv.Requester {
-		c.requesterLostLocked(ep, err)
+		c.reqState.lostLocked(ep, err)
 	} else {
-		c.releaseResponderMemLocked()
+		c.svcState.releaseAllMemLocked()
 		c.eof = errors.Is(err, verbs.ErrDisconnected)
 		c.failLocked(err)
 	}

@@ -246,7 +246,7 @@ func (l *Listener) accept(ctx context.Context, req verbs.ConnRequest) (*Conn, er
 	c := newConn(cfg, cmpriv.Responder)
 	nRecv := int(cfg.GrantPolicy.Max)
 	nSend := nRecv
-	c.initResponder(nRecv, nSend, l.calls, l.replies)
+	c.svcState.init(nRecv, nSend, l.calls, l.replies)
 	ep := &endpoint{c: c, settings: settings}
 	caps := cfg.caps(nRecv)
 	sendSize := max(settings.SendInline, local.SendSize)

@@ -54,7 +54,7 @@ func rcPolicy(retransmit bool) ReconnectPolicy {
 }
 
 // rcRunning reports whether a goroutine is running fn (e.g.
-// "(*Conn).reconnect").
+// "(*requester).reconnect").
 func rcRunning(fn string) bool {
 	for _, g := range hpGoroutines() {
 		if strings.Contains(g, fn+"(") {
@@ -67,7 +67,7 @@ func rcRunning(fn string) bool {
 // rcReconnecting reports whether a reconnection goroutine exists (started
 // or not yet scheduled).
 func rcReconnecting() bool {
-	return rcRunning("(*Conn).reconnect") || rcRunning("(*Conn).requesterLostLocked.func1")
+	return rcRunning("(*requester).reconnect") || rcRunning("(*requester).lostLocked.func1")
 }
 
 // rcNoLeaks fails t if a goroutine started during the test outlives it. It

@@ -12,8 +12,11 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// requesterState is the requester's part of a Conn, guarded by Conn.mu.
-type requesterState struct {
+// requester is the requester's part of a Conn: its call slots, credits and
+// the logic of RFC 8166's requester role, guarded by Conn.mu (as crypto/tls
+// keeps each side's handshake state in a type that holds the *Conn).
+type requester struct {
+	c        *Conn
 	calls    []reqCall
 	free     []int          // free slots
 	byXID    map[uint32]int // slot of each call in flight
@@ -73,9 +76,9 @@ func (call *reqCall) materialize() {
 	call.data = nil
 }
 
-func (c *Conn) initRequester() {
+func (s *requester) init() {
+	c := s.c
 	n := int(c.cfg.Credits)
-	s := &c.reqState
 	s.calls = make([]reqCall, n)
 	s.free = make([]int, n)
 	for i := range s.free {
@@ -93,7 +96,8 @@ func (c *Conn) initRequester() {
 // slot, plans the call, and posts it. h is scratch for its header; a direct
 // call (Call) is answered through its slot's done channel, not Read, and
 // its slot is returned. done, if not nil, ends the wait for a credit.
-func (c *Conn) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-chan struct{}) (int, error) {
+func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-chan struct{}) (int, error) {
+	c := s.c
 	args, err := h.Unmarshal(msg)
 	if err != nil {
 		return 0, c.opError("write", fmt.Errorf("%w: %w", ErrNotCall, err))
@@ -107,7 +111,7 @@ func (c *Conn) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-chan 
 			c.mu.Unlock()
 			return 0, err
 		}
-		s := &c.reqState
+		s := s
 		if _, dup := s.byXID[h.XID]; dup {
 			c.mu.Unlock()
 			return 0, c.opError("write", ErrDuplicateXID)
@@ -124,7 +128,7 @@ func (c *Conn) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-chan 
 				call.msg = append(call.msg, msg...)
 			}
 			s.byXID[h.XID] = slot
-			err := c.postCallLocked(ep, slot, msg, info)
+			err := s.postCallLocked(ep, slot, msg, info)
 			if err != nil && c.cfg.Reconnect.Enabled && isDone(ep.vc.Done()) {
 				// The connection died under the call (the poll loop has
 				// not reported it yet): the call stays in flight, and the
@@ -132,7 +136,7 @@ func (c *Conn) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-chan 
 				err = nil
 			}
 			if err != nil {
-				c.abandonCallLocked(slot)
+				s.abandonCallLocked(slot)
 			}
 			c.mu.Unlock()
 			if err != nil {
@@ -152,19 +156,18 @@ func (c *Conn) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-chan 
 }
 
 // abandonCallLocked frees a slot whose call could not be posted.
-func (c *Conn) abandonCallLocked(slot int) {
-	s := &c.reqState
+func (s *requester) abandonCallLocked(slot int) {
 	call := &s.calls[slot]
 	delete(s.byXID, call.xid)
 	call.busy = false
 	_ = s.credits.Release()
-	c.maybeFreeCallLocked(slot)
+	s.maybeFreeCallLocked(slot)
 }
 
 // postCallLocked marshals the call in slot on ep and posts it: the Bind of
 // the slot's window when the call has chunks, then the Send.
-func (c *Conn) postCallLocked(ep *endpoint, slot int, msg []byte, info CallInfo) error {
-	s := &c.reqState
+func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info CallInfo) error {
+	c := s.c
 	call := &s.calls[slot]
 	t := marshal.Thresholds{SendInline: ep.settings.SendInline, RecvInline: ep.settings.RecvInline, MaxRPC: c.cfg.MaxRPCSize}
 	plan, err := marshal.PlanCall(marshal.CallInput{MsgLen: len(msg), Arg: info.Arg, MaxReply: info.MaxReply, ReplyData: info.ReplyData}, t)
@@ -271,7 +274,8 @@ var ErrCallTimeout = errors.New("rpcrdma: call timed out: dropping the connectio
 
 // watchCalls drops the connection when a call sent on it has had no reply
 // for CallTimeout, so that the reconnection retransmits or fails it.
-func (c *Conn) watchCalls() {
+func (s *requester) watchCalls() {
+	c := s.c
 	defer c.bg.Done()
 	timeout := c.cfg.Reconnect.CallTimeout
 	t := time.NewTicker(max(timeout/4, 10*time.Millisecond))
@@ -284,8 +288,8 @@ func (c *Conn) watchCalls() {
 			c.mu.Lock()
 			ep := c.ep
 			stuck := false
-			for i := range c.reqState.calls {
-				call := &c.reqState.calls[i]
+			for i := range s.calls {
+				call := &s.calls[i]
 				// Calls sent on an earlier connection wait for their
 				// retransmission; only this connection's count.
 				if ep != nil && call.busy && !call.replied &&
@@ -305,25 +309,25 @@ func (c *Conn) watchCalls() {
 }
 
 // requesterCompletionLocked handles one successful completion.
-func (c *Conn) requesterCompletionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
-	s := &c.reqState
+func (s *requester) completionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
+	c := s.c
 	switch kind {
 	case wrSend:
 		ep.sendFree = append(ep.sendFree, buf)
 		s.calls[slot].sending = false
-		c.maybeFreeCallLocked(slot)
+		s.maybeFreeCallLocked(slot)
 	case wrLocalInv:
 		call := &s.calls[slot]
 		call.invPending--
 		ep.unbind(slot, buf)
-		c.queueReplyLocked(slot)
+		s.queueReplyLocked(slot)
 	case wrRecv:
 		c.stats.recvs.Add(1)
-		err := c.handleReplyLocked(ep, ep.recvBuf(buf)[:wc.ByteLen], wc)
+		err := s.handleReplyLocked(ep, ep.recvBuf(buf)[:wc.ByteLen], wc)
 		if rerr := ep.repost(buf); rerr != nil && err == nil {
 			err = rerr
 		}
-		c.pumpResendLocked()
+		s.pumpResendLocked()
 		return err
 	}
 	return nil
@@ -334,8 +338,8 @@ func (c *Conn) requesterCompletionLocked(ep *endpoint, kind uint64, slot, buf in
 // memory exposed (a Send With Invalidate for an rkey that is not the
 // call's) kills the connection; a malformed reply to a known call fails that
 // call; anything else is dropped and counted.
-func (c *Conn) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion) error {
-	s := &c.reqState
+func (s *requester) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion) error {
+	c := s.c
 	h := &ep.hdr
 	n, perr := h.ParseReply(data, &c.cfg.Limits)
 	if perr != nil && chunks.ReplyOutcomeOf(perr) == chunks.OutcomeDrop {
@@ -370,14 +374,14 @@ func (c *Conn) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion
 
 	if perr != nil {
 		c.stats.badReplies.Add(1)
-		c.failCallLocked(call, nil)
+		s.failCallLocked(call, nil)
 	} else if h.Proc == chunks.ProcError {
 		c.stats.remoteErrors.Add(1)
-		c.failCallLocked(call, &RemoteError{XID: h.XID, Code: uint32(h.ErrCode), Low: h.VersLow, High: h.VersHigh})
-	} else if err := c.buildReplyLocked(ep, slot, data[n:]); err != nil {
+		s.failCallLocked(call, &RemoteError{XID: h.XID, Code: uint32(h.ErrCode), Low: h.VersLow, High: h.VersHigh})
+	} else if err := s.buildReplyLocked(ep, slot, data[n:]); err != nil {
 		c.stats.badReplies.Add(1)
 		c.cfg.Logger.Debug("rpcrdma: bad reply", "xid", h.XID, "err", err)
-		c.failCallLocked(call, nil)
+		s.failCallLocked(call, nil)
 	}
 
 	// What the responder did not invalidate, we invalidate ourselves
@@ -394,14 +398,15 @@ func (c *Conn) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion
 		c.stats.localInv.Add(1)
 		return nil
 	}
-	c.queueReplyLocked(slot)
+	s.queueReplyLocked(slot)
 	return nil
 }
 
 // buildReplyLocked reconstructs the reply of slot's call from the inline part
 // and the chunks the responder wrote into the slot's memory.
-func (c *Conn) buildReplyLocked(ep *endpoint, slot int, inline []byte) error {
-	call := &c.reqState.calls[slot]
+func (s *requester) buildReplyLocked(ep *endpoint, slot int, inline []byte) error {
+	c := s.c
+	call := &s.calls[slot]
 	h := &ep.hdr
 	var mem []byte
 	if cb := &ep.chunkMem[slot]; cb.region != nil {
@@ -464,7 +469,7 @@ func (c *Conn) buildReplyLocked(ep *endpoint, slot int, inline []byte) error {
 // reports as an error for that XID. err is what ReadMsg and Call report
 // with it: a *RemoteError, an error wrapping ErrCallLost, or nil (a reply
 // that failed validation).
-func (c *Conn) failCallLocked(call *reqCall, err error) {
+func (s *requester) failCallLocked(call *reqCall, err error) {
 	call.err = err
 	call.data = nil
 	rh := xdr.ReplyHeader{XID: call.xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSystemErr}
@@ -473,15 +478,16 @@ func (c *Conn) failCallLocked(call *reqCall, err error) {
 
 // queueReplyLocked hands slot's reply to Read, or to the Call waiting for
 // it; the reply of an abandoned Call is dropped.
-func (c *Conn) queueReplyLocked(slot int) {
-	call := &c.reqState.calls[slot]
+func (s *requester) queueReplyLocked(slot int) {
+	c := s.c
+	call := &s.calls[slot]
 	if !call.replied || call.invPending > 0 || call.queued {
 		return
 	}
 	call.queued = true
 	switch {
 	case call.abandoned:
-		c.replyConsumedLocked(slot)
+		s.replyConsumedLocked(slot)
 	case call.direct:
 		wake(call.done)
 	default:
@@ -491,29 +497,30 @@ func (c *Conn) queueReplyLocked(slot int) {
 }
 
 // replyConsumedLocked: Read took slot's reply.
-func (c *Conn) replyConsumedLocked(slot int) {
-	call := &c.reqState.calls[slot]
+func (s *requester) replyConsumedLocked(slot int) {
+	call := &s.calls[slot]
 	call.queued, call.busy = false, false
 	call.direct, call.abandoned = false, false
 	call.data, call.err = nil, nil
-	c.maybeFreeCallLocked(slot)
+	s.maybeFreeCallLocked(slot)
 }
 
 // maybeFreeCallLocked returns slot to the free list once its reply was read
 // and its Send completed.
-func (c *Conn) maybeFreeCallLocked(slot int) {
-	call := &c.reqState.calls[slot]
+func (s *requester) maybeFreeCallLocked(slot int) {
+	c := s.c
+	call := &s.calls[slot]
 	if call.busy || call.sending || call.invPending > 0 || call.free {
 		return
 	}
 	call.free, call.replied = true, false
-	c.reqState.free = append(c.reqState.free, slot)
+	s.free = append(s.free, slot)
 	wake(c.writeWake)
 }
 
 // requesterLostLocked handles the loss of the requester's connection.
-func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
-	s := &c.reqState
+func (s *requester) lostLocked(ep *endpoint, err error) {
+	c := s.c
 	for slot := range s.calls {
 		call := &s.calls[slot]
 		call.sending = false
@@ -525,16 +532,16 @@ func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 			// never got one because posting it failed: the connection is
 			// gone and its memory with it, so the reply goes to Read now.
 			call.invPending = 0
-			c.queueReplyLocked(slot)
+			s.queueReplyLocked(slot)
 		}
 		if !call.busy {
-			c.maybeFreeCallLocked(slot)
+			s.maybeFreeCallLocked(slot)
 		}
 	}
 	if !c.cfg.Reconnect.Enabled || c.closed {
 		c.eof = errors.Is(err, verbs.ErrDisconnected)
 		c.failLocked(err)
-		c.failDirectCallsLocked(err)
+		s.failDirectCallsLocked(err)
 		return
 	}
 	// Calls in flight: retransmit them on the new connection, or fail them.
@@ -553,20 +560,21 @@ func (c *Conn) requesterLostLocked(ep *endpoint, err error) {
 		}
 		call.replied = true
 		delete(s.byXID, call.xid)
-		c.failCallLocked(call, callLost(call.xid, err))
-		c.queueReplyLocked(slot)
+		s.failCallLocked(call, callLost(call.xid, err))
+		s.queueReplyLocked(slot)
 	}
 	// Close waits for the reconnection goroutine (c.bg): it is added here,
 	// under c.mu with c.closed false, so always before Close's Wait.
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		c.reconnect()
+		s.reconnect()
 	}()
 }
 
 // reconnect dials again with backoff and installs the new endpoint.
-func (c *Conn) reconnect() {
+func (s *requester) reconnect() {
+	c := s.c
 	backoff := c.cfg.Reconnect.Backoff
 	var err error
 	for attempt := 0; attempt < c.cfg.Reconnect.MaxAttempts; attempt++ {
@@ -590,11 +598,11 @@ func (c *Conn) reconnect() {
 			return
 		}
 		c.ep = ep
-		c.reqState.credits.Reset()
+		s.credits.Reset()
 		c.stats.reconnects.Add(1)
 		c.cfg.Logger.Info("rpcrdma: reconnected", "negotiated", fmt.Sprintf("%+v", negotiated(ep.settings)))
 		ep.start()
-		c.pumpResendLocked()
+		s.pumpResendLocked()
 		c.wakeAllLocked()
 		c.mu.Unlock()
 		return
@@ -603,14 +611,14 @@ func (c *Conn) reconnect() {
 	c.eof = false
 	err = fmt.Errorf("rpcrdma: reconnect failed after %d attempts: %w", c.cfg.Reconnect.MaxAttempts, err)
 	c.failLocked(err)
-	c.failDirectCallsLocked(err)
+	s.failDirectCallsLocked(err)
 	c.mu.Unlock()
 }
 
 // pumpResendLocked retransmits calls queued by a reconnect while credits
 // allow.
-func (c *Conn) pumpResendLocked() {
-	s := &c.reqState
+func (s *requester) pumpResendLocked() {
+	c := s.c
 	ep := c.ep
 	for ep != nil && s.resend.size > 0 && len(ep.sendFree) > 0 && ep.sqOut+3 <= ep.sqCap && s.credits.TryAcquire() {
 		slot, _ := s.resend.pop()
@@ -618,14 +626,14 @@ func (c *Conn) pumpResendLocked() {
 		var h xdr.CallHeader
 		args, err := h.Unmarshal(call.msg)
 		if err == nil {
-			err = c.postCallLocked(ep, slot, call.msg, c.cfg.Binding.Call(&h, call.msg, args))
+			err = s.postCallLocked(ep, slot, call.msg, c.cfg.Binding.Call(&h, call.msg, args))
 		}
 		if err != nil {
 			_ = s.credits.Release()
 			call.replied = true
 			delete(s.byXID, call.xid)
-			c.failCallLocked(call, callLost(call.xid, err))
-			c.queueReplyLocked(slot)
+			s.failCallLocked(call, callLost(call.xid, err))
+			s.queueReplyLocked(slot)
 		}
 	}
 	if s.resend.size == 0 {

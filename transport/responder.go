@@ -11,8 +11,11 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// responderState is the responder's part of a Conn, guarded by Conn.mu.
-type responderState struct {
+// responder is the responder's part of a Conn: its call slots, credits,
+// memory budgets and the logic of RFC 8166's responder role, guarded by
+// Conn.mu.
+type responder struct {
+	c         *Conn
 	calls     []svcCall
 	free      []int
 	byXID     map[uint32]int
@@ -30,9 +33,9 @@ type responderState struct {
 	callMem, replyMem              budget
 	msgs                           bufCache // buffers of calls read by the RPC server
 	listenerCalls, listenerReplies *sharedBudget
-	// retryPulls and wakeWriter are what the listener's budgets call once
-	// they have room again (made once: a method value allocates).
-	retryPulls, wakeWriter func()
+	// retryFn and wakeFn are what the listener's budgets call once they
+	// have room again (made once: a method value allocates).
+	retryFn, wakeFn func()
 }
 
 // Responder call states.
@@ -71,14 +74,14 @@ type svcCall struct {
 // noSlot marks a Send that belongs to no call (an RDMA_ERROR).
 const noSlot = 1<<28 - 1
 
-func (c *Conn) initResponder(nRecv, nSend int, lcalls, lreplies *sharedBudget) {
+func (s *responder) init(nRecv, nSend int, lcalls, lreplies *sharedBudget) {
+	c := s.c
 	n := nRecv + nSend
-	s := &c.svcState
 	s.callMem = budget{limit: c.cfg.Memory.Calls}
 	s.msgs = bufCache{maxIdle: 2 * c.cfg.MaxRPCSize}
 	s.replyMem = budget{limit: c.cfg.Memory.Replies}
 	s.listenerCalls, s.listenerReplies = lcalls, lreplies
-	s.retryPulls, s.wakeWriter = c.retryPulls, func() { wake(c.writeWake) }
+	s.retryFn, s.wakeFn = s.retryPulls, func() { wake(c.writeWake) }
 	s.calls = make([]svcCall, n)
 	s.free = make([]int, n)
 	for i := range s.free {
@@ -93,13 +96,13 @@ func (c *Conn) initResponder(nRecv, nSend int, lcalls, lreplies *sharedBudget) {
 }
 
 // responderCompletionLocked handles one successful completion.
-func (c *Conn) responderCompletionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
-	s := &c.svcState
+func (s *responder) completionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
+	c := s.c
 	switch kind {
 	case wrSend:
 		ep.sendFree = append(ep.sendFree, buf)
 		if slot != noSlot {
-			c.releaseReplyMemLocked(ep, &s.calls[slot])
+			s.releaseReplyMemLocked(ep, &s.calls[slot])
 			s.calls[slot].state = svcFree
 			s.free = append(s.free, slot)
 		}
@@ -107,16 +110,16 @@ func (c *Conn) responderCompletionLocked(ep *endpoint, kind uint64, slot, buf in
 		call := &s.calls[slot]
 		call.reads--
 		if call.reads == 0 && call.readsSent == call.readOps {
-			if err := c.callReadyLocked(ep, slot); err != nil {
+			if err := s.callReadyLocked(ep, slot); err != nil {
 				return err
 			}
 		}
 	case wrRecv:
 		c.stats.recvs.Add(1)
-		return c.handleCallLocked(ep, buf, ep.recvBuf(buf)[:wc.ByteLen], wc)
+		return s.handleCallLocked(ep, buf, ep.recvBuf(buf)[:wc.ByteLen], wc)
 	}
 	// A send queue entry completed: room for Reads that had to wait.
-	return c.pumpReadsLocked(ep)
+	return s.pumpReadsLocked(ep)
 }
 
 // errReplySegments rejects a call whose Write list and Reply chunk have more
@@ -129,8 +132,8 @@ var errReplySegments = &chunks.ProtocolError{Outcome: chunks.OutcomeErrChunk,
 	Reason: "more Write and Reply chunk segments than one reply can serve"}
 
 // handleCallLocked processes one received call (RFC 8166 §4.5, §3.5).
-func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Completion) error {
-	s := &c.svcState
+func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Completion) error {
+	c := s.c
 	if err := s.credits.Received(); err != nil {
 		return fmt.Errorf("%w: message received with no Receive counted as posted", ErrProtocol)
 	}
@@ -148,14 +151,14 @@ func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Co
 		err = errReplySegments
 	}
 	if err != nil {
-		return c.rejectCallLocked(ep, buf, &call.hdr, err)
+		return s.rejectCallLocked(ep, buf, &call.hdr, err)
 	}
 	s.free = s.free[:len(s.free)-1]
 	call.xid, call.requested, call.recvBuf, call.hdrLen, call.inlineLen = call.hdr.XID, call.hdr.Credits, buf, n, len(data)-n
 	call.reads, call.pullLen = 0, 0
 
 	if len(call.hdr.ReadList) == 0 {
-		return c.callReadyLocked(ep, slot)
+		return s.callReadyLocked(ep, slot)
 	}
 	// Pull every Read chunk into the slot's memory with RDMA Read, in list
 	// order (RFC 8166 §3.4.5).
@@ -165,7 +168,7 @@ func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Co
 	}
 	if total > uint64(c.cfg.MaxRPCSize) {
 		s.free = append(s.free, slot)
-		return c.rejectCallLocked(ep, buf, &call.hdr, chunks.ErrChunkTooLong)
+		return s.rejectCallLocked(ep, buf, &call.hdr, chunks.ErrChunkTooLong)
 	}
 	s.ops = s.ops[:0]
 	off := 0
@@ -176,28 +179,27 @@ func (c *Conn) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Co
 	call.pullLen = off
 	call.readOps, call.readsSent = len(s.ops), 0
 	if len(s.ops) == 0 { // only empty chunks
-		return c.callReadyLocked(ep, slot)
+		return s.callReadyLocked(ep, slot)
 	}
 	call.state = svcReading
 	c.stats.readChunks.Add(uint64(call.hdr.NumReadChunks()))
 	s.pulling.push(slot)
-	return c.pumpReadsLocked(ep)
+	return s.pumpReadsLocked(ep)
 }
 
 // pumpReadsLocked posts the RDMA Reads of the calls waiting in s.pulling,
 // in arrival order, while the send queue has room for them and the memory
 // budgets (MemoryLimits.Calls, ListenerCalls) have room for their data.
-func (c *Conn) pumpReadsLocked(ep *endpoint) error {
-	s := &c.svcState
+func (s *responder) pumpReadsLocked(ep *endpoint) error {
 	for s.pulling.size > 0 {
 		slot := s.pulling.buf[s.pulling.head]
 		if call := &s.calls[slot]; call.mem == nil {
-			ok, err := c.reserveCallMemLocked(ep, call)
+			ok, err := s.reserveCallMemLocked(ep, call)
 			if !ok || err != nil {
 				return err
 			}
 		}
-		if err := c.pullLocked(ep, slot); err != nil {
+		if err := s.pullLocked(ep, slot); err != nil {
 			return err
 		}
 		if call := &s.calls[slot]; call.readsSent < call.readOps {
@@ -215,8 +217,8 @@ func (c *Conn) pumpReadsLocked(ep *endpoint) error {
 // many calls of many segments (a peer may offer Limits.MaxSegments per
 // chunk), are pulled in rounds as completions free the queue, never
 // refused for the size of our queue.
-func (c *Conn) pullLocked(ep *endpoint, slot int) error {
-	s := &c.svcState
+func (s *responder) pullLocked(ep *endpoint, slot int) error {
+	c := s.c
 	call := &s.calls[slot]
 	region := call.mem
 	s.ops = s.ops[:0]
@@ -245,8 +247,8 @@ func (c *Conn) pullLocked(ep *endpoint, slot int) error {
 
 // rejectCallLocked answers a call whose header was unusable: ERR_VERS,
 // ERR_CHUNK, or nothing (RFC 8166 §4.5), and reposts its Receive.
-func (c *Conn) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, perr error) error {
-	s := &c.svcState
+func (s *responder) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, perr error) error {
+	c := s.c
 	if err := ep.repost(buf); err != nil {
 		return err
 	}
@@ -286,8 +288,8 @@ func (c *Conn) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, perr er
 
 // callReadyLocked rebuilds slot's call once its chunks are in memory and
 // hands it to Read.
-func (c *Conn) callReadyLocked(ep *endpoint, slot int) error {
-	s := &c.svcState
+func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
+	c := s.c
 	call := &s.calls[slot]
 	rb := ep.recvBuf(call.recvBuf)
 	inline := rb[call.hdrLen : call.hdrLen+call.inlineLen]
@@ -324,13 +326,13 @@ func (c *Conn) callReadyLocked(ep *endpoint, slot int) error {
 		c.cfg.Logger.Debug("rpcrdma: dropping call", "xid", call.xid, "err", err)
 		c.stats.dropped.Add(1)
 		_ = s.credits.Drop()
-		c.releaseCallMemLocked(call)
+		s.releaseCallMemLocked(call)
 		call.state = svcFree
 		s.free = append(s.free, slot)
-		if err := c.repostFreeLocked(ep); err != nil {
+		if err := s.repostFreeLocked(ep); err != nil {
 			return err
 		}
-		return c.pumpReadsLocked(ep)
+		return s.pumpReadsLocked(ep)
 	}
 	call.ch.Cred, call.ch.Verf = xdr.OpaqueAuth{}, xdr.OpaqueAuth{}
 	call.state = svcQueued
@@ -341,7 +343,7 @@ func (c *Conn) callReadyLocked(ep *endpoint, slot int) error {
 }
 
 // repostFreeLocked posts one Receive from the free Receive buffers.
-func (c *Conn) repostFreeLocked(ep *endpoint) error {
+func (s *responder) repostFreeLocked(ep *endpoint) error {
 	if len(ep.recvFree) == 0 {
 		return nil
 	}
@@ -350,21 +352,22 @@ func (c *Conn) repostFreeLocked(ep *endpoint) error {
 		return err
 	}
 	ep.recvFree = ep.recvFree[:len(ep.recvFree)-1]
-	return c.svcState.credits.Post(1)
+	return s.credits.Post(1)
 }
 
 // callConsumedLocked: Read took slot's call. Its share of the Calls budget
 // is released, and calls that waited for it are pulled.
-func (c *Conn) callConsumedLocked(slot int) {
-	call := &c.svcState.calls[slot]
+func (s *responder) callConsumedLocked(slot int) {
+	c := s.c
+	call := &s.calls[slot]
 	call.state = svcDelivered
 	// The buffer goes back to the connection's cache, not kept by the
 	// slot: a burst of large calls does not leave every slot holding one.
-	c.svcState.msgs.put(call.msg)
+	s.msgs.put(call.msg)
 	call.msg = nil
-	if c.releaseCallMemLocked(call) {
+	if s.releaseCallMemLocked(call) {
 		if ep := c.ep; ep != nil {
-			if err := c.pumpReadsLocked(ep); err != nil {
+			if err := s.pumpReadsLocked(ep); err != nil {
 				go c.endpointDied(ep, err)
 			}
 		}
@@ -375,8 +378,8 @@ func (c *Conn) callConsumedLocked(slot int) {
 // Read chunk data of call; false (and no error) when a budget is full: the
 // call waits for calls to be read (this connection's budget) or for
 // retryPulls (the listener's).
-func (c *Conn) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, error) {
-	s := &c.svcState
+func (s *responder) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, error) {
+	c := s.c
 	n := call.pullLen
 	if !s.callMem.fits(n) {
 		// This connection's own calls must be read first: it does not
@@ -384,7 +387,7 @@ func (c *Conn) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, error) {
 		s.listenerCalls.forget(c)
 		return false, nil
 	}
-	if !s.listenerCalls.acquire(c, n, s.retryPulls) {
+	if !s.listenerCalls.acquire(c, n, s.retryFn) {
 		return false, nil
 	}
 	r, err := ep.pool.get(n)
@@ -399,27 +402,28 @@ func (c *Conn) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, error) {
 
 // releaseCallMemLocked gives back call's share of the Calls budgets and
 // reports whether it held any.
-func (c *Conn) releaseCallMemLocked(call *svcCall) bool {
+func (s *responder) releaseCallMemLocked(call *svcCall) bool {
 	n := call.callHeld
 	if n == 0 {
 		return false
 	}
 	call.callHeld = 0
-	c.svcState.callMem.used -= n
-	c.svcState.listenerCalls.release(n)
+	s.callMem.used -= n
+	s.listenerCalls.release(n)
 	return true
 }
 
 // retryPulls runs when the listener's Calls budget had room again.
-func (c *Conn) retryPulls() {
+func (s *responder) retryPulls() {
+	c := s.c
 	c.mu.Lock()
 	ep := c.ep
 	if ep == nil || c.closed {
-		c.svcState.listenerCalls.forget(c)
+		s.listenerCalls.forget(c)
 		c.mu.Unlock()
 		return
 	}
-	err := c.pumpReadsLocked(ep)
+	err := s.pumpReadsLocked(ep)
 	c.mu.Unlock()
 	if err != nil {
 		c.endpointDied(ep, err)
@@ -427,15 +431,16 @@ func (c *Conn) retryPulls() {
 }
 
 // releaseReplyMemLocked frees call's reply staging once its Send completed.
-func (c *Conn) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
+func (s *responder) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
+	c := s.c
 	if call.mem != nil {
 		ep.pool.put(call.mem)
 		call.mem = nil
 	}
 	if n := call.replyHeld; n > 0 {
 		call.replyHeld = 0
-		c.svcState.replyMem.used -= n
-		c.svcState.listenerReplies.release(n)
+		s.replyMem.used -= n
+		s.listenerReplies.release(n)
 		wake(c.writeWake)
 	}
 }
@@ -443,12 +448,12 @@ func (c *Conn) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
 // releaseResponderMemLocked gives back every budget the connection's calls
 // hold: its endpoint is gone (the connection's close freed the registered
 // memory itself).
-func (c *Conn) releaseResponderMemLocked() {
-	s := &c.svcState
+func (s *responder) releaseAllMemLocked() {
+	c := s.c
 	for i := range s.calls {
 		call := &s.calls[i]
 		call.mem = nil
-		c.releaseCallMemLocked(call)
+		s.releaseCallMemLocked(call)
 		if n := call.replyHeld; n > 0 {
 			call.replyHeld = 0
 			s.replyMem.used -= n
@@ -466,15 +471,16 @@ var errWaitMemory = errors.New("rpcrdma: waiting for reply memory")
 // §3.5.4-§3.5.6): its DDP-eligible result by RDMA Write into the call's
 // Write chunk, the rest inline or through the Reply chunk, with Send With
 // Invalidate when both peers allow it and the call carried one rkey.
-func (c *Conn) sendReply(msg []byte) error {
+func (s *responder) sendReply(msg []byte) error {
+	c := s.c
 	xid, mt, err := xdr.PeekXID(msg)
 	if err != nil || mt != xdr.MsgReply {
 		return c.opError("write", ErrNotReply)
 	}
 	if len(msg) > c.cfg.MaxRPCSize {
-		return c.sendOversizedReply(xid)
+		return s.sendOversizedReply(xid)
 	}
-	return c.sendReplyXID(xid, msg)
+	return s.sendReplyXID(xid, msg)
 }
 
 // sendOversizedReply answers the call xid, whose reply exceeds MaxRPCSize,
@@ -482,21 +488,23 @@ func (c *Conn) sendReply(msg []byte) error {
 // requester's call fails at once instead of waiting for a reply that will
 // never come. The Write that carried the reply succeeds: the reply was
 // conveyed, as an error; the event is logged and counted (ErrChunkSent).
-func (c *Conn) sendOversizedReply(xid uint32) error {
+func (s *responder) sendOversizedReply(xid uint32) error {
+	c := s.c
 	c.cfg.Logger.Warn("rpcrdma: reply exceeds MaxRPCSize: answering ERR_CHUNK", "xid", xid, "max", c.cfg.MaxRPCSize)
-	return c.sendReplyXID(xid, nil)
+	return s.sendReplyXID(xid, nil)
 }
 
 // sendReplyXID sends msg as the reply to call xid; a nil msg sends
 // ERR_CHUNK.
-func (c *Conn) sendReplyXID(xid uint32, msg []byte) error {
+func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
+	c := s.c
 	for {
 		c.mu.Lock()
 		if err := c.writeErrLocked(); err != nil {
 			c.mu.Unlock()
 			return err
 		}
-		s := &c.svcState
+		s := s
 		slot, ok := s.byXID[xid]
 		if !ok || s.calls[slot].state != svcDelivered {
 			c.mu.Unlock()
@@ -504,7 +512,7 @@ func (c *Conn) sendReplyXID(xid uint32, msg []byte) error {
 		}
 		ep := c.ep
 		if ep != nil && len(ep.sendFree) > 0 && ep.sqOut+replyWRs(&s.calls[slot].hdr) <= ep.sqCap {
-			err := c.postReplyLocked(ep, slot, msg)
+			err := s.postReplyLocked(ep, slot, msg)
 			if err == errWaitMemory {
 				c.mu.Unlock()
 				if err := c.waitWrite(); err != nil {
@@ -528,8 +536,8 @@ func (c *Conn) sendReplyXID(xid uint32, msg []byte) error {
 }
 
 // postReplyLocked plans and posts the reply of slot's call.
-func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
-	s := &c.svcState
+func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
+	c := s.c
 	call := &s.calls[slot]
 	var item marshal.DataItem
 	if len(call.hdr.WriteList) > 0 && msg != nil {
@@ -561,7 +569,7 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 			s.listenerReplies.forget(c) // woken by this connection's Send completions
 			return errWaitMemory
 		}
-		if !s.listenerReplies.acquire(c, stage, s.wakeWriter) {
+		if !s.listenerReplies.acquire(c, stage, s.wakeFn) {
 			return errWaitMemory
 		}
 		r, err := ep.pool.get(stage)
@@ -575,7 +583,7 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 
 	// Post a Receive for the one this call used before granting credits.
 	delete(s.byXID, call.xid)
-	if err := c.repostFreeLocked(ep); err != nil {
+	if err := s.repostFreeLocked(ep); err != nil {
 		return err
 	}
 	grant, err := s.credits.Reply(call.requested)
@@ -594,7 +602,7 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		c.stats.errChunk.Add(1)
 		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrSend, slot, sb), Op: verbs.OpSend,
 			SGL: ep.sgl(ep.sendRegion, sb*ep.sendSize, len(b))})
-		return c.finishReplyLocked(ep, slot, sb)
+		return s.finishReplyLocked(ep, slot, sb)
 	}
 
 	h := &ep.hdr
@@ -662,15 +670,15 @@ func (c *Conn) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		c.stats.remoteInv.Add(1)
 	}
 	ep.wrs = append(ep.wrs, send)
-	return c.finishReplyLocked(ep, slot, sb)
+	return s.finishReplyLocked(ep, slot, sb)
 }
 
-func (c *Conn) finishReplyLocked(ep *endpoint, slot, sb int) error {
+func (s *responder) finishReplyLocked(ep *endpoint, slot, sb int) error {
 	if err := ep.post(); err != nil {
 		return err
 	}
 	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
-	c.svcState.calls[slot].state = svcReplying
+	s.calls[slot].state = svcReplying
 	return nil
 }
 
