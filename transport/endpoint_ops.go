@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 
+	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
@@ -146,9 +147,72 @@ func (ep *endpoint) discard() {
 	ep.wrs, ep.sges = ep.wrs[:0], ep.sges[:0]
 }
 
-// takeSendBuf takes a free Send buffer; the caller checked there is one.
-func (ep *endpoint) takeSendBuf() int {
-	b := ep.sendFree[len(ep.sendFree)-1]
+// canSend reports whether a Send buffer is free and the send queue has
+// room for wrs more work requests.
+func (ep *endpoint) canSend(wrs int) bool {
+	return len(ep.sendFree) > 0 && ep.sqOut+len(ep.wrs)+wrs <= ep.sqCap
+}
+
+// nextSendBuf returns the Send buffer the next Send uses, and its memory,
+// empty; the caller checked canSend. It stays free until sendPosted.
+func (ep *endpoint) nextSendBuf() (int, []byte) {
+	i := ep.sendFree[len(ep.sendFree)-1]
+	return i, ep.sendBuf(i)
+}
+
+// sendPosted takes Send buffer i, which nextSendBuf returned, once its Send
+// was posted.
+func (ep *endpoint) sendPosted(i int) {
 	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
-	return b
+}
+
+// sendDone frees Send buffer i, its Send completed.
+func (ep *endpoint) sendDone(i int) {
+	ep.sendFree = append(ep.sendFree, i)
+}
+
+// readRoom reports whether another RDMA Read may be appended: Reads may
+// fill half of the send queue, so that replies and RDMA_ERRORs always find
+// room.
+func (ep *endpoint) readRoom() bool {
+	return ep.sqOut+len(ep.wrs) < ep.sqCap/2
+}
+
+// header returns the scratch transport header, reset.
+func (ep *endpoint) header() *chunks.Header {
+	ep.hdr.Reset()
+	return &ep.hdr
+}
+
+// oneWriteChunk returns a Write list of one chunk of one segment, in
+// scratch memory.
+func (ep *endpoint) oneWriteChunk(seg chunks.Segment) []chunks.WriteChunk {
+	ep.writeSeg[0] = seg
+	ep.writeList[0] = ep.writeSeg[:]
+	return ep.writeList[:]
+}
+
+// oneSegmentChunk returns a Reply chunk of one segment, in scratch memory.
+func (ep *endpoint) oneSegmentChunk(seg chunks.Segment) chunks.WriteChunk {
+	ep.replySeg[0] = seg
+	return ep.replySeg[:]
+}
+
+// holdRecv keeps Receive buffer i unposted: its call waits for its reply
+// (the responder posts one Receive per reply, so that posted Receives plus
+// unanswered calls stay constant).
+func (ep *endpoint) holdRecv(i int) { ep.recvFree = append(ep.recvFree, i) }
+
+// repostHeld posts one held Receive buffer, if any, and reports whether it
+// did.
+func (ep *endpoint) repostHeld() (bool, error) {
+	if len(ep.recvFree) == 0 {
+		return false, nil
+	}
+	i := ep.recvFree[len(ep.recvFree)-1]
+	if err := ep.repost(i); err != nil {
+		return false, err
+	}
+	ep.recvFree = ep.recvFree[:len(ep.recvFree)-1]
+	return true, nil
 }

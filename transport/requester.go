@@ -117,8 +117,7 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-
 			return 0, c.opError("write", ErrDuplicateXID)
 		}
 		ep := c.ep
-		if ep != nil && s.resend.size == 0 && len(s.free) > 0 && len(ep.sendFree) > 0 &&
-			ep.sqOut+3 <= ep.sqCap && s.credits.TryAcquire() {
+		if ep != nil && s.resend.size == 0 && len(s.free) > 0 && ep.canSend(callWRs) && s.credits.TryAcquire() {
 			slot := s.free[len(s.free)-1]
 			s.free = s.free[:len(s.free)-1]
 			call := &s.calls[slot]
@@ -155,6 +154,10 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-
 	}
 }
 
+// callWRs bounds the send work requests of one call: two window binds and
+// the Send.
+const callWRs = 3
+
 // abandonCallLocked frees a slot whose call could not be posted.
 func (s *requester) abandonCallLocked(slot int) {
 	call := &s.calls[slot]
@@ -184,8 +187,7 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	call.replyOff = readLen + xdr.RoundUp(plan.WriteLen)
 	total := call.replyOff + xdr.RoundUp(plan.ReplyLen)
 
-	hdr := &ep.hdr
-	hdr.Reset()
+	hdr := ep.header()
 	hdr.XID, hdr.Vers, hdr.Credits, hdr.Proc = call.xid, chunks.Version1, s.credits.Requested(), chunks.ProcMsg
 	if plan.Form == marshal.CallLong {
 		hdr.Proc = chunks.ProcNoMsg
@@ -219,23 +221,20 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 		if plan.Reply&(marshal.ReplyWrite|marshal.ReplyLong) != 0 {
 			rkey := ep.appendBind(slot, exposeWrite, call.writeOff, total-call.writeOff, verbs.AccessRemoteWrite)
 			if plan.Reply&marshal.ReplyWrite != 0 {
-				ep.writeSeg[0] = chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)}
-				ep.writeList[0] = ep.writeSeg[:]
-				hdr.WriteList = ep.writeList[:]
+				hdr.WriteList = ep.oneWriteChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)})
 				c.stats.writeChunks.Add(1)
 			}
 			if plan.Reply&marshal.ReplyLong != 0 {
 				hdr.HasReplyChunk = true
-				ep.replySeg[0] = chunks.Segment{Handle: rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)}
-				hdr.ReplyChunk = ep.replySeg[:]
+				hdr.ReplyChunk = ep.oneSegmentChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)})
 				c.stats.replyChunks.Add(1)
 			}
 		}
 		c.stats.chunksOffered.Add(uint64(total))
 	}
 
-	buf := ep.sendFree[len(ep.sendFree)-1]
-	b := hdr.Append(ep.sendBuf(buf))
+	buf, b := ep.nextSendBuf()
+	b = hdr.Append(b)
 	switch plan.Form {
 	case marshal.CallInline:
 		b = append(b, msg...)
@@ -260,7 +259,7 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 		}
 		return err
 	}
-	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
+	ep.sendPosted(buf)
 	call.sendBuf, call.sending = buf, true
 	if c.cfg.Reconnect.CallTimeout > 0 {
 		call.sentAt = time.Now()
@@ -313,7 +312,7 @@ func (s *requester) completionLocked(ep *endpoint, kind uint64, slot, buf int, w
 	c := s.c
 	switch kind {
 	case wrSend:
-		ep.sendFree = append(ep.sendFree, buf)
+		ep.sendDone(buf)
 		s.calls[slot].sending = false
 		s.maybeFreeCallLocked(slot)
 	case wrLocalInv:
@@ -620,7 +619,7 @@ func (s *requester) reconnect() {
 func (s *requester) pumpResendLocked() {
 	c := s.c
 	ep := c.ep
-	for ep != nil && s.resend.size > 0 && len(ep.sendFree) > 0 && ep.sqOut+3 <= ep.sqCap && s.credits.TryAcquire() {
+	for ep != nil && s.resend.size > 0 && ep.canSend(callWRs) && s.credits.TryAcquire() {
 		slot, _ := s.resend.pop()
 		call := &s.calls[slot]
 		var h xdr.CallHeader

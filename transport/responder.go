@@ -100,7 +100,7 @@ func (s *responder) completionLocked(ep *endpoint, kind uint64, slot, buf int, w
 	c := s.c
 	switch kind {
 	case wrSend:
-		ep.sendFree = append(ep.sendFree, buf)
+		ep.sendDone(buf)
 		if slot != noSlot {
 			s.releaseReplyMemLocked(ep, &s.calls[slot])
 			s.calls[slot].state = svcFree
@@ -228,15 +228,14 @@ func (s *responder) pullLocked(ep *endpoint, slot int) error {
 		off += int(rc.Length())
 	}
 	for _, op := range s.ops[call.readsSent:] {
-		if ep.sqOut+len(ep.wrs) >= ep.sqCap/2 {
+		if !ep.readRoom() {
 			break
 		}
-		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrRead, slot, 0), Op: verbs.OpRDMARead,
-			SGL: ep.sgl(region, op.Local, op.Len), RemoteAddr: op.Offset, RKey: op.Handle})
+		ep.appendRDMA(wrID(wrRead, slot, 0), verbs.OpRDMARead, region, op.Local, op.Len, op.Offset, op.Handle)
 		c.stats.rdmaReadBytes.Add(uint64(op.Len))
 		call.readsSent++
 		call.reads++
-		if len(ep.wrs) == cap(ep.wrs) || len(ep.sges) == cap(ep.sges) {
+		if ep.batchFull() {
 			if err := ep.post(); err != nil {
 				return err
 			}
@@ -255,7 +254,7 @@ func (s *responder) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, pe
 	_ = s.credits.Post(1)
 	outcome := chunks.OutcomeOf(perr)
 	c.cfg.Logger.Debug("rpcrdma: bad call header", "xid", h.XID, "err", perr, "outcome", outcome.String())
-	if outcome == chunks.OutcomeDrop || len(ep.sendFree) == 0 || ep.sqOut >= ep.sqCap {
+	if outcome == chunks.OutcomeDrop || !ep.canSend(1) {
 		c.stats.dropped.Add(1)
 		_ = s.credits.Drop()
 		return nil
@@ -267,8 +266,7 @@ func (s *responder) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, pe
 		return nil
 	}
 	s.lastGrant = grant
-	sb := ep.sendFree[len(ep.sendFree)-1]
-	b := ep.sendBuf(sb)
+	sb, b := ep.nextSendBuf()
 	if outcome == chunks.OutcomeErrVers {
 		b = chunks.AppendErrVers(b, h.XID, grant)
 		c.stats.errVers.Add(1)
@@ -277,12 +275,11 @@ func (s *responder) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, pe
 		c.stats.errChunk.Add(1)
 	}
 	// RDMA_ERROR never uses Send With Invalidate (svcrdma does the same).
-	ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrSend, noSlot, sb), Op: verbs.OpSend,
-		SGL: ep.sgl(ep.sendRegion, sb*ep.sendSize, len(b))})
+	ep.appendSend(wrID(wrSend, noSlot, sb), verbs.OpSend, sb, len(b), 0)
 	if err := ep.post(); err != nil {
 		return err
 	}
-	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
+	ep.sendPosted(sb)
 	return nil
 }
 
@@ -311,7 +308,7 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 	call.mem = nil
 	// The Receive buffer is free now; it is posted again when this call is
 	// answered, so that posted Receives plus unanswered calls stay constant.
-	ep.recvFree = append(ep.recvFree, call.recvBuf)
+	ep.holdRecv(call.recvBuf)
 	if err == nil {
 		_, err = call.ch.Unmarshal(call.msg)
 	}
@@ -344,14 +341,9 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 
 // repostFreeLocked posts one Receive from the free Receive buffers.
 func (s *responder) repostFreeLocked(ep *endpoint) error {
-	if len(ep.recvFree) == 0 {
-		return nil
-	}
-	i := ep.recvFree[len(ep.recvFree)-1]
-	if err := ep.repost(i); err != nil {
+	if posted, err := ep.repostHeld(); !posted || err != nil {
 		return err
 	}
-	ep.recvFree = ep.recvFree[:len(ep.recvFree)-1]
 	return s.credits.Post(1)
 }
 
@@ -511,7 +503,7 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
 			return c.opError("write", ErrUnknownXID)
 		}
 		ep := c.ep
-		if ep != nil && len(ep.sendFree) > 0 && ep.sqOut+replyWRs(&s.calls[slot].hdr) <= ep.sqCap {
+		if ep != nil && ep.canSend(replyWRs(&s.calls[slot].hdr)) {
 			err := s.postReplyLocked(ep, slot, msg)
 			if err == errWaitMemory {
 				c.mu.Unlock()
@@ -535,50 +527,17 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
 	}
 }
 
-// postReplyLocked plans and posts the reply of slot's call.
+// postReplyLocked plans and posts the reply of slot's call (RFC 8166
+// §3.5.4-§3.5.6), or returns errWaitMemory, having changed nothing, while
+// the Replies budgets have no room for what must go by RDMA Write.
 func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 	c := s.c
 	call := &s.calls[slot]
-	var item marshal.DataItem
-	if len(call.hdr.WriteList) > 0 && msg != nil {
-		var rh xdr.ReplyHeader
-		if results, err := rh.Unmarshal(msg); err == nil && rh.Stat == xdr.MsgAccepted && rh.AcceptStat == xdr.AcceptSuccess {
-			item = c.cfg.Binding.ReplyData(&call.ch, msg, results)
-			if item.Present && (item.Off < 0 || item.N < 0 || item.Off+xdr.RoundUp(item.N) > len(msg)) {
-				item = marshal.DataItem{}
-			}
-		}
-	}
-	plan, perr := marshal.PlanReply(marshal.ReplyInput{MsgLen: len(msg), Data: item, Call: &call.hdr}, ep.settings.SendInline)
-	if msg == nil {
-		perr = ErrMessageTooLarge
-	}
-	dataLen := 0
-	if plan.Data.Present {
-		dataLen = plan.Data.N
-	}
-	// Stage what goes by RDMA Write in registered memory: the result, then
-	// the (reduced) reply for the Reply chunk. Wait while the Replies
-	// budgets are full; nothing has changed yet.
-	stage := 0
+	plan, perr := s.planReply(ep, call, msg)
 	if perr == nil {
-		stage = xdr.RoundUp(dataLen) + plan.ReplyLen
-	}
-	if stage > 0 {
-		if !s.replyMem.fits(stage) {
-			s.listenerReplies.forget(c) // woken by this connection's Send completions
-			return errWaitMemory
-		}
-		if !s.listenerReplies.acquire(c, stage, s.wakeFn) {
-			return errWaitMemory
-		}
-		r, err := ep.pool.get(stage)
-		if err != nil {
-			s.listenerReplies.release(stage)
+		if err := s.stageReplyLocked(ep, call, plan); err != nil {
 			return err
 		}
-		s.replyMem.used += stage
-		call.replyHeld, call.mem = stage, r
 	}
 
 	// Post a Receive for the one this call used before granting credits.
@@ -591,8 +550,7 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		return fmt.Errorf("rpcrdma: credit accounting: %w", err)
 	}
 	s.lastGrant = grant
-	sb := ep.sendFree[len(ep.sendFree)-1]
-	b := ep.sendBuf(sb)
+	sb, b := ep.nextSendBuf()
 
 	if perr != nil {
 		// The requester did not provide room for the reply: ERR_CHUNK
@@ -600,17 +558,100 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		c.cfg.Logger.Debug("rpcrdma: reply does not fit", "xid", call.xid, "err", perr)
 		b = chunks.AppendErrChunk(b, call.xid, grant)
 		c.stats.errChunk.Add(1)
-		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrSend, slot, sb), Op: verbs.OpSend,
-			SGL: ep.sgl(ep.sendRegion, sb*ep.sendSize, len(b))})
+		ep.appendSend(wrID(wrSend, slot, sb), verbs.OpSend, sb, len(b), 0)
 		return s.finishReplyLocked(ep, slot, sb)
 	}
 
-	h := &ep.hdr
-	h.Reset()
+	h := ep.header()
 	h.XID, h.Vers, h.Credits, h.Proc = call.xid, chunks.Version1, grant, plan.Proc
-	s.echo = s.echo[:0]
-	s.echoList = s.echoList[:0]
-	s.ops = s.ops[:0]
+	if err := s.appendReplyChunksLocked(h, call, msg, plan); err != nil {
+		return err
+	}
+	b = h.Append(b)
+	if plan.Proc == chunks.ProcMsg {
+		if plan.Data.Present {
+			b = marshal.AppendReduced(b, msg, plan.Data)
+		} else {
+			b = append(b, msg...)
+		}
+	}
+	if len(b) > ep.sendSize {
+		return fmt.Errorf("rpcrdma: internal error: reply of %d bytes exceeds the send buffer", len(b))
+	}
+	for _, op := range s.ops {
+		ep.appendRDMA(wrID(wrWrite, slot, 0), verbs.OpRDMAWrite, call.mem, op.Local, op.Len, op.Offset, op.Handle)
+		c.stats.rdmaWriteBytes.Add(uint64(op.Len))
+	}
+	op, inv := verbs.OpSend, uint32(0)
+	if rkey, one := singleRKey(&call.hdr); one && ep.settings.SendWithInvalidate {
+		op, inv = verbs.OpSendWithInvalidate, rkey
+		c.stats.remoteInv.Add(1)
+	}
+	ep.appendSend(wrID(wrSend, slot, sb), op, sb, len(b), inv)
+	return s.finishReplyLocked(ep, slot, sb)
+}
+
+// planReply decides how call's reply msg travels (RFC 8166 §3.5.4): its
+// DDP-eligible result, which the binding locates in a successful reply, in
+// the call's Write chunk, and the rest inline or through the Reply chunk. A
+// nil msg (a reply over MaxRPCSize) cannot travel at all.
+func (s *responder) planReply(ep *endpoint, call *svcCall, msg []byte) (marshal.ReplyPlan, error) {
+	var item marshal.DataItem
+	if len(call.hdr.WriteList) > 0 && msg != nil {
+		var rh xdr.ReplyHeader
+		if results, err := rh.Unmarshal(msg); err == nil && rh.Stat == xdr.MsgAccepted && rh.AcceptStat == xdr.AcceptSuccess {
+			item = s.c.cfg.Binding.ReplyData(&call.ch, msg, results)
+			if item.Present && (item.Off < 0 || item.N < 0 || item.Off+xdr.RoundUp(item.N) > len(msg)) {
+				item = marshal.DataItem{}
+			}
+		}
+	}
+	plan, perr := marshal.PlanReply(marshal.ReplyInput{MsgLen: len(msg), Data: item, Call: &call.hdr}, ep.settings.SendInline)
+	if msg == nil {
+		perr = ErrMessageTooLarge
+	}
+	return plan, perr
+}
+
+// stageReplyLocked takes the registered memory (and its share of the
+// Replies budgets) for what plan sends by RDMA Write: the result, then the
+// (reduced) reply for the Reply chunk. errWaitMemory while a budget is full.
+func (s *responder) stageReplyLocked(ep *endpoint, call *svcCall, plan marshal.ReplyPlan) error {
+	dataLen := 0
+	if plan.Data.Present {
+		dataLen = plan.Data.N
+	}
+	stage := xdr.RoundUp(dataLen) + plan.ReplyLen
+	if stage == 0 {
+		return nil
+	}
+	if !s.replyMem.fits(stage) {
+		s.listenerReplies.forget(s.c) // woken by this connection's Send completions
+		return errWaitMemory
+	}
+	if !s.listenerReplies.acquire(s.c, stage, s.wakeFn) {
+		return errWaitMemory
+	}
+	r, err := ep.pool.get(stage)
+	if err != nil {
+		s.listenerReplies.release(stage)
+		return err
+	}
+	s.replyMem.used += stage
+	call.replyHeld, call.mem = stage, r
+	return nil
+}
+
+// appendReplyChunksLocked fills h's Write list and Reply chunk, the chunks
+// of call echoed with the lengths written (RFC 8166 §3.5.5, §3.5.6), copies
+// what goes by RDMA Write into call.mem and leaves those Writes in s.ops.
+func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg []byte, plan marshal.ReplyPlan) error {
+	s.echo, s.echoList, s.ops = s.echo[:0], s.echoList[:0], s.ops[:0]
+	dataLen := 0
+	if plan.Data.Present {
+		dataLen = plan.Data.N
+	}
+	var err error
 	for i, wc := range call.hdr.WriteList {
 		n := 0
 		if i == 0 && plan.Data.Present {
@@ -619,65 +660,40 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 			if s.ops, err = marshal.AppendWriteOps(s.ops, 0, n, wc); err != nil {
 				return err
 			}
-			c.stats.writeChunks.Add(1)
+			s.c.stats.writeChunks.Add(1)
 		}
 		start := len(s.echo)
 		s.echo = marshal.AppendEchoChunk(s.echo, wc, n)
 		s.echoList = append(s.echoList, s.echo[start:len(s.echo):len(s.echo)])
 	}
 	h.WriteList = s.echoList
-	inlineMsg := msg
+	if plan.Proc != chunks.ProcNoMsg {
+		return nil
+	}
+	// The reply, reduced when its result went to the Write chunk, through
+	// the Reply chunk (RDMA_NOMSG).
+	roff := xdr.RoundUp(dataLen)
+	rmem := call.mem.Bytes()[roff:roff]
 	if plan.Data.Present {
-		// The reduced reply is built in the Send buffer (inline) or in
-		// chunk memory (Reply chunk); here we only note the split.
-		inlineMsg = nil
+		rmem = marshal.AppendReduced(rmem, msg, plan.Data)
+	} else {
+		rmem = append(rmem, msg...)
 	}
-	if plan.Proc == chunks.ProcNoMsg {
-		roff := xdr.RoundUp(dataLen)
-		rmem := call.mem.Bytes()[roff:roff]
-		if plan.Data.Present {
-			rmem = marshal.AppendReduced(rmem, msg, plan.Data)
-		} else {
-			rmem = append(rmem, msg...)
-		}
-		if s.ops, err = marshal.AppendWriteOps(s.ops, roff, len(rmem), call.hdr.ReplyChunk); err != nil {
-			return err
-		}
-		start := len(s.echo)
-		s.echo = marshal.AppendEchoChunk(s.echo, call.hdr.ReplyChunk, len(rmem))
-		h.HasReplyChunk, h.ReplyChunk = true, s.echo[start:len(s.echo):len(s.echo)]
-		c.stats.replyChunks.Add(1)
+	if s.ops, err = marshal.AppendWriteOps(s.ops, roff, len(rmem), call.hdr.ReplyChunk); err != nil {
+		return err
 	}
-	b = h.Append(b)
-	if plan.Proc == chunks.ProcMsg {
-		if inlineMsg != nil {
-			b = append(b, msg...)
-		} else {
-			b = marshal.AppendReduced(b, msg, plan.Data)
-		}
-	}
-	if len(b) > ep.sendSize {
-		return fmt.Errorf("rpcrdma: internal error: reply of %d bytes exceeds the send buffer", len(b))
-	}
-	for _, op := range s.ops {
-		ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrWrite, slot, 0), Op: verbs.OpRDMAWrite,
-			SGL: ep.sgl(call.mem, op.Local, op.Len), RemoteAddr: op.Offset, RKey: op.Handle})
-		c.stats.rdmaWriteBytes.Add(uint64(op.Len))
-	}
-	send := verbs.WorkRequest{ID: wrID(wrSend, slot, sb), Op: verbs.OpSend, SGL: ep.sgl(ep.sendRegion, sb*ep.sendSize, len(b))}
-	if rkey, one := singleRKey(&call.hdr); one && ep.settings.SendWithInvalidate {
-		send.Op, send.InvalidateRKey = verbs.OpSendWithInvalidate, rkey
-		c.stats.remoteInv.Add(1)
-	}
-	ep.wrs = append(ep.wrs, send)
-	return s.finishReplyLocked(ep, slot, sb)
+	start := len(s.echo)
+	s.echo = marshal.AppendEchoChunk(s.echo, call.hdr.ReplyChunk, len(rmem))
+	h.HasReplyChunk, h.ReplyChunk = true, s.echo[start:len(s.echo):len(s.echo)]
+	s.c.stats.replyChunks.Add(1)
+	return nil
 }
 
 func (s *responder) finishReplyLocked(ep *endpoint, slot, sb int) error {
 	if err := ep.post(); err != nil {
 		return err
 	}
-	ep.sendFree = ep.sendFree[:len(ep.sendFree)-1]
+	ep.sendPosted(sb)
 	s.calls[slot].state = svcReplying
 	return nil
 }
