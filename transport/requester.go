@@ -179,58 +179,14 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	}
 	call.plan = plan
 
-	// Chunk memory: [Read chunk | Write chunk | Reply chunk], each 4-byte
-	// aligned, behind one window so that the call carries exactly one
-	// rkey and the responder may invalidate it with Send With Invalidate.
-	readLen := xdr.RoundUp(plan.ChunkLen)
-	call.writeOff = readLen
-	call.replyOff = readLen + xdr.RoundUp(plan.WriteLen)
-	total := call.replyOff + xdr.RoundUp(plan.ReplyLen)
-
 	hdr := ep.header()
 	hdr.XID, hdr.Vers, hdr.Credits, hdr.Proc = call.xid, chunks.Version1, s.credits.Requested(), chunks.ProcMsg
 	if plan.Form == marshal.CallLong {
 		hdr.Proc = chunks.ProcNoMsg
 	}
-	if total > 0 {
-		cb, err := ep.chunk(slot, total)
-		if err != nil {
-			return err
-		}
-		mem := cb.region.Bytes()
-		switch plan.Form {
-		case marshal.CallReadChunk:
-			copy(mem, msg[plan.Data.Off:plan.Data.Off+plan.Data.N])
-		case marshal.CallLong:
-			copy(mem, msg)
-		}
-		// The Read chunk read-only, exactly its bytes; the Write and
-		// Reply chunks write-only: a separate window each, so a call with
-		// both has two rkeys (and no Send With Invalidate, RFC 8797 §4.1).
-		base := cb.region.Addr(0)
-		if plan.ChunkLen > 0 {
-			rkey := ep.appendBind(slot, exposeRead, 0, plan.ChunkLen, verbs.AccessRemoteRead)
-			pos := uint32(0)
-			if plan.Form == marshal.CallReadChunk {
-				pos = uint32(plan.Data.Off)
-			}
-			hdr.ReadList = append(hdr.ReadList, chunks.ReadSegment{Position: pos,
-				Segment: chunks.Segment{Handle: rkey, Length: uint32(plan.ChunkLen), Offset: base}})
-			c.stats.readChunks.Add(1)
-		}
-		if plan.Reply&(marshal.ReplyWrite|marshal.ReplyLong) != 0 {
-			rkey := ep.appendBind(slot, exposeWrite, call.writeOff, total-call.writeOff, verbs.AccessRemoteWrite)
-			if plan.Reply&marshal.ReplyWrite != 0 {
-				hdr.WriteList = ep.oneWriteChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)})
-				c.stats.writeChunks.Add(1)
-			}
-			if plan.Reply&marshal.ReplyLong != 0 {
-				hdr.HasReplyChunk = true
-				hdr.ReplyChunk = ep.oneSegmentChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)})
-				c.stats.replyChunks.Add(1)
-			}
-		}
-		c.stats.chunksOffered.Add(uint64(total))
+	total, err := s.exposeChunksLocked(ep, slot, hdr, msg)
+	if err != nil {
+		return err
 	}
 
 	buf, b := ep.nextSendBuf()
@@ -265,6 +221,60 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 		call.sentAt = time.Now()
 	}
 	return nil
+}
+
+// exposeChunksLocked lays out the chunks of slot's call in its memory,
+// [Read chunk | Write chunk | Reply chunk], each 4-byte aligned, copies what
+// the Read chunk carries there, appends the binds that expose them and
+// lists them in hdr; it returns the bytes laid out. The Read chunk is
+// exposed read-only, exactly its bytes; the Write and Reply chunks
+// write-only: a window each, so a call with both has two rkeys (and no Send
+// With Invalidate, RFC 8797 §4.1).
+func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Header, msg []byte) (int, error) {
+	c := s.c
+	call := &s.calls[slot]
+	plan := &call.plan
+	call.writeOff = xdr.RoundUp(plan.ChunkLen)
+	call.replyOff = call.writeOff + xdr.RoundUp(plan.WriteLen)
+	total := call.replyOff + xdr.RoundUp(plan.ReplyLen)
+	if total == 0 {
+		return 0, nil
+	}
+	cb, err := ep.chunk(slot, total)
+	if err != nil {
+		return 0, err
+	}
+	switch mem := cb.region.Bytes(); plan.Form {
+	case marshal.CallReadChunk:
+		copy(mem, msg[plan.Data.Off:plan.Data.Off+plan.Data.N])
+	case marshal.CallLong:
+		copy(mem, msg)
+	}
+	base := cb.region.Addr(0)
+	if plan.ChunkLen > 0 {
+		rkey := ep.appendBind(slot, exposeRead, 0, plan.ChunkLen, verbs.AccessRemoteRead)
+		pos := uint32(0)
+		if plan.Form == marshal.CallReadChunk {
+			pos = uint32(plan.Data.Off)
+		}
+		hdr.ReadList = append(hdr.ReadList, chunks.ReadSegment{Position: pos,
+			Segment: chunks.Segment{Handle: rkey, Length: uint32(plan.ChunkLen), Offset: base}})
+		c.stats.readChunks.Add(1)
+	}
+	if plan.Reply&(marshal.ReplyWrite|marshal.ReplyLong) != 0 {
+		rkey := ep.appendBind(slot, exposeWrite, call.writeOff, total-call.writeOff, verbs.AccessRemoteWrite)
+		if plan.Reply&marshal.ReplyWrite != 0 {
+			hdr.WriteList = ep.oneWriteChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)})
+			c.stats.writeChunks.Add(1)
+		}
+		if plan.Reply&marshal.ReplyLong != 0 {
+			hdr.HasReplyChunk = true
+			hdr.ReplyChunk = ep.oneSegmentChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.ReplyLen), Offset: base + uint64(call.replyOff)})
+			c.stats.replyChunks.Add(1)
+		}
+	}
+	c.stats.chunksOffered.Add(uint64(total))
+	return total, nil
 }
 
 // ErrCallTimeout is the cause of a connection dropped because a call had no
