@@ -64,65 +64,46 @@ func BenchmarkCall(b *testing.B) {
 		{"echo-64KiB-longcall-replychunk", procEcho, 64 << 10},
 	}
 	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			c := benchPair(b, &Config{Binding: testBinding{ddp: true}})
-			msg := appendCall(nil, 1, tc.proc)
-			switch tc.proc {
-			case procRead:
-				msg = xdr.AppendUint32(msg, uint32(tc.n))
-			case procWrite, procEcho:
-				msg = xdr.AppendOpaque(msg, pattern(tc.n, 1))
+		// Through WriteMsg and ReadMsg, and through Call (a context, the
+		// reply routed to its caller, a READ's data copied once into reply).
+		for _, viaCall := range []bool{false, true} {
+			name := tc.name
+			if viaCall {
+				name += "/Call"
 			}
-			reply := make([]byte, 0, 2<<20)
-			call := func(xid uint32) {
-				msg[0], msg[1], msg[2], msg[3] = byte(xid>>24), byte(xid>>16), byte(xid>>8), byte(xid)
-				if err := c.WriteMsg(msg); err != nil {
-					b.Fatal(err)
+			b.Run(name, func(b *testing.B) {
+				c := benchPair(b, &Config{Binding: testBinding{ddp: true}})
+				msg := appendCall(nil, 1, tc.proc)
+				switch tc.proc {
+				case procRead:
+					msg = xdr.AppendUint32(msg, uint32(tc.n))
+				case procWrite, procEcho:
+					msg = xdr.AppendOpaque(msg, pattern(tc.n, 1))
 				}
-				var err error
-				if reply, err = c.ReadMsg(reply); err != nil {
-					b.Fatal(err)
+				reply := make([]byte, 0, 2<<20)
+				ctx := context.Background()
+				call := func(xid uint32) {
+					msg[0], msg[1], msg[2], msg[3] = byte(xid>>24), byte(xid>>16), byte(xid>>8), byte(xid)
+					var err error
+					if viaCall {
+						reply, err = c.Call(ctx, msg, reply)
+					} else if err = c.WriteMsg(msg); err == nil {
+						reply, err = c.ReadMsg(reply)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			for i := range 100 { // warm up: grow every buffer
-				call(uint32(i + 1))
-			}
-			b.SetBytes(int64(tc.n))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				call(uint32(1000 + i))
-			}
-		})
-		// The same through Call: a context, the reply routed to its
-		// caller, the Write chunk's data copied once into reply.
-		b.Run(tc.name+"/Call", func(b *testing.B) {
-			c := benchPair(b, &Config{Binding: testBinding{ddp: true}})
-			msg := appendCall(nil, 1, tc.proc)
-			switch tc.proc {
-			case procRead:
-				msg = xdr.AppendUint32(msg, uint32(tc.n))
-			case procWrite, procEcho:
-				msg = xdr.AppendOpaque(msg, pattern(tc.n, 1))
-			}
-			reply := make([]byte, 0, 2<<20)
-			ctx := context.Background()
-			call := func(xid uint32) {
-				msg[0], msg[1], msg[2], msg[3] = byte(xid>>24), byte(xid>>16), byte(xid>>8), byte(xid)
-				var err error
-				if reply, err = c.Call(ctx, msg, reply); err != nil {
-					b.Fatal(err)
+				for i := range 100 { // warm up: grow every buffer
+					call(uint32(i + 1))
 				}
-			}
-			for i := range 100 {
-				call(uint32(i + 1))
-			}
-			b.SetBytes(int64(tc.n))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				call(uint32(1000 + i))
-			}
-		})
+				b.SetBytes(int64(tc.n))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					call(uint32(1000 + i))
+				}
+			})
+		}
 	}
 }
