@@ -8,18 +8,27 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 FUZZTIME=${FUZZTIME:-10s}
 GO=${GO:-go}
 count=0
+# inputs counts the files of a corpus directory (0 when it does not exist:
+# a target with no committed corpus yet).
+inputs() {
+	if [ -d "$1" ]; then
+		find "$1" -type f | wc -l
+	else
+		echo 0
+	fi
+}
 while IFS= read -r file; do
 	dir=$(dirname "$file")
 	for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(f \*testing\.F\)' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+).*/\1/'); do
 		echo "fuzz: ./$dir $target ($FUZZTIME)"
 		corpus="$dir/testdata/fuzz/$target"
-		before=$(ls "$corpus" 2>/dev/null | wc -l)
+		before=$(inputs "$corpus")
 		if ! "$GO" test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "./$dir"; then
 			# A failure that wrote no new input to the corpus is not a finding:
 			# go test -fuzz sometimes ends with "context deadline exceeded"
 			# when -fuzztime expires while a worker is being set up. Run once
 			# more; a real crasher reproduces from the file it wrote.
-			after=$(ls "$corpus" 2>/dev/null | wc -l)
+			after=$(inputs "$corpus")
 			if [ "$after" != "$before" ]; then
 				echo "fuzz: $target found a failing input: $corpus" >&2
 				exit 1
