@@ -34,7 +34,7 @@ import (
 // Names are slash-separated and relative to the root; a leading slash and
 // ".." are cleaned lexically first. Dir is safe for concurrent use.
 type Dir struct {
-	fd   int    // O_PATH descriptor of the root
+	fd   int    // descriptor of the root (O_RDONLY: open_by_handle_at refuses O_PATH)
 	root string // absolute path of the root, for Root
 	real string // the root as /proc/self/fd names it, for open_by_handle_at
 	idx  *handleIndex
@@ -56,7 +56,7 @@ func DirFS(root string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nfs: dir %q: %w", root, err)
 	}
-	fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("nfs: dir %q: %w", root, &os.PathError{Op: "open", Path: abs, Err: err})
 	}
@@ -396,7 +396,7 @@ func (d *Dir) ReadDir(name string) ([]os.FileInfo, error) {
 
 // Chroot returns a Dir rooted at the directory name, confined to it.
 func (d *Dir) Chroot(name string) (billy.Filesystem, error) {
-	fd, err := d.openat(name, unix.O_PATH|unix.O_DIRECTORY, 0)
+	fd, err := d.openat(name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, pathErr("chroot", name, err)
 	}
