@@ -97,6 +97,9 @@ func rel(name string) string {
 // openat opens name below the root with openat2, retrying the EAGAIN that
 // RESOLVE_IN_ROOT returns when a concurrent rename raced the lookup.
 func (d *Dir) openat(name string, flags int, mode uint32) (int, error) {
+	if flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
+		mode = 0 // openat2 refuses a mode it would not use
+	}
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: resolveFlags}
 	r := rel(name)
 	for i := 0; ; i++ {

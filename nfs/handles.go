@@ -170,9 +170,14 @@ type DirHandler struct {
 	export  [8]byte
 	root    fileID
 	byKernl bool // open_by_handle_at works here
+
+	listings listings
 }
 
-var _ gonfs.Handler = (*DirHandler)(nil)
+var (
+	_ gonfs.Handler        = (*DirHandler)(nil)
+	_ gonfs.CachingHandler = (*DirHandler)(nil)
+)
 
 // NewDirHandler returns a DirHandler exporting d.
 func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
