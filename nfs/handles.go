@@ -1,0 +1,433 @@
+package nfs
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-billy/v5"
+	gonfs "github.com/willscott/go-nfs"
+	"golang.org/x/sys/unix"
+)
+
+// File handles of a DirHandler (at most NFS3_FHSIZE, 64 bytes; big-endian):
+//
+//	[0]      version, 1
+//	[1]      kind: 1 the kernel's file handle, 2 inode and generation
+//	[2:10]   export id: SHA-256 of the file system id and the root's identity
+//	[10:18]  inode number
+//	[18:26]  inode number of the directory the handle was made in (a hint)
+//	kind 1:  [26:30] kernel handle type, [30:] kernel handle (1 to 34 bytes)
+//	kind 2:  [26:30] inode generation (FS_IOC_GETVERSION, 0 if unknown)
+//
+// Nothing in a handle is a counter or a cache slot, so handles survive a
+// server restart and never go stale for lack of room.
+const (
+	fhSize3       = 64 // NFS3_FHSIZE
+	fhVersion     = 1
+	fhKindKernel  = 1
+	fhKindInode   = 2
+	fhHeader      = 26
+	fhKernelStart = fhHeader + 4
+	fhKernelMax   = fhSize3 - fhKernelStart
+)
+
+// fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long).
+const fsIocGetVersion = 0x80007601 | (strconv.IntSize/8)<<16
+
+// Errors FromHandle returns (wrapped in an *nfs.NFSStatusError with
+// NFS3ERR_STALE or NFS3ERR_BADHANDLE; go-nfs answers NFS3ERR_STALE for any).
+var (
+	ErrStaleHandle   = errors.New("nfs: stale file handle")
+	ErrForeignHandle = errors.New("nfs: file handle of another export")
+	ErrBadHandle     = errors.New("nfs: malformed file handle")
+)
+
+// fileID is what a handle says about a file, without the export and the
+// parent hint.
+type fileID struct {
+	kind  byte
+	ino   uint64
+	ktype int32
+	kfh   []byte
+	gen   uint32
+}
+
+func (a fileID) equal(b fileID) bool {
+	return a.kind == b.kind && a.ino == b.ino && a.ktype == b.ktype && bytes.Equal(a.kfh, b.kfh) && a.gen == b.gen
+}
+
+// identify returns the identity of name (not following a last symbolic
+// link), the inode of its directory (0 for the root) and whether it is a
+// directory.
+func (d *Dir) identify(name string) (id fileID, parent uint64, dir bool, err error) {
+	dirfd, base, err := d.parent(name)
+	if err != nil {
+		return fileID{}, 0, false, pathErr("identify", name, err)
+	}
+	defer unix.Close(dirfd)
+	if base != "." {
+		var pst unix.Stat_t
+		if err := unix.Fstat(dirfd, &pst); err != nil {
+			return fileID{}, 0, false, pathErr("identify", name, err)
+		}
+		parent = pst.Ino
+	}
+	fd, err := unix.Openat(dirfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fileID{}, 0, false, pathErr("identify", name, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fileID{}, 0, false, pathErr("identify", name, err)
+	}
+	dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if fh, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH); err == nil && fh.Size() > 0 && fh.Size() <= fhKernelMax {
+		return fileID{kind: fhKindKernel, ino: st.Ino, ktype: fh.Type(), kfh: fh.Bytes()}, parent, dir, nil
+	}
+	id = fileID{kind: fhKindInode, ino: st.Ino}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG || dir {
+		if rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+			if g, err := unix.IoctlGetUint32(rfd, fsIocGetVersion); err == nil {
+				id.gen = g
+			}
+			_ = unix.Close(rfd)
+		}
+	}
+	return id, parent, dir, nil
+}
+
+// encodeHandle lays out a handle of export for id made in directory parent.
+func encodeHandle(export [8]byte, id fileID, parent uint64) []byte {
+	b := make([]byte, fhKernelStart, fhSize3)
+	b[0], b[1] = fhVersion, id.kind
+	copy(b[2:10], export[:])
+	binary.BigEndian.PutUint64(b[10:18], id.ino)
+	binary.BigEndian.PutUint64(b[18:26], parent)
+	if id.kind == fhKindKernel {
+		binary.BigEndian.PutUint32(b[26:30], uint32(id.ktype))
+		return append(b, id.kfh...)
+	}
+	binary.BigEndian.PutUint32(b[26:30], id.gen)
+	return b
+}
+
+// decodeHandle parses a handle.
+func decodeHandle(fh []byte) (export [8]byte, id fileID, parent uint64, err error) {
+	if len(fh) < fhKernelStart || len(fh) > fhSize3 || fh[0] != fhVersion {
+		return export, id, 0, fmt.Errorf("%w: %d bytes", ErrBadHandle, len(fh))
+	}
+	copy(export[:], fh[2:10])
+	id = fileID{kind: fh[1], ino: binary.BigEndian.Uint64(fh[10:18])}
+	parent = binary.BigEndian.Uint64(fh[18:26])
+	switch {
+	case id.kind == fhKindKernel && len(fh) > fhKernelStart:
+		id.ktype = int32(binary.BigEndian.Uint32(fh[26:30]))
+		id.kfh = bytes.Clone(fh[fhKernelStart:])
+	case id.kind == fhKindInode && len(fh) == fhKernelStart:
+		id.gen = binary.BigEndian.Uint32(fh[26:30])
+	default:
+		return export, id, 0, fmt.Errorf("%w: kind %d, %d bytes", ErrBadHandle, fh[1], len(fh))
+	}
+	return export, id, parent, nil
+}
+
+// DirHandlerOptions tune a DirHandler.
+type DirHandlerOptions struct {
+	// IndexOnly resolves handles through the index and the tree alone,
+	// never with open_by_handle_at(2), even when the process may use it
+	// (CAP_DAC_READ_SEARCH). Handles are the same either way.
+	IndexOnly bool
+}
+
+// DirHandler is a go-nfs Handler (github.com/willscott/go-nfs.Handler)
+// serving a Dir with stable file handles: a handle names a file by its
+// file system identity (the kernel's own file handle, as knfsd's, or its
+// inode and generation), never by a slot in a cache, so it survives a
+// server restart and any number of files, and it follows its file across
+// renames. A handle of a removed file is stale (NFS3ERR_STALE); a handle
+// of another export, or one the server did not make, is refused.
+//
+// go-nfs wants a name for every handle. DirHandler finds it, in order:
+// in the Dir's index of names it handed out (checked against the file);
+// with open_by_handle_at(2) and the name /proc gives the descriptor, when
+// the process may (root, CAP_DAC_READ_SEARCH); in the directory the
+// handle was made in; and last by a walk of the whole export, which
+// fills the index. After a restart without privilege the first unknown
+// handle therefore costs a walk of the tree.
+type DirHandler struct {
+	dir     *Dir
+	export  [8]byte
+	root    fileID
+	byKernl bool // open_by_handle_at works here
+
+	listings listings
+}
+
+var (
+	_ gonfs.Handler        = (*DirHandler)(nil)
+	_ gonfs.CachingHandler = (*DirHandler)(nil)
+)
+
+// NewDirHandler returns a DirHandler exporting d.
+func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
+	root, _, _, err := d.identify(".")
+	if err != nil {
+		return nil, fmt.Errorf("nfs: export %q: %w", d.root, err)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(d.fd, &sfs); err != nil {
+		return nil, fmt.Errorf("nfs: export %q: statfs: %w", d.root, err)
+	}
+	h := &DirHandler{dir: d, root: root}
+	sum := sha256.New()
+	_, _ = fmt.Fprintf(sum, "go-rpcrdma nfs export\x00%d:%d\x00", sfs.Fsid.Val[0], sfs.Fsid.Val[1])
+	sum.Write(encodeHandle([8]byte{}, root, 0))
+	copy(h.export[:], sum.Sum(nil))
+	d.idx.add(root.ino, ".", true)
+	if !opt.IndexOnly && root.kind == fhKindKernel {
+		fd, err := unix.OpenByHandleAt(d.fd, unix.NewFileHandle(root.ktype, root.kfh), unix.O_PATH|unix.O_CLOEXEC)
+		if err == nil {
+			_ = unix.Close(fd)
+			h.byKernl = true
+		}
+	}
+	return h, nil
+}
+
+// ByKernelHandle reports whether the handler resolves handles with
+// open_by_handle_at(2).
+func (h *DirHandler) ByKernelHandle() bool { return h.byKernl }
+
+// Mount exports the Dir at any path, offering AUTH_NULL as go-nfs's
+// NullAuthHandler does.
+func (h *DirHandler) Mount(context.Context, net.Conn, gonfs.MountRequest) (gonfs.MountStatus, billy.Filesystem, []gonfs.AuthFlavor) {
+	return gonfs.MountStatusOk, h.dir, []gonfs.AuthFlavor{gonfs.AuthFlavorNull}
+}
+
+// Change returns the Dir, which changes modes, owners and times.
+func (h *DirHandler) Change(billy.Filesystem) billy.Change { return h.dir }
+
+// FSStat fills in the sizes and file counts of the Dir's file system.
+func (h *DirHandler) FSStat(_ context.Context, _ billy.Filesystem, s *gonfs.FSStat) error {
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(h.dir.fd, &sfs); err != nil {
+		return fmt.Errorf("nfs: statfs %q: %w", h.dir.root, err)
+	}
+	bs := uint64(sfs.Bsize)
+	s.TotalSize, s.FreeSize, s.AvailableSize = sfs.Blocks*bs, sfs.Bfree*bs, sfs.Bavail*bs
+	s.TotalFiles, s.FreeFiles, s.AvailableFiles = sfs.Files, sfs.Ffree, sfs.Ffree
+	return nil
+}
+
+// ToHandle returns the handle of the file at p below the root, or nil if
+// there is none.
+func (h *DirHandler) ToHandle(_ billy.Filesystem, p []string) []byte {
+	name := rel(path.Join(p...))
+	id, parent, dir, err := h.dir.identify(name)
+	if err != nil {
+		return nil
+	}
+	h.dir.idx.add(id.ino, name, dir)
+	return encodeHandle(h.export, id, parent)
+}
+
+// FromHandle returns the Dir and the name of the file of fh. Errors are
+// *nfs.NFSStatusError wrapping ErrStaleHandle, ErrForeignHandle or
+// ErrBadHandle.
+func (h *DirHandler) FromHandle(fh []byte) (billy.Filesystem, []string, error) {
+	name, err := h.resolve(fh)
+	if err != nil {
+		status := gonfs.NFSStatusStale
+		if errors.Is(err, ErrBadHandle) {
+			status = gonfs.NFSStatusBadHandle
+		}
+		return nil, nil, &gonfs.NFSStatusError{NFSStatus: status, WrappedErr: err}
+	}
+	if name == "." {
+		return h.dir, []string{}, nil
+	}
+	return h.dir, strings.Split(name, "/"), nil
+}
+
+// InvalidateHandle forgets the indexed name of fh's file if it no longer
+// names the file (go-nfs calls it after REMOVE and RENAME). The handle
+// itself stays valid as long as its file exists.
+func (h *DirHandler) InvalidateHandle(_ billy.Filesystem, fh []byte) error {
+	_, id, _, err := decodeHandle(fh)
+	if err != nil {
+		return nil
+	}
+	if name, ok := h.dir.idx.lookup(id.ino); ok && !h.check(name, id) {
+		h.dir.idx.forget(id.ino, name)
+	}
+	return nil
+}
+
+// HandleLimit is unlimited: no handle is ever evicted. (go-nfs caps a
+// READDIR reply at half of it.)
+func (h *DirHandler) HandleLimit() int { return math.MaxInt32 }
+
+// check reports whether name is the file id.
+func (h *DirHandler) check(name string, id fileID) bool {
+	got, _, _, err := h.dir.identify(name)
+	return err == nil && got.equal(id)
+}
+
+// resolve returns the name of the file of fh.
+func (h *DirHandler) resolve(fh []byte) (string, error) {
+	export, id, parent, err := decodeHandle(fh)
+	if err != nil {
+		return "", err
+	}
+	if export != h.export {
+		return "", ErrForeignHandle
+	}
+	if id.equal(h.root) {
+		return ".", nil
+	}
+	x := h.dir.idx
+	if name, ok := x.lookup(id.ino); ok {
+		if h.check(name, id) {
+			return name, nil
+		}
+		x.forget(id.ino, name)
+	}
+	if h.byKernl && id.kind == fhKindKernel {
+		name, err := h.byKernelHandle(id)
+		if err != nil || name != "" {
+			return name, err
+		}
+	}
+	if name, ok := h.inDir(parent, id); ok {
+		return name, nil
+	}
+	if x.isGone(id.ino) {
+		return "", fmt.Errorf("%w: inode %d", ErrStaleHandle, id.ino)
+	}
+	h.walk()
+	if name, ok := x.lookup(id.ino); ok && h.check(name, id) {
+		return name, nil
+	}
+	x.markGone(id.ino)
+	return "", fmt.Errorf("%w: inode %d not found under %s", ErrStaleHandle, id.ino, h.dir.root)
+}
+
+// byKernelHandle opens id with open_by_handle_at and names it through
+// /proc. It returns "" and no error when the kernel knows the file but
+// gives no usable name (a disconnected non-directory).
+func (h *DirHandler) byKernelHandle(id fileID) (string, error) {
+	fd, err := unix.OpenByHandleAt(h.dir.fd, unix.NewFileHandle(id.ktype, id.kfh), unix.O_PATH|unix.O_CLOEXEC)
+	if err == unix.ESTALE || err == unix.ENOENT {
+		h.dir.idx.markGone(id.ino)
+		return "", fmt.Errorf("%w: %w", ErrStaleHandle, err)
+	}
+	if err != nil {
+		return "", nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err == nil && st.Nlink == 0 {
+		h.dir.idx.markGone(id.ino)
+		return "", fmt.Errorf("%w: inode %d unlinked", ErrStaleHandle, id.ino)
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", nil
+	}
+	var name string
+	switch {
+	case p == h.dir.real:
+		name = "."
+	case strings.HasPrefix(p, h.dir.real+"/"):
+		name = p[len(h.dir.real)+1:]
+	default:
+		return "", nil
+	}
+	if !h.check(name, id) {
+		return "", nil
+	}
+	h.dir.idx.add(id.ino, name, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	return name, nil
+}
+
+// inDir looks for id in the directory of inode parent, if the index
+// knows that directory.
+func (h *DirHandler) inDir(parent uint64, id fileID) (string, bool) {
+	var dir string
+	switch {
+	case parent == 0:
+		return "", false
+	case parent == h.root.ino:
+		dir = "."
+	default:
+		var ok bool
+		if dir, ok = h.dir.idx.lookup(parent); !ok {
+			return "", false
+		}
+	}
+	infos, err := h.dir.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	for _, fi := range infos {
+		st := fi.Sys().(*fileInfoStat)
+		if st.Ino != id.ino {
+			continue
+		}
+		name := path.Join(dir, fi.Name())
+		if h.check(name, id) {
+			h.dir.idx.add(id.ino, name, fi.IsDir())
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// walk indexes every file of the export (one walk at a time; a caller
+// that waited for another's walk does not walk again).
+func (h *DirHandler) walk() {
+	x := h.dir.idx
+	x.mu.Lock()
+	before := x.walks
+	x.mu.Unlock()
+	x.walkMu.Lock()
+	defer x.walkMu.Unlock()
+	x.mu.Lock()
+	done := x.walks != before
+	x.mu.Unlock()
+	if done {
+		return
+	}
+	var visit func(dir string)
+	visit = func(dir string) {
+		infos, err := h.dir.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		x.mu.Lock()
+		for _, fi := range infos {
+			x.addLocked(fi.Sys().(*fileInfoStat).Ino, path.Join(dir, fi.Name()), fi.IsDir())
+		}
+		x.mu.Unlock()
+		for _, fi := range infos {
+			if fi.IsDir() {
+				visit(path.Join(dir, fi.Name()))
+			}
+		}
+	}
+	visit(".")
+	x.mu.Lock()
+	x.walks++
+	x.mu.Unlock()
+}

@@ -1,0 +1,284 @@
+package nfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	gonfs "github.com/willscott/go-nfs"
+)
+
+// handleModes runs f with the index-only handler and, where the process
+// may use open_by_handle_at, with the kernel's.
+func handleModes(t *testing.T, f func(t *testing.T, opt DirHandlerOptions)) {
+	t.Run("index", func(t *testing.T) { f(t, DirHandlerOptions{IndexOnly: true}) })
+	t.Run("kernel", func(t *testing.T) {
+		root := t.TempDir()
+		_, h := openHandler(t, root, DirHandlerOptions{})
+		if !h.ByKernelHandle() {
+			t.Skip("open_by_handle_at not permitted (needs CAP_DAC_READ_SEARCH)")
+		}
+		f(t, DirHandlerOptions{})
+	})
+}
+
+// openHandler opens root as a Dir with a DirHandler: one server "start".
+func openHandler(t *testing.T, root string, opt DirHandlerOptions) (*Dir, *DirHandler) {
+	t.Helper()
+	d, err := DirFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	h, err := NewDirHandler(d, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, h
+}
+
+func writeFile(t *testing.T, name string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(name), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func split(p string) []string {
+	if p == "" {
+		return []string{}
+	}
+	return strings.Split(p, "/")
+}
+
+// mustResolve checks that fh resolves to want under h.
+func mustResolve(t *testing.T, h *DirHandler, fh []byte, want string) {
+	t.Helper()
+	_, p, err := h.FromHandle(fh)
+	if err != nil {
+		t.Fatalf("FromHandle for %q: %v", want, err)
+	}
+	if got := strings.Join(p, "/"); got != want {
+		t.Fatalf("FromHandle = %q, want %q", got, want)
+	}
+}
+
+// mustStale checks that fh is refused as stale.
+func mustStale(t *testing.T, h *DirHandler, fh []byte) {
+	t.Helper()
+	_, p, err := h.FromHandle(fh)
+	var se *gonfs.NFSStatusError
+	if !errors.As(err, &se) || se.NFSStatus != gonfs.NFSStatusStale || !errors.Is(err, ErrStaleHandle) {
+		t.Fatalf("FromHandle = %v, %v; want NFS3ERR_STALE", p, err)
+	}
+}
+
+func TestHandleStableAcrossRestart(t *testing.T) {
+	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
+		root := t.TempDir()
+		names := []string{"a", "d/b", "d/e/c", "d/e"}
+		for _, n := range names[:3] {
+			writeFile(t, filepath.Join(root, n))
+		}
+		if err := os.Symlink("a", filepath.Join(root, "d/link")); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, "d/link", "")
+		_, h1 := openHandler(t, root, opt)
+		handles := map[string][]byte{}
+		for _, n := range names {
+			fh := h1.ToHandle(nil, split(n))
+			if len(fh) == 0 || len(fh) > fhSize3 {
+				t.Fatalf("handle of %q: %d bytes", n, len(fh))
+			}
+			handles[n] = fh
+			mustResolve(t, h1, fh, n)
+		}
+		// A restart: a new Dir and handler, with nothing in common.
+		_, h2 := openHandler(t, root, opt)
+		for _, n := range names {
+			mustResolve(t, h2, handles[n], n)
+			if got := h2.ToHandle(nil, split(n)); string(got) != string(handles[n]) {
+				t.Errorf("handle of %q changed across restart: %x, was %x", n, got, handles[n])
+			}
+		}
+	})
+}
+
+func TestHandleManyFilesNoEviction(t *testing.T) {
+	// One tree for both modes: creating 5,000 files is the slow part.
+	root := t.TempDir()
+	const n = 5000
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("d%02d/f%04d", i%50, i)
+		names = append(names, name)
+		if i < 50 {
+			if err := os.Mkdir(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := os.Create(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+	}
+	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
+		_, h1 := openHandler(t, root, opt)
+		handles := make([][]byte, n)
+		for i, name := range names {
+			handles[i] = h1.ToHandle(nil, split(name))
+		}
+		// All still resolve on the handler that made them (no LRU) ...
+		for i, name := range names {
+			mustResolve(t, h1, handles[i], name)
+		}
+		if w := h1.dir.idx.walks; w != 0 {
+			t.Errorf("%d walks on the handler that made the handles", w)
+		}
+		// ... and after a restart, at the cost of at most one walk.
+		_, h2 := openHandler(t, root, opt)
+		for i, name := range names {
+			mustResolve(t, h2, handles[i], name)
+		}
+		if w := h2.dir.idx.walks; w > 1 {
+			t.Errorf("%d walks after restart, want at most 1", w)
+		}
+	})
+}
+
+func TestHandleRename(t *testing.T) {
+	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
+		root := t.TempDir()
+		writeFile(t, filepath.Join(root, "d/f"))
+		d, h := openHandler(t, root, opt)
+		fh := h.ToHandle(nil, split("d/f"))
+		dh := h.ToHandle(nil, split("d"))
+
+		// Through the Dir (as go-nfs's RENAME does): the index follows.
+		if err := d.Rename("d/f", "d/g"); err != nil {
+			t.Fatal(err)
+		}
+		mustResolve(t, h, fh, "d/g")
+		if err := d.Rename("d", "e"); err != nil {
+			t.Fatal(err)
+		}
+		mustResolve(t, h, fh, "e/g")
+		mustResolve(t, h, dh, "e")
+
+		// Behind the server's back, and after a restart.
+		if err := os.MkdirAll(filepath.Join(root, "x/y"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(root, "e/g"), filepath.Join(root, "x/y/z")); err != nil {
+			t.Fatal(err)
+		}
+		mustResolve(t, h, fh, "x/y/z")
+		if err := os.Rename(filepath.Join(root, "x"), filepath.Join(root, "w")); err != nil {
+			t.Fatal(err)
+		}
+		_, h2 := openHandler(t, root, opt)
+		mustResolve(t, h2, fh, "w/y/z")
+		mustResolve(t, h2, dh, "e")
+	})
+}
+
+func TestHandleRemovedIsStale(t *testing.T) {
+	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
+		root := t.TempDir()
+		writeFile(t, filepath.Join(root, "f"))
+		writeFile(t, filepath.Join(root, "g"))
+		writeFile(t, filepath.Join(root, "sub/h"))
+		d, h := openHandler(t, root, opt)
+		fh := h.ToHandle(nil, split("f"))
+		gh := h.ToHandle(nil, split("g"))
+		hh := h.ToHandle(nil, split("sub/h"))
+		sh := h.ToHandle(nil, split("sub"))
+
+		if err := d.Remove("f"); err != nil {
+			t.Fatal(err)
+		}
+		mustStale(t, h, fh)
+
+		// A hard link keeps the file, and its handle, alive.
+		if err := d.Link("g", "sub/g2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Remove("g"); err != nil {
+			t.Fatal(err)
+		}
+		mustResolve(t, h, gh, "sub/g2")
+
+		// Removed behind the server's back, seen after a restart.
+		if err := os.RemoveAll(filepath.Join(root, "sub")); err != nil {
+			t.Fatal(err)
+		}
+		_, h2 := openHandler(t, root, opt)
+		mustStale(t, h2, hh)
+		mustStale(t, h2, sh)
+		mustStale(t, h2, gh)
+		mustStale(t, h2, fh)
+		// The inode reused by a new file does not revive an old handle.
+		writeFile(t, filepath.Join(root, "new"))
+		mustStale(t, h2, fh)
+	})
+}
+
+func TestHandleForeignAndMalformed(t *testing.T) {
+	rootA, rootB := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(rootA, "f"))
+	writeFile(t, filepath.Join(rootB, "f"))
+	_, ha := openHandler(t, rootA, DirHandlerOptions{IndexOnly: true})
+	_, hb := openHandler(t, rootB, DirHandlerOptions{IndexOnly: true})
+	for _, p := range [][]string{{}, {"f"}} {
+		_, _, err := hb.FromHandle(ha.ToHandle(nil, p))
+		if !errors.Is(err, ErrForeignHandle) {
+			t.Errorf("handle of export A on export B: %v, want ErrForeignHandle", err)
+		}
+	}
+	// A subdirectory exported on its own is another export too.
+	if err := os.Mkdir(filepath.Join(rootA, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, hs := openHandler(t, filepath.Join(rootA, "sub"), DirHandlerOptions{IndexOnly: true})
+	if _, _, err := hs.FromHandle(ha.ToHandle(nil, []string{"f"})); !errors.Is(err, ErrForeignHandle) {
+		t.Errorf("handle of the parent export: %v, want ErrForeignHandle", err)
+	}
+
+	good := ha.ToHandle(nil, []string{"f"})
+	for name, fh := range map[string][]byte{
+		"empty":     nil,
+		"short":     good[:10],
+		"long":      append(append([]byte{}, good...), make([]byte, 64)...),
+		"version":   append([]byte{9}, good[1:]...),
+		"kind":      append([]byte{good[0], 7}, good[2:]...),
+		"cachingfh": make([]byte, 16), // a go-nfs CachingHandler UUID
+	} {
+		_, _, err := ha.FromHandle(fh)
+		var se *gonfs.NFSStatusError
+		if !errors.As(err, &se) || se.NFSStatus != gonfs.NFSStatusBadHandle {
+			t.Errorf("%s handle: %v, want NFS3ERR_BADHANDLE", name, err)
+		}
+	}
+}
+
+func TestHandleRootAndLimit(t *testing.T) {
+	root := t.TempDir()
+	_, h := openHandler(t, root, DirHandlerOptions{IndexOnly: true})
+	mustResolve(t, h, h.ToHandle(nil, nil), "")
+	if h.HandleLimit() < 1<<20 {
+		t.Errorf("HandleLimit = %d", h.HandleLimit())
+	}
+	if h.ToHandle(nil, []string{"missing"}) != nil {
+		t.Error("handle of a missing file")
+	}
+	// A name that climbs out of the root is the root.
+	mustResolve(t, h, h.ToHandle(nil, []string{"..", ".."}), "")
+}
