@@ -38,6 +38,8 @@ type Dir struct {
 	root string // absolute path of the root, for Root
 	real string // the root as /proc/self/fd names it, for open_by_handle_at
 	idx  *handleIndex
+	// readOnly refuses every change (SetReadOnly).
+	readOnly bool
 }
 
 // resolveFlags confine every lookup of Dir to its root and its file system.
@@ -74,6 +76,19 @@ func DirFS(root string) (*Dir, error) {
 	}
 	_ = unix.Close(probe)
 	return d, nil
+}
+
+// SetReadOnly makes d refuse every change with EROFS, and report no write
+// capability, so that go-nfs answers NFS3ERR_ROFS (an export's "ro"). Call
+// it before serving d.
+func (d *Dir) SetReadOnly() { d.readOnly = true }
+
+// writable returns the error of a change of name on a read-only Dir.
+func (d *Dir) writable(op, name string) error {
+	if d.readOnly {
+		return &os.PathError{Op: op, Path: name, Err: unix.EROFS}
+	}
+	return nil
 }
 
 // Close releases the descriptor of the root. The Dir is unusable after.
@@ -172,6 +187,11 @@ func (d *Dir) Open(name string) (billy.File, error) { return d.OpenFile(name, os
 // creates the missing parent directories first, as go-billy's osfs does.
 // A symbolic link as last component is followed inside the root.
 func (d *Dir) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
+	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
+		if err := d.writable("open", name); err != nil {
+			return nil, err
+		}
+	}
 	if flag&os.O_CREATE != 0 {
 		if dir := path.Dir(rel(name)); dir != "." {
 			if err := d.MkdirAll(dir, 0o755); err != nil {
@@ -217,6 +237,9 @@ func (d *Dir) Lstat(name string) (os.FileInfo, error) {
 // Rename renames from to to, replacing to as rename(2) does; neither last
 // component is followed.
 func (d *Dir) Rename(from, to string) error {
+	if d.readOnly {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: unix.EROFS}
+	}
 	fdir, fbase, err := d.parent(from)
 	if err != nil {
 		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
@@ -236,6 +259,9 @@ func (d *Dir) Rename(from, to string) error {
 
 // Remove removes the file, symbolic link or empty directory name.
 func (d *Dir) Remove(name string) error {
+	if err := d.writable("remove", name); err != nil {
+		return err
+	}
 	var st unix.Stat_t
 	err := d.withParent("remove", name, func(dirfd int, base string) error {
 		if err := unix.Fstatat(dirfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -261,6 +287,9 @@ func (d *Dir) Remove(name string) error {
 // Link makes newname a hard link to oldname; a symbolic link oldname is
 // linked itself, not followed.
 func (d *Dir) Link(oldname, newname string) error {
+	if d.readOnly {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: unix.EROFS}
+	}
 	odir, obase, err := d.parent(oldname)
 	if err != nil {
 		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: err}
@@ -300,6 +329,9 @@ func (d *Dir) Root() string { return d.root }
 // Symlink creates the symbolic link link holding target verbatim: the
 // client resolves it, and Dir follows it only inside the root.
 func (d *Dir) Symlink(target, link string) error {
+	if err := d.writable("symlink", link); err != nil {
+		return err
+	}
 	return d.withParent("symlink", link, func(dirfd int, base string) error {
 		return unix.Symlinkat(target, dirfd, base)
 	})
@@ -327,6 +359,9 @@ func (d *Dir) Readlink(link string) (string, error) {
 // MkdirAll creates the directory name and any missing parents with mode
 // perm; existing directories are left as they are.
 func (d *Dir) MkdirAll(name string, perm os.FileMode) error {
+	if err := d.writable("mkdir", name); err != nil {
+		return err
+	}
 	r := rel(name)
 	if r == "." {
 		return nil
@@ -355,6 +390,9 @@ var tempSeq atomic.Uint64
 // TempFile creates a new file in dir with a name beginning with prefix,
 // opened for reading and writing; its Name is relative to the root.
 func (d *Dir) TempFile(dir, prefix string) (billy.File, error) {
+	if err := d.writable("tempfile", dir); err != nil {
+		return nil, err
+	}
 	seed := uint64(time.Now().UnixNano())
 	for i := 0; i < 10000; i++ {
 		n := (seed + tempSeq.Add(1)*0x9e3779b97f4a7c15) % 1e10
@@ -408,12 +446,15 @@ func (d *Dir) Chroot(name string) (billy.Filesystem, error) {
 	if err != nil {
 		real = filepath.Join(d.real, r)
 	}
-	return &Dir{fd: fd, root: filepath.Join(d.root, r), real: real, idx: newHandleIndex()}, nil
+	return &Dir{fd: fd, root: filepath.Join(d.root, r), real: real, idx: newHandleIndex(), readOnly: d.readOnly}, nil
 }
 
 // Capabilities reports read, write, seek and truncate; Dir's files do not
 // lock.
 func (d *Dir) Capabilities() billy.Capability {
+	if d.readOnly {
+		return billy.ReadCapability | billy.SeekCapability
+	}
 	return billy.WriteCapability | billy.ReadCapability | billy.ReadAndWriteCapability |
 		billy.SeekCapability | billy.TruncateCapability
 }
@@ -421,11 +462,17 @@ func (d *Dir) Capabilities() billy.Capability {
 // Chmod sets the permission bits of name (a symbolic link followed inside
 // the root).
 func (d *Dir) Chmod(name string, mode os.FileMode) error {
+	if err := d.writable("chmod", name); err != nil {
+		return err
+	}
 	return d.withPath("chmod", name, func(p string) error { return unix.Chmod(p, unixMode(mode)) })
 }
 
 // Lchown sets the owner and group of name itself.
 func (d *Dir) Lchown(name string, uid, gid int) error {
+	if err := d.writable("lchown", name); err != nil {
+		return err
+	}
 	return d.withParent("lchown", name, func(dirfd int, base string) error {
 		return unix.Fchownat(dirfd, base, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 	})
@@ -434,12 +481,18 @@ func (d *Dir) Lchown(name string, uid, gid int) error {
 // Chown sets the owner and group of name (a symbolic link followed inside
 // the root).
 func (d *Dir) Chown(name string, uid, gid int) error {
+	if err := d.writable("chown", name); err != nil {
+		return err
+	}
 	return d.withPath("chown", name, func(p string) error { return unix.Chown(p, uid, gid) })
 }
 
 // Chtimes sets the access and modification times of name (a symbolic link
 // followed inside the root).
 func (d *Dir) Chtimes(name string, atime, mtime time.Time) error {
+	if err := d.writable("chtimes", name); err != nil {
+		return err
+	}
 	ts := []unix.Timespec{unix.NsecToTimespec(atime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}
 	return d.withPath("chtimes", name, func(p string) error { return unix.UtimesNano(p, ts) })
 }
