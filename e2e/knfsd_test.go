@@ -27,13 +27,14 @@ var knfsdGuestTests = []string{
 	"TestKnfsdNoRemoteInvalidate",
 	"TestKnfsdPipelined",
 	"TestKnfsdDDP",
+	"TestKnfsdSymlinkDDP",
 	"TestKnfsdErrChunk",
 }
 
 // TestKnfsd runs our requester against the Linux kernel's NFS server in the
 // VM, in one boot: transport.Dial with the rdma-core provider from rxe1 to
 // knfsd on rxe0 port 20049; NFSv3 NULL, GETATTR, LOOKUP, FSINFO, CREATE,
-// READ, WRITE and REMOVE, each answer checked against the guest's own view
+// READ, WRITE, SYMLINK, READLINK and REMOVE, each answer checked against the guest's own view
 // of the export; every form of call and reply RPC-over-RDMA has (inline,
 // Reply chunk, Long Call, Read chunk, Write chunk, RDMA_ERROR ERR_CHUNK),
 // with and without remote invalidation; 100 calls in flight against

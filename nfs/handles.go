@@ -32,7 +32,6 @@ import (
 // Nothing in a handle is a counter or a cache slot, so handles survive a
 // server restart and never go stale for lack of room.
 const (
-	fhSize3       = 64 // NFS3_FHSIZE
 	fhVersion     = 1
 	fhKindKernel  = 1
 	fhKindInode   = 2

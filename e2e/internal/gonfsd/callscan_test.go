@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/gonfsd"
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 	"github.com/stretchr/testify/require"
 )
@@ -70,19 +71,19 @@ func call(xid, prog, vers, proc uint32) []byte {
 }
 
 func TestCallScanner(t *testing.T) {
-	nfsRead := gonfsd.CallID{Prog: gonfsd.ProgNFS, Vers: 3, Proc: gonfsd.ProcRead}
-	mnt := gonfsd.CallID{Prog: gonfsd.ProgMount, Vers: 3, Proc: 1}
+	nfsRead := gonfsd.CallID{Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcRead}
+	mnt := gonfsd.CallID{Prog: nfs.ProgMount, Vers: 3, Proc: 1}
 	reply := (&xdr.ReplyHeader{XID: 5, Stat: xdr.MsgAccepted}).Append(nil)
-	big := append(call(1, gonfsd.ProgNFS, 3, gonfsd.ProcRead), make([]byte, 70000)...)
+	big := append(call(1, nfs.ProgNFS, 3, nfs.ProcRead), make([]byte, 70000)...)
 
 	var stream []byte
-	stream = xdr.AppendRecord(stream, big, 0)                                         // one fragment
-	stream = xdr.AppendRecord(stream, reply, 0)                                       // not a call
-	stream = xdr.AppendRecord(stream, call(2, gonfsd.ProgMount, 3, 1), 10)            // header across 3 fragments
-	stream = xdr.AppendRecord(stream, []byte{1, 2, 3, 4}, 0)                          // too short
-	stream = xdr.AppendFragmentHeader(stream, 0, false)                               // an empty fragment...
-	stream = xdr.AppendRecord(stream, call(3, gonfsd.ProgNFS, 3, gonfsd.ProcRead), 0) // ...then a call
-	rpcv3 := call(4, gonfsd.ProgNFS, 3, 1)
+	stream = xdr.AppendRecord(stream, big, 0)                                   // one fragment
+	stream = xdr.AppendRecord(stream, reply, 0)                                 // not a call
+	stream = xdr.AppendRecord(stream, call(2, nfs.ProgMount, 3, 1), 10)         // header across 3 fragments
+	stream = xdr.AppendRecord(stream, []byte{1, 2, 3, 4}, 0)                    // too short
+	stream = xdr.AppendFragmentHeader(stream, 0, false)                         // an empty fragment...
+	stream = xdr.AppendRecord(stream, call(3, nfs.ProgNFS, 3, nfs.ProcRead), 0) // ...then a call
+	rpcv3 := call(4, nfs.ProgNFS, 3, 1)
 	binary.BigEndian.PutUint32(rpcv3[8:], 3) // rpcvers 3: not a call we count
 	stream = xdr.AppendRecord(stream, rpcv3, 0)
 
@@ -102,11 +103,11 @@ func TestCallScannerHugeRecord(t *testing.T) {
 	var got []gonfsd.CallID
 	fn := func(id gonfsd.CallID) { got = append(got, id) }
 	s.Scan(xdr.AppendFragmentHeader(nil, xdr.MaxFragmentLen, true), fn)
-	s.Scan(call(1, gonfsd.ProgNFS, 3, 7), fn)
+	s.Scan(call(1, nfs.ProgNFS, 3, 7), fn)
 	chunk := make([]byte, 1<<20)
 	allocs := testing.AllocsPerRun(10, func() { s.Scan(chunk, fn) })
 	require.Zero(t, allocs)
-	require.Equal(t, []gonfsd.CallID{{Prog: gonfsd.ProgNFS, Vers: 3, Proc: 7}}, got)
+	require.Equal(t, []gonfsd.CallID{{Prog: nfs.ProgNFS, Vers: 3, Proc: 7}}, got)
 }
 
 // Random streams of records, scanned in random pieces, give what the plain
@@ -117,7 +118,7 @@ func TestCallScannerRandom(t *testing.T) {
 		var stream []byte
 		var want []gonfsd.CallID
 		for range r.IntN(8) {
-			id := gonfsd.CallID{Prog: r.Uint32N(3) + gonfsd.ProgNFS, Vers: 3, Proc: r.Uint32N(22)}
+			id := gonfsd.CallID{Prog: r.Uint32N(3) + nfs.ProgNFS, Vers: 3, Proc: r.Uint32N(22)}
 			msg := append(call(r.Uint32(), id.Prog, id.Vers, id.Proc), make([]byte, r.IntN(100))...)
 			if r.IntN(4) == 0 {
 				msg = msg[:r.IntN(len(msg))] // maybe too short to be a call
@@ -140,7 +141,7 @@ func TestCallScannerRandom(t *testing.T) {
 func TestCallScannerNoAllocs(t *testing.T) {
 	var stream []byte
 	for i := range 10 {
-		stream = xdr.AppendRecord(stream, call(uint32(i), gonfsd.ProgNFS, 3, uint32(i)), 16)
+		stream = xdr.AppendRecord(stream, call(uint32(i), nfs.ProgNFS, 3, uint32(i)), 16)
 	}
 	var s gonfsd.CallScanner
 	n := 0
@@ -152,7 +153,7 @@ func TestCallScannerNoAllocs(t *testing.T) {
 func BenchmarkCallScanner(b *testing.B) {
 	var stream []byte
 	for i := range 16 {
-		stream = xdr.AppendRecord(stream, append(call(uint32(i), gonfsd.ProgNFS, 3, 6), make([]byte, 100)...), 0)
+		stream = xdr.AppendRecord(stream, append(call(uint32(i), nfs.ProgNFS, 3, 6), make([]byte, 100)...), 0)
 	}
 	var s gonfsd.CallScanner
 	fn := func(gonfsd.CallID) {}
@@ -166,5 +167,5 @@ func BenchmarkCallScanner(b *testing.B) {
 // appendCallRecord appends a record holding an NFSv3 call of procedure proc,
 // in fragments of fragment bytes.
 func appendCallRecord(dst []byte, proc uint32, fragment int) []byte {
-	return xdr.AppendRecord(dst, call(proc, gonfsd.ProgNFS, 3, proc), fragment)
+	return xdr.AppendRecord(dst, call(proc, nfs.ProgNFS, 3, proc), fragment)
 }

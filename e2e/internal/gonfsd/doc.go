@@ -12,10 +12,9 @@
 // A Server counts, per transport, the RPC procedures it was called with
 // (read from the record-marked stream go-nfs reads), keeps the responder
 // *transport.Conns for their Stats, and records the RFC 8797 private data
-// of every connection request. Binding is a minimal NFSv3 upper-layer
-// binding (RFC 8267): it locates READ data in replies, so that the
-// responder places it in the Write chunk the kernel offers, and WRITE data
-// in calls. DirFS exports a directory with the billy.Change go-nfs needs to
+// of every connection request. Its RDMA listener uses nfs.Binding, the
+// NFSv3 upper-layer binding (RFC 8267), so that the responder places READ
+// data in the Write chunk the kernel offers. DirFS exports a directory with the billy.Change go-nfs needs to
 // apply the modes the kernel sets.
 //
 // The kernel-client test itself runs in the VM (build tag e2eguest); the

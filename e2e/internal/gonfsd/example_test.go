@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/gonfsd"
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -39,7 +40,7 @@ func ExampleStart() {
 		log.Fatal(err)
 	}
 	defer rc.Close()
-	if err := rc.WriteMsg(null(1, gonfsd.ProgNFS)); err != nil {
+	if err := rc.WriteMsg(null(1, nfs.ProgNFS)); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := rc.ReadMsg(nil); err != nil {
@@ -50,7 +51,7 @@ func ExampleStart() {
 		log.Fatal(err)
 	}
 	defer tc.Close()
-	if _, err := tc.Write(xdr.AppendRecord(nil, null(2, gonfsd.ProgMount), 0)); err != nil {
+	if _, err := tc.Write(xdr.AppendRecord(nil, null(2, nfs.ProgMount), 0)); err != nil {
 		log.Fatal(err)
 	}
 	if _, err := xdr.ReadRecord(tc, nil, 1<<16); err != nil {
@@ -67,49 +68,12 @@ func ExampleStart() {
 	// private data f6 ab 0e 18 01 01 03 03
 }
 
-// ReplyData finds the data of an NFSv3 READ reply, which a responder then
-// places in the requester's Write chunk.
-func ExampleBinding_ReplyData() {
-	h := xdr.ReplyHeader{XID: 7, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}
-	reply := h.Append(nil)
-	results := len(reply)
-	reply = xdr.AppendUint32(reply, 0)   // NFS3_OK
-	reply = xdr.AppendBool(reply, false) // no post-op attributes
-	reply = xdr.AppendUint32(reply, 5)   // count
-	reply = xdr.AppendBool(reply, true)  // eof
-	reply = xdr.AppendOpaque(reply, []byte("hello"))
-
-	call := &xdr.CallHeader{Prog: gonfsd.ProgNFS, Vers: 3, Proc: gonfsd.ProcRead}
-	item := gonfsd.Binding{}.ReplyData(call, reply, results)
-	fmt.Printf("%+v %q\n", item, reply[item.Off:item.Off+item.N])
-	// Output:
-	// {Off:44 N:5 Present:true} "hello"
-}
-
-// Call names the data of an NFSv3 WRITE, which a requester sends in a Read
-// chunk.
-func ExampleBinding_Call() {
-	h := xdr.CallHeader{XID: 1, Prog: gonfsd.ProgNFS, Vers: 3, Proc: gonfsd.ProcWrite}
-	msg := h.Append(nil)
-	args := len(msg)
-	msg = xdr.AppendOpaque(msg, []byte{1, 2, 3, 4}) // file handle
-	msg = xdr.AppendUint64(msg, 0)                  // offset
-	msg = xdr.AppendUint32(msg, 3)                  // count
-	msg = xdr.AppendUint32(msg, 2)                  // FILE_SYNC
-	msg = xdr.AppendOpaque(msg, []byte("abc"))
-
-	info := gonfsd.Binding{}.Call(&h, msg, args)
-	fmt.Printf("%+v %q, reply at most %d bytes\n", info.Arg, msg[info.Arg.Off:info.Arg.Off+info.Arg.N], info.MaxReply)
-	// Output:
-	// {Off:68 N:3 Present:true} "abc", reply at most 560 bytes
-}
-
 // A CallScanner reports the procedure of each call in a record-marked
 // stream, however it is cut.
 func ExampleCallScanner() {
 	var stream []byte
 	for _, proc := range []uint32{0, 6} {
-		h := xdr.CallHeader{XID: proc, Prog: gonfsd.ProgNFS, Vers: 3, Proc: proc}
+		h := xdr.CallHeader{XID: proc, Prog: nfs.ProgNFS, Vers: 3, Proc: proc}
 		stream = xdr.AppendRecord(stream, h.Append(nil), 10) // 10-byte fragments
 	}
 	var s gonfsd.CallScanner
@@ -124,9 +88,9 @@ func ExampleCallScanner() {
 }
 
 func ExampleCallID_String() {
-	fmt.Println(gonfsd.CallID{Prog: gonfsd.ProgMount, Vers: 3, Proc: 1})
-	fmt.Println(gonfsd.CallID{Prog: gonfsd.ProgNFSACL, Vers: 3, Proc: 0})
-	fmt.Println(gonfsd.CallID{Prog: gonfsd.ProgNLM, Vers: 4, Proc: 2})
+	fmt.Println(gonfsd.CallID{Prog: nfs.ProgMount, Vers: 3, Proc: 1})
+	fmt.Println(gonfsd.CallID{Prog: nfs.ProgNFSACL, Vers: 3, Proc: 0})
+	fmt.Println(gonfsd.CallID{Prog: nfs.ProgNLM, Vers: 4, Proc: 2})
 	// Output:
 	// MOUNT3 MNT
 	// NFSACL3 NULL

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 	"github.com/stretchr/testify/require"
 )
@@ -28,33 +27,6 @@ func encodeCall(t testing.TB, xid, prog, vers, proc uint32, args io.WriterTo) ([
 		msg = append(msg, b.Bytes()...)
 	}
 	return msg, off
-}
-
-// encodeReply encodes an accepted SUCCESS reply with the results res and
-// returns it and the offset of the results.
-func encodeReply(t testing.TB, xid uint32, res io.WriterTo) ([]byte, int) {
-	t.Helper()
-	h := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}
-	msg := h.Append(nil)
-	off := len(msg)
-	var b bytes.Buffer
-	_, err := res.WriteTo(&b)
-	require.NoError(t, err)
-	return append(msg, b.Bytes()...), off
-}
-
-// fattr returns a regular file's attributes of the given size.
-func fattr(size uint64) nfsv3.Fattr3 {
-	return nfsv3.Fattr3{Type: nfsv3.NF3REG, Mode: 0o644, Nlink: 1, Size: size, Used: size, Fileid: 42}
-}
-
-// readOK is a successful READ3res with data (and attributes when attrs).
-func readOK(data []byte, attrs bool) *nfsv3.Read3res_NFS3_OK {
-	var pa nfsv3.PostOpAttr = &nfsv3.PostOpAttr_FALSE{}
-	if attrs {
-		pa = &nfsv3.PostOpAttr_TRUE{Attributes: fattr(uint64(len(data)))}
-	}
-	return &nfsv3.Read3res_NFS3_OK{Resok: nfsv3.Read3resok{FileAttributes: pa, Count: uint32(len(data)), Eof: true, Data: data}}
 }
 
 // writerFunc adapts a function to io.WriterTo.

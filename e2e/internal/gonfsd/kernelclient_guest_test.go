@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/gonfsd"
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
 	"github.com/stretchr/testify/assert"
@@ -50,7 +51,7 @@ type kernelServer struct {
 
 // startKernelServer serves export with gonfsd on rdma-core at
 // 10.0.0.1:port (and MOUNT on an ephemeral TCP port of 10.0.0.1) with
-// binding (nil: gonfsd.Binding), logging at debug level to logPath. On
+// binding (nil: nfs.Binding), logging at debug level to logPath. On
 // failure the test log gets the dmesg tail, the kernel's rpcrdma
 // tracepoints, the mount's mountstats, the server's counters and its log.
 func startKernelServer(t *testing.T, export, mnt string, port int, binding transport.Binding, logPath string) *kernelServer {
@@ -121,7 +122,7 @@ func (ks *kernelServer) umount() {
 }
 
 // TestKernelClient mounts go-nfs, served by gonfsd on a *transport.Listener
-// over rdma-core (rxe0) with gonfsd.Binding, with the kernel's NFSv3 client
+// over rdma-core (rxe0) with nfs.Binding, with the kernel's NFSv3 client
 // over RDMA, MOUNT over TCP: it lists, stats, writes a 3-byte and a 100 KiB
 // file, syncs, remounts with cold caches, reads both back and compares them,
 // then checks what went over which transport, what both sides negotiated
@@ -209,14 +210,14 @@ func TestKernelClient(t *testing.T) {
 	// program) over RDMA only.
 	for _, c := range srv.Calls() {
 		switch c.ID.Prog {
-		case gonfsd.ProgMount:
+		case nfs.ProgMount:
 			assert.Equal(t, gonfsd.TCP, c.Transport, "%s went over %s", c.ID, c.Transport)
-		case gonfsd.ProgNFS, gonfsd.ProgNFSACL:
+		case nfs.ProgNFS, nfs.ProgNFSACL:
 			assert.Equal(t, gonfsd.RDMA, c.Transport, "%s went over %s", c.ID, c.Transport)
 		}
 	}
-	mount3 := func(proc uint32) gonfsd.CallID { return gonfsd.CallID{Prog: gonfsd.ProgMount, Vers: 3, Proc: proc} }
-	nfs3 := func(proc uint32) gonfsd.CallID { return gonfsd.CallID{Prog: gonfsd.ProgNFS, Vers: 3, Proc: proc} }
+	mount3 := func(proc uint32) gonfsd.CallID { return gonfsd.CallID{Prog: nfs.ProgMount, Vers: 3, Proc: proc} }
+	nfs3 := func(proc uint32) gonfsd.CallID { return gonfsd.CallID{Prog: nfs.ProgNFS, Vers: 3, Proc: proc} }
 	assert.GreaterOrEqual(t, srv.Count(gonfsd.TCP, mount3(0)), uint64(2), "MOUNT NULL, one per mount")
 	assert.GreaterOrEqual(t, srv.Count(gonfsd.TCP, mount3(1)), uint64(2), "MNT, one per mount")
 	assert.GreaterOrEqual(t, srv.Count(gonfsd.RDMA, nfs3(0)), uint64(2), "NFS NULL over RDMA, one per mount")
@@ -277,7 +278,7 @@ func TestKernelClient(t *testing.T) {
 // echoed empty), but the reply of a 100 KiB READ fits neither inline nor in
 // a Reply chunk (the kernel offers none for READ): the responder answers
 // RDMA_ERROR ERR_CHUNK, which Linux's rpcrdma_decode_error turns into EIO.
-// This is what gonfsd.Binding is for.
+// This is what nfs.Binding is for.
 func TestKernelClientNullBinding(t *testing.T) {
 	requireGuest(t)
 	export := t.TempDir()

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-billy/v5"
+	rpcnfs "github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
@@ -37,7 +38,7 @@ type Config struct {
 	// picks one) of the RPC-over-RDMA and the TCP listener.
 	RDMAAddr, TCPAddr string
 	// Binding is the upper-layer binding of the RDMA listener; nil means
-	// Binding{} (NFSv3 READ and WRITE data by direct placement).
+	// rpcnfs.Binding{} (the NFSv3 binding of RFC 8267).
 	Binding transport.Binding
 	// Logger receives the transport's events (at debug level: every
 	// refused header and ERR_CHUNK) and the private data of each
@@ -102,7 +103,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	binding := cfg.Binding
 	if binding == nil {
-		binding = Binding{}
+		binding = rpcnfs.Binding{}
 	}
 	s := &Server{counts: map[countKey]uint64{}, served: make(chan error, 2)}
 	provider := cfg.Provider

@@ -13,6 +13,7 @@ import (
 	"github.com/buildbarn/go-xdr/pkg/protocols/mount"
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/gonfsd"
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -66,7 +67,7 @@ func decodeAll[T any](t *testing.T, r *bytes.Reader, read func(io.Reader) (T, in
 
 // TestServerSoft runs a Server on the software provider and talks to it as
 // the Linux client does: MOUNT over TCP, NFS over an RPC-over-RDMA
-// requester (with gonfsd.Binding on both ends, so that the 100 KiB WRITE
+// requester (with nfs.Binding on both ends, so that the 100 KiB WRITE
 // goes in a Read chunk and the READ reply's data in a Write chunk), and
 // checks the calls counted per transport, the private data recorded and the
 // responder's counters.
@@ -79,8 +80,8 @@ func TestServerSoft(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tc.SetDeadline(time.Now().Add(ioGuard)))
 	tcp := recordConn{tc}
-	rpcCall(t, tcp, 1, gonfsd.ProgMount, 3, 0, nil)
-	mres := decodeAll(t, rpcCall(t, tcp, 2, gonfsd.ProgMount, 3, 1, writerFunc(func(w io.Writer) (int64, error) {
+	rpcCall(t, tcp, 1, nfs.ProgMount, 3, 0, nil)
+	mres := decodeAll(t, rpcCall(t, tcp, 2, nfs.ProgMount, 3, 1, writerFunc(func(w io.Writer) (int64, error) {
 		return mount.WriteDirpath(w, "/")
 	})), mount.ReadMountres3)
 	mok, ok := mres.(*mount.Mountres3_MNT3_OK)
@@ -89,11 +90,11 @@ func TestServerSoft(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
-	rc, err := transport.Dial(ctx, srv.RDMAAddr().String(), &transport.Config{Provider: &soft.Provider{}, Binding: gonfsd.Binding{}})
+	rc, err := transport.Dial(ctx, srv.RDMAAddr().String(), &transport.Config{Provider: &soft.Provider{}, Binding: nfs.Binding{}})
 	require.NoError(t, err)
 	require.NoError(t, rc.SetDeadline(time.Now().Add(ioGuard)))
-	rpcCall(t, rc, 3, gonfsd.ProgNFS, 3, gonfsd.ProcNull, nil)
-	cres := decodeAll(t, rpcCall(t, rc, 4, gonfsd.ProgNFS, 3, 8, &nfsv3.Create3args{
+	rpcCall(t, rc, 3, nfs.ProgNFS, 3, nfs.ProcNull, nil)
+	cres := decodeAll(t, rpcCall(t, rc, 4, nfs.ProgNFS, 3, 8, &nfsv3.Create3args{
 		Where: nfsv3.Diropargs3{Dir: root, Name: "f100k"},
 		How: &nfsv3.Createhow3_UNCHECKED{ObjAttributes: nfsv3.Sattr3{
 			Mode: &nfsv3.SetMode3_default{}, Uid: &nfsv3.SetUid3_default{}, Gid: &nfsv3.SetGid3_default{},
@@ -105,7 +106,7 @@ func TestServerSoft(t *testing.T) {
 	fh := cok.Resok.Obj.(*nfsv3.PostOpFh3_TRUE).Handle
 
 	data := pattern(100<<10, 3)
-	wres := decodeAll(t, rpcCall(t, rc, 5, gonfsd.ProgNFS, 3, gonfsd.ProcWrite,
+	wres := decodeAll(t, rpcCall(t, rc, 5, nfs.ProgNFS, 3, nfs.ProcWrite,
 		&nfsv3.Write3args{File: fh, Count: uint32(len(data)), Stable: nfsv3.FILE_SYNC, Data: data}), nfsv3.ReadWrite3res)
 	wok, ok := wres.(*nfsv3.Write3res_NFS3_OK)
 	require.True(t, ok, "WRITE status %v", wres.GetStatus())
@@ -114,7 +115,7 @@ func TestServerSoft(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, data, stored)
 
-	rres := decodeAll(t, rpcCall(t, rc, 6, gonfsd.ProgNFS, 3, gonfsd.ProcRead,
+	rres := decodeAll(t, rpcCall(t, rc, 6, nfs.ProgNFS, 3, nfs.ProcRead,
 		&nfsv3.Read3args{File: fh, Offset: 0, Count: uint32(len(data))}), nfsv3.ReadRead3res)
 	rok, ok := rres.(*nfsv3.Read3res_NFS3_OK)
 	require.True(t, ok, "READ status %v", rres.GetStatus())
@@ -123,15 +124,15 @@ func TestServerSoft(t *testing.T) {
 
 	// What went where.
 	require.Equal(t, []gonfsd.CallCount{
-		{Transport: gonfsd.RDMA, ID: gonfsd.CallID{Prog: gonfsd.ProgNFS, Vers: 3, Proc: 0}, N: 1},
-		{Transport: gonfsd.RDMA, ID: gonfsd.CallID{Prog: gonfsd.ProgNFS, Vers: 3, Proc: 6}, N: 1},
-		{Transport: gonfsd.RDMA, ID: gonfsd.CallID{Prog: gonfsd.ProgNFS, Vers: 3, Proc: 7}, N: 1},
-		{Transport: gonfsd.RDMA, ID: gonfsd.CallID{Prog: gonfsd.ProgNFS, Vers: 3, Proc: 8}, N: 1},
-		{Transport: gonfsd.TCP, ID: gonfsd.CallID{Prog: gonfsd.ProgMount, Vers: 3, Proc: 0}, N: 1},
-		{Transport: gonfsd.TCP, ID: gonfsd.CallID{Prog: gonfsd.ProgMount, Vers: 3, Proc: 1}, N: 1},
+		{Transport: gonfsd.RDMA, ID: gonfsd.CallID{Prog: nfs.ProgNFS, Vers: 3, Proc: 0}, N: 1},
+		{Transport: gonfsd.RDMA, ID: gonfsd.CallID{Prog: nfs.ProgNFS, Vers: 3, Proc: 6}, N: 1},
+		{Transport: gonfsd.RDMA, ID: gonfsd.CallID{Prog: nfs.ProgNFS, Vers: 3, Proc: 7}, N: 1},
+		{Transport: gonfsd.RDMA, ID: gonfsd.CallID{Prog: nfs.ProgNFS, Vers: 3, Proc: 8}, N: 1},
+		{Transport: gonfsd.TCP, ID: gonfsd.CallID{Prog: nfs.ProgMount, Vers: 3, Proc: 0}, N: 1},
+		{Transport: gonfsd.TCP, ID: gonfsd.CallID{Prog: nfs.ProgMount, Vers: 3, Proc: 1}, N: 1},
 	}, srv.Calls())
-	require.EqualValues(t, 1, srv.Count(gonfsd.RDMA, gonfsd.CallID{Prog: gonfsd.ProgNFS, Vers: 3, Proc: 7}))
-	require.Zero(t, srv.Count(gonfsd.TCP, gonfsd.CallID{Prog: gonfsd.ProgNFS, Vers: 3, Proc: 7}))
+	require.EqualValues(t, 1, srv.Count(gonfsd.RDMA, gonfsd.CallID{Prog: nfs.ProgNFS, Vers: 3, Proc: 7}))
+	require.Zero(t, srv.Count(gonfsd.TCP, gonfsd.CallID{Prog: nfs.ProgNFS, Vers: 3, Proc: 7}))
 
 	// Our requester's private data is the Linux client's.
 	reqs := srv.ConnRequests()
@@ -150,12 +151,14 @@ func TestServerSoft(t *testing.T) {
 	require.EqualValues(t, len(data), ss.RDMAWriteBytes)
 	require.Zero(t, ss.ReplyChunks, "no reply went through a Reply chunk")
 	// Every call that offered chunks carried one rkey (our requester binds
-	// one memory window per call): the CREATE (a Reply chunk, its reply
-	// size being unknown to the binding), the WRITE and the READ.
-	require.EqualValues(t, 3, ss.RemoteInvalidations, "replies by Send With Invalidate")
+	// one memory window per call): the WRITE and the READ. The CREATE
+	// offered none: the binding bounds its reply (RFC 1813 §3.3.8) well
+	// under the inline threshold.
+	require.EqualValues(t, 2, ss.RemoteInvalidations, "replies by Send With Invalidate")
 	cs := rc.Stats()
 	require.EqualValues(t, 1, cs.ReadChunkCalls, "the WRITE")
 	require.Zero(t, cs.LongCalls)
+	require.Zero(t, cs.ReplyChunks, "every reply but the READ's is bounded under the inline threshold")
 
 	require.NoError(t, rc.Close())
 	require.NoError(t, tc.Close())

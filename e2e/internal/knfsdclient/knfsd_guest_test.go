@@ -24,6 +24,7 @@ import (
 
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
@@ -319,7 +320,7 @@ func TestKnfsdReadMax(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		binding transport.Binding
-	}{{"ReplyChunk", nil}, {"WriteChunk", readWriteBinding{}}} {
+	}{{"ReplyChunk", nil}, {"WriteChunk", nfs.Binding{}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := dialKnfsd(t, transport.Config{Binding: tc.binding})
 			rtmax := int(s.nfs.fsinfo(s.root).Rtmax)
@@ -512,7 +513,7 @@ func TestKnfsdDDP(t *testing.T) {
 	const name = "ddp.bin"
 	path := filepath.Join(exportPath, name)
 	_ = os.Remove(path)
-	s := dialKnfsd(t, transport.Config{Binding: readWriteBinding{}})
+	s := dialKnfsd(t, transport.Config{Binding: nfs.Binding{}})
 
 	h := s.nfs.create(s.root, name, 0o644)
 	data := pattern(bigSize+3, 5)
@@ -549,10 +550,45 @@ func TestKnfsdDDP(t *testing.T) {
 	require.Equal(t, 8, ev.count["decode_rqst"], "CREATE, WRITE and 6 READs")
 	require.Equal(t, 1, ev.count["post_read_chunk"], "Read chunks knfsd pulled")
 	require.Equal(t, 4, ev.count["post_write_chunk"], "Write chunks knfsd filled")
-	require.Equal(t, 1, ev.count["post_reply_chunk"], "CREATE's reply, through the Reply chunk")
-	require.Len(t, ev.invRKeys, 7, "replies knfsd sent by Send With Invalidate (all calls with chunks)")
+	require.Zero(t, ev.count["post_reply_chunk"], "no reply through a Reply chunk: the binding bounds CREATE's")
+	require.Len(t, ev.invRKeys, 6, "replies knfsd sent by Send With Invalidate (all calls with chunks: WRITE, 5 READs)")
 
 	s.nfs.remove(s.root, name)
+}
+
+// TestKnfsdSymlinkDDP uses the other two DDP-eligible items of RFC 8267
+// §4.1 and §4.2 with nfs.Binding: a SYMLINK whose pathname does not fit
+// inline goes in a Read chunk at its position (knfsd pulls it), and the
+// READLINK of it offers a Write chunk of MaxPathLen for the pathname, which
+// knfsd fills (svcrdma places every result payload, READLINK's included).
+func TestKnfsdSymlinkDDP(t *testing.T) {
+	const name = "ddp.link"
+	path := filepath.Join(exportPath, name)
+	_ = os.Remove(path)
+	s := dialKnfsd(t, transport.Config{Binding: nfs.Binding{}})
+
+	target := strings.Repeat("t/", 2000) + "end" // 4003 bytes: the call does not fit 4096
+	s.nfs.symlink(s.root, name, target)
+	onDisk, err := os.Readlink(path)
+	require.NoError(t, err)
+	require.Equal(t, target, onDisk, "the link knfsd made")
+	h, st := s.nfs.lookup(s.root, name)
+	require.Equal(t, nfsv3.NFS3_OK, st)
+	require.Equal(t, target, s.nfs.readlink(h))
+
+	cs := s.conn.Stats()
+	t.Logf("requester stats: %+v", cs)
+	require.EqualValues(t, 1, cs.ReadChunkCalls, "the SYMLINK's pathname went in a Read chunk")
+	require.Zero(t, cs.LongCalls)
+	require.EqualValues(t, 1, cs.WriteChunks, "the READLINK's Write chunk")
+	require.Zero(t, cs.ReplyChunks, "SYMLINK's and LOOKUP's replies are bounded under the threshold")
+	requireClean(t, cs)
+
+	ev := s.serverEvents(t)
+	require.Equal(t, 1, ev.count["post_read_chunk"], "Read chunks knfsd pulled")
+	require.Equal(t, 1, ev.count["post_write_chunk"], "Write chunks knfsd filled")
+	require.Zero(t, ev.count["post_reply_chunk"])
+	require.NoError(t, os.Remove(path))
 }
 
 // TestKnfsdErrChunk: a READ whose reply cannot fit inline, from a requester
@@ -592,4 +628,14 @@ func TestKnfsdErrChunk(t *testing.T) {
 	t.Logf("knfsd's svcrdma events: %v", ev)
 	require.Equal(t, 1, ev.count["err_chunk"], "ERR_CHUNK knfsd sent")
 	require.Len(t, ev.errors, 1, "error events: the ERR_CHUNK only")
+}
+
+// understatingBinding claims that every reply fits in 1024 bytes, so the
+// requester offers no chunk for it: a reply that is in fact larger than
+// the inline threshold has no way back but RDMA_ERROR.
+type understatingBinding struct{ transport.NullBinding }
+
+// Call implements transport.Binding.
+func (understatingBinding) Call(*xdr.CallHeader, []byte, int) transport.CallInfo {
+	return transport.CallInfo{MaxReply: 1024}
 }

@@ -14,14 +14,16 @@ const (
 	nfsProg = nfsv3.NFS_PROGRAM_PROGRAM_NUMBER // 100003
 	nfsVers = 3
 
-	nfsProcNull    = 0
-	nfsProcGetattr = 1
-	nfsProcLookup  = 3
-	nfsProcRead    = 6
-	nfsProcWrite   = 7
-	nfsProcCreate  = 8
-	nfsProcRemove  = 12
-	nfsProcFsinfo  = 19
+	nfsProcNull     = 0
+	nfsProcGetattr  = 1
+	nfsProcLookup   = 3
+	nfsProcReadlink = 5
+	nfsProcRead     = 6
+	nfsProcWrite    = 7
+	nfsProcCreate   = 8
+	nfsProcSymlink  = 10
+	nfsProcRemove   = 12
+	nfsProcFsinfo   = 19
 )
 
 // nfsClient is an NFSv3 client on an rpcClient, with buildbarn/go-xdr's
@@ -124,4 +126,32 @@ func (c nfsClient) remove(dir []byte, name string) {
 	args := &nfsv3.Remove3args{Object: nfsv3.Diropargs3{Dir: fh(dir), Name: name}}
 	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcRemove, args), nfsv3.ReadRemove3res)
 	require.Equal(c.t, nfsv3.NFS3_OK, res.GetStatus(), "REMOVE %q", name)
+}
+
+// symlink creates name in dir, a symbolic link to target, with no
+// attributes set.
+func (c nfsClient) symlink(dir []byte, name, target string) {
+	c.t.Helper()
+	args := &nfsv3.Symlink3args{
+		Where: nfsv3.Diropargs3{Dir: fh(dir), Name: name},
+		Symlink: nfsv3.Symlinkdata3{SymlinkAttributes: nfsv3.Sattr3{
+			Mode:  &nfsv3.SetMode3_default{},
+			Uid:   &nfsv3.SetUid3_default{},
+			Gid:   &nfsv3.SetGid3_default{},
+			Size:  &nfsv3.SetSize3_default{},
+			Atime: &nfsv3.SetAtime_default{SetIt: nfsv3.DONT_CHANGE},
+			Mtime: &nfsv3.SetMtime_default{SetIt: nfsv3.DONT_CHANGE},
+		}, SymlinkData: target},
+	}
+	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcSymlink, args), nfsv3.ReadSymlink3res)
+	require.Equal(c.t, nfsv3.NFS3_OK, res.GetStatus(), "SYMLINK %q", name)
+}
+
+// readlink returns the target of the symbolic link h.
+func (c nfsClient) readlink(h []byte) string {
+	c.t.Helper()
+	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcReadlink, &nfsv3.Readlink3args{Symlink: fh(h)}), nfsv3.ReadReadlink3res)
+	ok, isOK := res.(*nfsv3.Readlink3res_NFS3_OK)
+	require.True(c.t, isOK, "READLINK status %v", res.GetStatus())
+	return ok.Resok.Data
 }
