@@ -68,6 +68,14 @@ type Config struct {
 	// DefaultMaxRPCSize.
 	MaxRPCSize int
 
+	// InlineReplies makes a responder send a reply inline whenever it fits,
+	// even when the requester offered a Reply chunk (RFC 8166 §3.5.6 lets
+	// it choose). By default an offered Reply chunk is used, as Linux's
+	// svcrdma does: the requester gets the reply where it wants it (the
+	// Linux client copies an inline reply into its pages, counted as
+	// fixup_copy_count) and the Send may invalidate the call's rkey.
+	InlineReplies bool
+
 	// Memory bounds a responder's memory for chunk data (Read chunks
 	// pulled, replies staged for RDMA Write); zero fields take defaults
 	// (see MemoryLimits).

@@ -667,18 +667,29 @@ var hpServerCases = []hpServerCase{
 	{
 		name: "reply/huge-chunks-offered",
 		want: "lies about lengths: a Write chunk and a Reply chunk of 4 MiB each over a 64-byte window, for a NULL call: " +
-			"the reply goes inline, nothing written, nothing registered for the offer; connection up",
-		reg: -1,
+			"the reply (24 bytes) goes through the Reply chunk as svcrdma's would, written within the window, " +
+			"nothing into the Write chunk, nothing registered for the 4 MiB offer (one 16 KiB staging buffer for " +
+			"the 24 bytes); connection up",
+		reg: chunkBufAlign,
 		run: func(e *hpServerEnv) {
 			xid := e.nextXID()
 			rkey, addr := e.peer.expose(nil, 64)
 			e.sendBad(hpHeader(xid).write(hpS(rkey, 4<<20, addr)).reply(hpS(rkey, 4<<20, addr)).
 				rpc(hpRPCCall(xid, hpProcNull, nil)).bytes(), nil)
-			if h, _ := e.expectReply(xid); len(h.WriteList) != 1 || h.WriteList[0].Length() != 0 || h.ReplyChunk.Length() != 0 {
-				e.t.Fatalf("reply reports %d/%d bytes written", h.WriteList[0].Length(), h.ReplyChunk.Length())
+			var h chunks.Header
+			if _, err := h.ParseReply(e.peer.next(), &chunks.DefaultLimits); err != nil || h.XID != xid || h.Proc != chunks.ProcNoMsg {
+				e.t.Fatalf("reply: %v, xid %#x, %v; want RDMA_NOMSG for %#x", err, h.XID, h.Proc, xid)
+			}
+			n := h.ReplyChunk.Length()
+			if len(h.WriteList) != 1 || h.WriteList[0].Length() != 0 || n == 0 || n > 64 {
+				e.t.Fatalf("reply reports %d/%d bytes written", h.WriteList[0].Length(), n)
+			}
+			var rh xdr.ReplyHeader
+			if _, err := rh.Unmarshal(e.peer.memAt(addr, int(n))); err != nil || rh.XID != xid {
+				e.t.Fatalf("the Reply chunk holds no reply for xid %#x: %v", xid, err)
 			}
 			e.ping()
-			wantStat(e.t, "RDMAWriteBytes", e.stats().RDMAWriteBytes, 0)
+			wantStat(e.t, "RDMAWriteBytes", e.stats().RDMAWriteBytes, n)
 		},
 	},
 	{

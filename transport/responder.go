@@ -606,7 +606,8 @@ func (s *responder) planReply(ep *endpoint, call *svcCall, msg []byte) (marshal.
 			}
 		}
 	}
-	plan, perr := marshal.PlanReply(marshal.ReplyInput{MsgLen: len(msg), Data: item, Call: &call.hdr}, ep.settings.SendInline)
+	plan, perr := marshal.PlanReply(marshal.ReplyInput{MsgLen: len(msg), Data: item, Call: &call.hdr,
+		InlineWhenFits: s.c.cfg.InlineReplies}, ep.settings.SendInline)
 	if msg == nil {
 		perr = ErrMessageTooLarge
 	}

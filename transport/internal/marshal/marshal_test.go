@@ -99,7 +99,8 @@ func TestPlanReply(t *testing.T) {
 		err  error
 	}{
 		{"small inline", ReplyInput{MsgLen: 100, Call: none}, ReplyPlan{Proc: chunks.ProcMsg, InlineLen: 100, HeaderLen: 28}, nil},
-		{"inline despite a reply chunk", ReplyInput{MsgLen: 100, Call: reply}, ReplyPlan{Proc: chunks.ProcMsg, InlineLen: 100, HeaderLen: 28}, nil},
+		{"inline despite a reply chunk (InlineWhenFits)", ReplyInput{MsgLen: 100, Call: reply, InlineWhenFits: true}, ReplyPlan{Proc: chunks.ProcMsg, InlineLen: 100, HeaderLen: 28}, nil},
+		{"an offered reply chunk is used although the reply fits (svcrdma)", ReplyInput{MsgLen: 100, Call: reply}, ReplyPlan{Proc: chunks.ProcNoMsg, ReplyLen: 100, HeaderLen: 28 + 4 + 32}, nil},
 		{"too large, no chunk", ReplyInput{MsgLen: 2000, Call: none}, ReplyPlan{}, ErrReplyChunkTooSmall},
 		{"reply chunk", ReplyInput{MsgLen: 5000, Call: reply}, ReplyPlan{Proc: chunks.ProcNoMsg, ReplyLen: 5000, HeaderLen: 28 + 4 + 32}, nil},
 		{"reply chunk too small", ReplyInput{MsgLen: 8193, Call: reply}, ReplyPlan{}, ErrReplyChunkTooSmall},

@@ -34,6 +34,10 @@ type ReplyInput struct {
 	// Call is the transport header of the call being answered: its Write
 	// list and Reply chunk are what the requester offered.
 	Call *chunks.Header
+	// InlineWhenFits sends the reply inline when it fits even though the
+	// requester offered a Reply chunk; otherwise an offered Reply chunk
+	// that is large enough is always used, as Linux's svcrdma does.
+	InlineWhenFits bool
 }
 
 // Errors of reply planning. Each means the responder answers ERR_CHUNK
@@ -59,15 +63,17 @@ var (
 //   - a DDP-eligible result goes into the first Write chunk when the
 //     requester offered one (RFC 8166 §3.5.5), its length reported in the
 //     reply's Write list; a result larger than the chunk is an error;
-//   - the (possibly reduced) reply goes inline if it fits with its header;
-//   - else through the Reply chunk (RDMA_NOMSG) if one was offered, is
-//     large enough, and the header echoing the offered segments fits the
-//     threshold by itself;
+//   - the (possibly reduced) reply goes through the Reply chunk
+//     (RDMA_NOMSG) if one was offered, is large enough, and the header
+//     echoing the offered segments fits the threshold by itself, as
+//     Linux's svcrdma does: the requester then finds the reply where it
+//     wants it (the Linux client in its pages, with no copy out of the
+//     receive buffer: its fixup_copy_count) and the Send may invalidate
+//     the call's one rkey;
+//   - else inline if it fits with its header (with InlineWhenFits, inline
+//     first: RFC 8166 §3.5.6 lets a responder use an offered Reply chunk
+//     or not, "MAY", and saves an RDMA Write that way);
 //   - else the reply cannot be sent: ERR_CHUNK.
-//
-// Linux svcrdma uses the Reply chunk whenever one is offered; we send inline
-// whatever fits, which RFC 8166 §3.5.6 allows ("MAY") and the Linux client
-// accepts (an RDMA_MSG reply with an empty Reply chunk).
 func PlanReply(in ReplyInput, sendInline int) (ReplyPlan, error) {
 	var p ReplyPlan
 	if in.Data.Present && (in.Data.Off < 0 || in.Data.N < 0 || in.Data.end() > in.MsgLen) {
@@ -88,18 +94,28 @@ func PlanReply(in ReplyInput, sendInline int) (ReplyPlan, error) {
 		inline -= in.Data.end() - in.Data.Off
 	}
 	hdr := chunks.Size(c)
-	if hdr+inline <= sendInline {
+	fitsInline := hdr+inline <= sendInline
+	if fitsInline && (in.InlineWhenFits || !in.Call.HasReplyChunk) {
 		p.Proc, p.InlineLen, p.HeaderLen = chunks.ProcMsg, inline, hdr
 		return p, nil
 	}
 	if !in.Call.HasReplyChunk || uint64(inline) > in.Call.ReplyChunk.Length() {
+		if fitsInline {
+			p.Proc, p.InlineLen, p.HeaderLen = chunks.ProcMsg, inline, hdr
+			return p, nil
+		}
 		return p, ErrReplyChunkTooSmall
 	}
-	c.HasReplyChunk, c.ReplySegments = true, len(in.Call.ReplyChunk)
-	p.Proc, p.ReplyLen, p.HeaderLen = chunks.ProcNoMsg, inline, chunks.Size(c)
-	if p.HeaderLen > sendInline {
+	rc := c
+	rc.HasReplyChunk, rc.ReplySegments = true, len(in.Call.ReplyChunk)
+	if rhdr := chunks.Size(rc); rhdr > sendInline {
+		if fitsInline {
+			p.Proc, p.InlineLen, p.HeaderLen = chunks.ProcMsg, inline, hdr
+			return p, nil
+		}
 		return ReplyPlan{}, ErrReplyHeaderTooLarge
 	}
+	p.Proc, p.ReplyLen, p.HeaderLen = chunks.ProcNoMsg, inline, chunks.Size(rc)
 	return p, nil
 }
 
