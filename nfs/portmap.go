@@ -285,3 +285,14 @@ func dialReserved(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)
 }
+
+// PortmapperAddr returns the TCP address of the portmapper the Server
+// serves itself (RpcbindConfig.Serve), or nil if it serves none.
+func (s *Server) PortmapperAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rpcb == nil || s.rpcb.pm == nil {
+		return nil
+	}
+	return s.rpcb.pm.tcp.Addr()
+}

@@ -214,13 +214,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		return errors.New("nfs: Serve called twice")
 	}
 	s.serving = true
+	s.wg.Add(2)
 	s.mu.Unlock()
 
 	s.gonfs.Context = ctx
 	go func() { s.served <- s.gonfs.Serve(s.pipes) }()
-	s.rpcb = s.registerRpcbind()
-	s.log.Info("nfs: serving", "rdma", s.rdma.Addr(), "tcp", s.tcp.Addr(), "nfs_over_tcp", s.cfg.NFSOverTCP)
-	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.acceptRDMA()
@@ -229,6 +227,16 @@ func (s *Server) Serve(ctx context.Context) error {
 		defer s.wg.Done()
 		s.acceptTCP()
 	}()
+	s.log.Info("nfs: serving", "rdma", s.rdma.Addr(), "tcp", s.tcp.Addr(), "nfs_over_tcp", s.cfg.NFSOverTCP)
+	rpcb := s.registerRpcbind()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.unregisterRpcbind(rpcb) // Close came first
+	} else {
+		s.rpcb = rpcb
+		s.mu.Unlock()
+	}
 	select {
 	case <-ctx.Done():
 		_ = s.Close()
@@ -331,7 +339,10 @@ func (s *Server) Close() error {
 		for _, ss := range sessions {
 			ss.close()
 		}
-		s.unregisterRpcbind(s.rpcb)
+		s.mu.Lock()
+		rpcb := s.rpcb
+		s.mu.Unlock()
+		s.unregisterRpcbind(rpcb)
 		s.wg.Wait()
 		if serving {
 			if e := <-s.served; e != nil && !errors.Is(e, net.ErrClosed) {
