@@ -120,6 +120,8 @@ type Server struct {
 	served    chan error // go-nfs's Serve result
 	done      chan struct{}
 	closeOnce sync.Once
+	// registered is closed once Serve registered with rpcbind (rpcb).
+	registered chan struct{}
 
 	mu       sync.Mutex
 	serving  bool
@@ -172,7 +174,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg: cfg, log: log, handler: handler, verf: newWriteVerifier(),
 		drc: newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
 		rdma: rl, tcp: tl, pipes: newPipeListener(),
-		served: make(chan error, 1), done: make(chan struct{}),
+		served: make(chan error, 1), done: make(chan struct{}), registered: make(chan struct{}),
 		sessions: map[*session]struct{}{},
 	}
 	// One go-nfs server for both listeners: the handle MNT returns over
@@ -230,13 +232,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.log.Info("nfs: serving", "rdma", s.rdma.Addr(), "tcp", s.tcp.Addr(), "nfs_over_tcp", s.cfg.NFSOverTCP)
 	rpcb := s.registerRpcbind()
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		s.unregisterRpcbind(rpcb) // Close came first
-	} else {
-		s.rpcb = rpcb
-		s.mu.Unlock()
-	}
+	s.rpcb = rpcb
+	s.mu.Unlock()
+	close(s.registered)
 	select {
 	case <-ctx.Done():
 		_ = s.Close()
@@ -339,10 +337,10 @@ func (s *Server) Close() error {
 		for _, ss := range sessions {
 			ss.close()
 		}
-		s.mu.Lock()
-		rpcb := s.rpcb
-		s.mu.Unlock()
-		s.unregisterRpcbind(rpcb)
+		if serving {
+			<-s.registered // bounded by RpcbindConfig.Timeout
+			s.unregisterRpcbind(s.rpcb)
+		}
 		s.wg.Wait()
 		if serving {
 			if e := <-s.served; e != nil && !errors.Is(e, net.ErrClosed) {
