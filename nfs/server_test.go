@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -459,4 +460,51 @@ func TestServerDRC(t *testing.T) {
 	lookup(t, rc2, 100, root, "a")
 	lookup(t, rc2, 100, root, "a")
 	require.Equal(t, nfs.DRCStats{Hits: 1, Misses: 3, Entries: 3}, srv.DRCStats())
+}
+
+// blockingFS is a testFS whose Remove waits for release and counts calls.
+type blockingFS struct {
+	*testFS
+	entered chan struct{}
+	release chan struct{}
+	removes atomic.Int32
+}
+
+func (fs *blockingFS) Remove(name string) error {
+	fs.removes.Add(1)
+	fs.entered <- struct{}{}
+	<-fs.release
+	return fs.testFS.Remove(name)
+}
+
+// TestServerDRCInProgress: a retransmission that arrives, on another
+// connection, while the original is still executing waits for it and gets
+// its reply; the call executes once.
+func TestServerDRCInProgress(t *testing.T) {
+	fs := &blockingFS{testFS: newTestFS(t), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := startServer(t, nfs.ServerConfig{FS: fs})
+	root := mountRoot(t, srv)
+	args := encode(t, &nfsv3.Remove3args{Object: nfsv3.Diropargs3{Dir: root, Name: "a"}})
+	sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("client")}
+	h := xdr.CallHeader{XID: 300, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcRemove, Cred: sys.OpaqueAuth(nil)}
+	msg := append(h.Append(nil), args...)
+
+	c1, c2 := dialRDMA(t, srv), dialRDMA(t, srv)
+	require.NoError(t, c1.WriteMsg(msg))
+	<-fs.entered // the original is executing
+	require.NoError(t, c2.WriteMsg(msg))
+	require.Eventually(t, func() bool { return srv.DRCStats().Hits == 1 }, ioGuard, time.Millisecond)
+	close(fs.release)
+	for _, c := range []*transport.Conn{c1, c2} {
+		rep, err := c.ReadMsg(nil)
+		require.NoError(t, err)
+		var rh xdr.ReplyHeader
+		off, err := rh.Unmarshal(rep)
+		require.NoError(t, err)
+		require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+		res, _, err := nfsv3.ReadRemove3res(bytes.NewReader(rep[off:]))
+		require.NoError(t, err)
+		require.Equal(t, nfsv3.NFS3_OK, res.GetStatus())
+	}
+	require.EqualValues(t, 1, fs.removes.Load())
 }
