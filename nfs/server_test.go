@@ -508,3 +508,35 @@ func TestServerDRCInProgress(t *testing.T) {
 	}
 	require.EqualValues(t, 1, fs.removes.Load())
 }
+
+func TestNewServerErrors(t *testing.T) {
+	_, err := nfs.NewServer(nfs.ServerConfig{Transport: transport.Config{Provider: &soft.Provider{}}, RDMAAddr: "127.0.0.1:0"})
+	require.Error(t, err, "neither Handler nor FS")
+	_, err = nfs.NewServer(nfs.ServerConfig{FS: memfs.New(), RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0"})
+	require.ErrorIs(t, err, transport.ErrNoProvider)
+	var oe *net.OpError
+	require.ErrorAs(t, err, &oe)
+	_, err = nfs.NewServer(nfs.ServerConfig{FS: memfs.New(), Transport: transport.Config{Provider: &soft.Provider{}},
+		RDMAAddr: "127.0.0.1:0", TCPAddr: "256.0.0.1:0"})
+	require.ErrorAs(t, err, &oe, "bad TCP address")
+}
+
+// TestServeContext: Serve ends when its context does, closing the Server;
+// Close is idempotent, and Serve after Close fails.
+func TestServeContext(t *testing.T) {
+	srv, err := nfs.NewServer(nfs.ServerConfig{FS: memfs.New(), Transport: transport.Config{Provider: &soft.Provider{}},
+		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	c := dialRDMA(t, srv)
+	rh, _ := call(t, c, 1, nfs.ProgNFS, 3, nfs.ProcNull, nil)
+	require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+	cancel()
+	require.ErrorIs(t, <-served, context.Canceled)
+	_, err = c.ReadMsg(nil)
+	require.Error(t, err, "the connection was closed")
+	require.NoError(t, srv.Close())
+	require.ErrorIs(t, srv.Serve(context.Background()), nfs.ErrServerClosed)
+}
