@@ -29,7 +29,6 @@ const (
 	nfs3ErrNameTooLong = 63
 	nfs3ErrDQuot       = 69
 	nfs3ErrStale       = 70
-	nfs3ErrBadHandle   = 10001
 	nfs3ErrNotSupp     = 10004
 )
 
