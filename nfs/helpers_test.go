@@ -35,9 +35,12 @@ func encodeReply(t testing.TB, res io.WriterTo) ([]byte, int) {
 	return append(msg, encode(t, res)...), len(msg)
 }
 
-// encode returns v's XDR encoding.
+// encode returns v's XDR encoding (nil: none).
 func encode(t testing.TB, v io.WriterTo) []byte {
 	t.Helper()
+	if v == nil {
+		return nil
+	}
 	var b bytes.Buffer
 	_, err := v.WriteTo(&b)
 	require.NoError(t, err)

@@ -109,3 +109,17 @@ func TestDirFSConfined(t *testing.T) {
 	}
 	var _ billy.Change = fs // go-nfs applies SETATTR through it
 }
+
+// TestDirFSLink: Link makes a hard link (nfs.Linker).
+func TestDirFSLink(t *testing.T) {
+	dir := t.TempDir()
+	fs := gonfsd.NewDirFS(dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("x"), 0o644))
+	require.NoError(t, fs.Link("a", "/b"))
+	a, err := os.Stat(filepath.Join(dir, "a"))
+	require.NoError(t, err)
+	b, err := os.Stat(filepath.Join(dir, "b"))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(a, b))
+	require.ErrorIs(t, fs.Link("a", "b"), os.ErrExist)
+}

@@ -151,6 +151,15 @@ func TestKernelClient(t *testing.T) {
 	// What the server stored, read from its file system directly.
 	requireFile(t, filepath.Join(export, "f3"), []byte("abc"))
 	requireFile(t, filepath.Join(export, "f100k"), big)
+	// A hard link: LINK, executed by nfs.Server's dispatch layer (go-nfs
+	// v0.0.4 decodes its arguments wrongly: ln failed with EIO).
+	sh(t, "ln "+mnt+"/f3 "+mnt+"/f3.link")
+	require.Equal(t, "2\nabc", sh(t, "stat -c %h "+mnt+"/f3.link; cat "+mnt+"/f3.link"))
+	fi3, err := os.Stat(filepath.Join(export, "f3"))
+	require.NoError(t, err)
+	fiLink, err := os.Stat(filepath.Join(export, "f3.link"))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(fi3, fiLink), "f3.link is a hard link to f3 on the server")
 	writeStats := readMountStats(t, mnt)
 	ks.umount()
 
@@ -224,6 +233,7 @@ func TestKernelClient(t *testing.T) {
 	for _, p := range []uint32{1, 3, 6, 7, 8, 17, 19} { // GETATTR LOOKUP READ WRITE CREATE READDIRPLUS FSINFO
 		assert.NotZero(t, srv.Count(gonfsd.RDMA, nfs3(p)), "%s over RDMA", nfs3(p))
 	}
+	assert.EqualValues(t, 1, srv.Count(gonfsd.RDMA, nfs3(15)), "LINK over RDMA")
 
 	// DDP: WRITE data pulled from the kernel's Read chunks, READ data
 	// pushed into its Write chunks, replies by Send With Invalidate.

@@ -13,18 +13,17 @@ import (
 	"sync"
 
 	"github.com/go-git/go-billy/v5"
-	rpcnfs "github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
-	nfs "github.com/willscott/go-nfs"
-	nfshelper "github.com/willscott/go-nfs/helpers"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // Transport names used by the counters.
 const (
-	RDMA = "rdma"
-	TCP  = "tcp"
+	RDMA = nfs.NetRDMA
+	TCP  = nfs.NetTCP
 )
 
 // Config configures a Server.
@@ -38,7 +37,7 @@ type Config struct {
 	// picks one) of the RPC-over-RDMA and the TCP listener.
 	RDMAAddr, TCPAddr string
 	// Binding is the upper-layer binding of the RDMA listener; nil means
-	// rpcnfs.Binding{} (the NFSv3 binding of RFC 8267).
+	// nfs.Binding{} (the NFSv3 binding of RFC 8267).
 	Binding transport.Binding
 	// Logger receives the transport's events (at debug level: every
 	// refused header and ERR_CHUNK) and the private data of each
@@ -72,17 +71,17 @@ type ConnRequest struct {
 	PrivateData []byte
 }
 
-// Server serves one go-nfs handler over an RPC-over-RDMA listener and a TCP
-// listener and counts the calls each one carries.
+// Server is an nfs.Server with instruments: it counts the calls each
+// transport carries and records the RDMA connections and connection
+// requests.
 type Server struct {
-	rdma, tcp *countingListener
-	served    chan error
+	srv    *nfs.Server
+	served chan error
 
 	mu       sync.Mutex
 	counts   map[countKey]uint64
 	accepted []Accepted
 	requests []ConnRequest
-	conns    []net.Conn
 }
 
 type countKey struct {
@@ -90,9 +89,9 @@ type countKey struct {
 	id        CallID
 }
 
-// Start listens on both addresses and serves cfg.FS with go-nfs (a
-// caching handler over a null-auth handler, as go-nfs's own examples) on
-// each, until Close.
+// Start serves cfg.FS with an nfs.Server (go-nfs's caching handler over
+// its null-auth handler, NFS over TCP too, no rpcbind registration) on
+// both addresses, until Close.
 func Start(cfg Config) (*Server, error) {
 	if cfg.FS == nil {
 		return nil, errors.New("gonfsd: Config.FS is nil")
@@ -103,41 +102,58 @@ func Start(cfg Config) (*Server, error) {
 	}
 	binding := cfg.Binding
 	if binding == nil {
-		binding = rpcnfs.Binding{}
+		binding = nfs.Binding{}
 	}
-	s := &Server{counts: map[countKey]uint64{}, served: make(chan error, 2)}
+	s := &Server{counts: map[countKey]uint64{}, served: make(chan error, 1)}
 	provider := cfg.Provider
 	if provider == nil {
 		provider = &soft.Provider{}
 	}
-	provider = &recordingProvider{Provider: provider, s: s, log: logger}
-	rl, err := transport.Listen(cfg.RDMAAddr, &transport.Config{Provider: provider, Binding: binding, Logger: logger})
+	srv, err := nfs.NewServer(nfs.ServerConfig{
+		FS:         cfg.FS,
+		Transport:  transport.Config{Provider: &recordingProvider{Provider: provider, s: s, log: logger}, Binding: binding},
+		RDMAAddr:   cfg.RDMAAddr,
+		TCPAddr:    cfg.TCPAddr,
+		NFSOverTCP: true,
+		Rpcbind:    nfs.RpcbindConfig{Disable: true},
+		Logger:     logger,
+		OnConn:     s.onConn,
+		OnCall:     s.onCall,
+	})
 	if err != nil {
 		return nil, err
 	}
-	tl, err := net.Listen("tcp", cfg.TCPAddr)
-	if err != nil {
-		_ = rl.Close()
-		return nil, err
-	}
-	s.rdma = &countingListener{Listener: rl, rdma: rl, name: RDMA, s: s}
-	s.tcp = &countingListener{Listener: tl, name: TCP, s: s}
-	logger.Info("gonfsd: serving", "rdma", rl.Addr(), "tcp", tl.Addr())
-
-	// One handler for both listeners: the handle MNT returns over TCP must
-	// be valid over RDMA.
-	handler := nfshelper.NewCachingHandler(nfshelper.NewNullAuthHandler(cfg.FS), 1024)
-	for _, l := range []net.Listener{s.rdma, s.tcp} {
-		go func() { s.served <- nfs.Serve(l, handler) }()
-	}
+	s.srv = srv
+	go func() { s.served <- srv.Serve(context.Background()) }()
 	return s, nil
 }
 
+func (s *Server) onConn(network string, c net.Conn) {
+	rc, ok := c.(*transport.Conn)
+	if network != nfs.NetRDMA || !ok {
+		return
+	}
+	a := Accepted{Conn: rc, Negotiated: rc.Stats().Negotiated}
+	s.mu.Lock()
+	s.accepted = append(s.accepted, a)
+	s.mu.Unlock()
+}
+
+func (s *Server) onCall(network string, h *xdr.CallHeader) {
+	id := CallID{Prog: h.Prog, Vers: h.Vers, Proc: h.Proc}
+	s.mu.Lock()
+	s.counts[countKey{network, id}]++
+	s.mu.Unlock()
+}
+
+// NFS returns the nfs.Server.
+func (s *Server) NFS() *nfs.Server { return s.srv }
+
 // RDMAAddr returns the address of the RPC-over-RDMA listener.
-func (s *Server) RDMAAddr() net.Addr { return s.rdma.Addr() }
+func (s *Server) RDMAAddr() net.Addr { return s.srv.RDMAAddr() }
 
 // TCPAddr returns the address of the TCP listener.
-func (s *Server) TCPAddr() net.Addr { return s.tcp.Addr() }
+func (s *Server) TCPAddr() net.Addr { return s.srv.TCPAddr() }
 
 // Count returns the number of calls of id that arrived on transport (RDMA
 // or TCP).
@@ -178,84 +194,13 @@ func (s *Server) ConnRequests() []ConnRequest {
 	return slices.Clone(s.requests)
 }
 
-// Close stops both listeners, waits for both go-nfs servers to return and
-// closes every connection they accepted.
+// Close closes the nfs.Server: its listeners and every connection.
 func (s *Server) Close() error {
-	errR := s.rdma.Close()
-	errT := s.tcp.Close()
-	for range 2 {
-		if err := <-s.served; err != nil && !errors.Is(err, net.ErrClosed) {
-			errR = cmp.Or(errR, err)
-		}
+	err := s.srv.Close()
+	if e := <-s.served; !errors.Is(e, nfs.ErrServerClosed) {
+		err = errors.Join(err, e)
 	}
-	s.mu.Lock()
-	conns := s.conns
-	s.conns = nil
-	s.mu.Unlock()
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	if errors.Is(errR, net.ErrClosed) {
-		errR = nil // go-nfs closed it first
-	}
-	if errors.Is(errT, net.ErrClosed) {
-		errT = nil
-	}
-	return errors.Join(errR, errT)
-}
-
-// countingListener hands out countingConns.
-type countingListener struct {
-	net.Listener
-	rdma *transport.Listener // nil for TCP
-	name string
-	s    *Server
-}
-
-// Accept implements net.Listener.
-func (l *countingListener) Accept() (net.Conn, error) {
-	var c net.Conn
-	var err error
-	if l.rdma != nil {
-		var rc *transport.Conn
-		if rc, err = l.rdma.AcceptRDMA(); err == nil {
-			c = rc
-			a := Accepted{Conn: rc, Negotiated: rc.Stats().Negotiated}
-			l.s.mu.Lock()
-			l.s.accepted = append(l.s.accepted, a)
-			l.s.mu.Unlock()
-		}
-	} else {
-		c, err = l.Listener.Accept()
-	}
-	if err != nil {
-		return nil, err
-	}
-	l.s.mu.Lock()
-	l.s.conns = append(l.s.conns, c)
-	l.s.mu.Unlock()
-	return &countingConn{Conn: c, name: l.name, s: l.s}, nil
-}
-
-// countingConn counts the calls go-nfs reads from the connection.
-type countingConn struct {
-	net.Conn
-	name string
-	s    *Server
-	scan CallScanner
-}
-
-// Read implements net.Conn.
-func (c *countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.scan.Scan(p[:n], c.count)
-	return n, err
-}
-
-func (c *countingConn) count(id CallID) {
-	c.s.mu.Lock()
-	c.s.counts[countKey{c.name, id}]++
-	c.s.mu.Unlock()
+	return err
 }
 
 // recordingProvider is the configured verbs provider with its listeners'

@@ -1,0 +1,392 @@
+package nfs
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// NFS version 3 status codes (RFC 1813 §2.6, nfsstat3) the dispatch layer
+// returns itself.
+const (
+	nfs3OK             = 0
+	nfs3ErrPerm        = 1
+	nfs3ErrNoEnt       = 2
+	nfs3ErrIO          = 5
+	nfs3ErrAcces       = 13
+	nfs3ErrExist       = 17
+	nfs3ErrXDev        = 18
+	nfs3ErrNotDir      = 20
+	nfs3ErrIsDir       = 21
+	nfs3ErrInval       = 22
+	nfs3ErrNoSpc       = 28
+	nfs3ErrROFS        = 30
+	nfs3ErrMLink       = 31
+	nfs3ErrNameTooLong = 63
+	nfs3ErrDQuot       = 69
+	nfs3ErrStale       = 70
+	nfs3ErrNotSupp     = 10004
+)
+
+// nfs3FHSize is the largest NFSv3 file handle (RFC 1813 §2.4, NFS3_FHSIZE).
+const nfs3FHSize = 64
+
+// msgConn carries whole RPC messages: a *transport.Conn, or recordConn
+// over TCP.
+type msgConn interface {
+	ReadMsg(buf []byte) ([]byte, error)
+	WriteMsg(msg []byte) error
+	Close() error
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+}
+
+// recordConn reads and writes RFC 5531 record-marked messages (§11) on a
+// stream connection.
+type recordConn struct {
+	net.Conn
+	max int
+}
+
+func (c *recordConn) ReadMsg(buf []byte) ([]byte, error) { return xdr.ReadRecord(c.Conn, buf, c.max) }
+
+func (c *recordConn) WriteMsg(msg []byte) error {
+	_, err := c.Conn.Write(xdr.AppendRecord(nil, msg, 0))
+	return err
+}
+
+// session is the dispatch layer of one client connection: it reads the
+// connection's calls, answers some itself (programs go-nfs does not serve,
+// LINK, COMMIT, retransmissions from the duplicate request cache) and
+// forwards the others to go-nfs through an in-memory pipe, whose replies it
+// passes back, made honest where needed (WRITE stability).
+type session struct {
+	s       *Server
+	network string // "rdma" or "tcp"
+	c       msgConn
+	client  string // the client's host, for the duplicate request cache
+	pipe    net.Conn
+	done    chan struct{}
+
+	closeOnce sync.Once
+	wmu       sync.Mutex // serializes writes to c
+
+	// fmu serializes forwarding: a call's place in pending is its place
+	// in the pipe, and go-nfs answers the calls of a connection in order.
+	fmu     sync.Mutex
+	pmu     sync.Mutex
+	pending []pendingCall
+}
+
+// pendingCall is a call forwarded to go-nfs and not yet answered.
+type pendingCall struct {
+	xid   uint32
+	entry *drcEntry  // the call's duplicate request cache entry, or nil
+	write *writeCall // set for an NFSv3 WRITE
+}
+
+// serve runs the session until the client or go-nfs closes its side.
+func (ss *session) serve() {
+	ss.s.wg.Add(1)
+	go func() {
+		defer ss.s.wg.Done()
+		ss.readReplies()
+	}()
+	ss.readCalls()
+}
+
+// close ends the session: both connections are closed, and the duplicate
+// request cache forgets the calls that will not be answered.
+func (ss *session) close() {
+	ss.closeOnce.Do(func() {
+		close(ss.done)
+		_ = ss.c.Close()
+		_ = ss.pipe.Close()
+		ss.pmu.Lock()
+		pending := ss.pending
+		ss.pending = nil
+		ss.pmu.Unlock()
+		for _, p := range pending {
+			if p.entry != nil {
+				ss.s.drc.abandon(p.entry)
+			}
+		}
+		ss.s.removeSession(ss)
+	})
+}
+
+// readCalls reads and dispatches the client's calls.
+func (ss *session) readCalls() {
+	defer ss.close()
+	for {
+		msg, err := ss.c.ReadMsg(nil)
+		if err != nil {
+			ss.s.log.Debug("nfs: connection closed", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
+			return
+		}
+		if err := ss.dispatch(msg); err != nil {
+			ss.s.log.Debug("nfs: closing connection", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
+			return
+		}
+	}
+}
+
+// dispatch answers or forwards one call. An error ends the session.
+func (ss *session) dispatch(msg []byte) error {
+	var h xdr.CallHeader
+	args, err := h.Unmarshal(msg)
+	switch {
+	case errors.Is(err, xdr.ErrRPCVersion):
+		// RFC 5531 §9: MSG_DENIED, RPC_MISMATCH with the versions we speak.
+		rh := xdr.ReplyHeader{XID: h.XID, Stat: xdr.MsgDenied, RejectStat: xdr.RejectRPCMismatch,
+			Mismatch: xdr.Mismatch{Low: xdr.RPCVersion, High: xdr.RPCVersion}}
+		return ss.send(rh.Append(nil))
+	case errors.Is(err, xdr.ErrTooLong):
+		rh := xdr.ReplyHeader{XID: binary.BigEndian.Uint32(msg), Stat: xdr.MsgDenied, RejectStat: xdr.RejectAuthError,
+			AuthStat: xdr.AuthBadCred}
+		return ss.send(rh.Append(nil))
+	case err != nil:
+		// Not a call (a reply, or a record too short): there is no one
+		// to answer; over TCP the stream is out of step.
+		return err
+	}
+	if ss.s.cfg.OnCall != nil {
+		ss.s.cfg.OnCall(ss.network, &h)
+	}
+	switch {
+	case h.Prog == ProgNFS && (ss.network == "rdma" || ss.s.cfg.NFSOverTCP):
+		if h.Vers != 3 {
+			return ss.send(acceptedReply(h.XID, xdr.AcceptProgMismatch, xdr.Mismatch{Low: 3, High: 3}))
+		}
+		if h.Proc > ProcCommit {
+			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
+		}
+	case h.Prog == ProgMount:
+		if h.Vers != 3 {
+			return ss.send(acceptedReply(h.XID, xdr.AcceptProgMismatch, xdr.Mismatch{Low: 3, High: 3}))
+		}
+		if h.Proc > MountProcExport {
+			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
+		}
+		return ss.forward(pendingCall{xid: h.XID}, msg)
+	default:
+		// NFSACL, NLM and anything else go-nfs does not serve (RFC 5531
+		// §9: PROG_UNAVAIL). The Linux client probes NFSACL at every
+		// mount and takes this answer as "no ACLs".
+		ss.s.log.Debug("nfs: program unavailable", "network", ss.network, "call", ProcName(h.Prog, h.Vers, h.Proc))
+		return ss.send(acceptedReply(h.XID, xdr.AcceptProgUnavail, xdr.Mismatch{}))
+	}
+	return ss.dispatchNFS(&h, msg, args)
+}
+
+// dispatchNFS handles an NFSv3 call: through the duplicate request cache if
+// it is not idempotent, then locally (LINK, COMMIT) or by go-nfs.
+func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
+	var entry *drcEntry
+	if nonIdempotent(h.Proc) {
+		k := newDRCKey(ss.client, h.XID, h.Prog, h.Vers, h.Proc, msg[args:])
+		e, dup := ss.s.drc.lookup(k)
+		if dup {
+			ss.replay(e, h, msg, args)
+			return nil
+		}
+		entry = e
+	}
+	switch h.Proc {
+	case ProcLink:
+		reply := successReply(h.XID, ss.s.link(msg[args:]))
+		return ss.answer(entry, reply)
+	case ProcCommit:
+		results, ok := ss.s.commit(msg[args:])
+		if !ok {
+			return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
+		}
+		return ss.answer(entry, successReply(h.XID, results))
+	case ProcWrite:
+		w, ok := decodeWriteCall(msg[args:])
+		if ok {
+			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w}, msg)
+		}
+	}
+	return ss.forward(pendingCall{xid: h.XID, entry: entry}, msg)
+}
+
+// replay answers a retransmission with the reply of the original call,
+// once that reply exists (the original may still be executing, on this
+// connection or on the one the client lost). An original that was
+// abandoned without a reply is executed again.
+func (ss *session) replay(e *drcEntry, h *xdr.CallHeader, msg []byte, args int) {
+	send := func() {
+		ss.s.log.Debug("nfs: retransmission answered from the duplicate request cache",
+			"call", ProcName(h.Prog, h.Vers, h.Proc), "xid", h.XID, "client", ss.client)
+		if err := ss.send(e.reply); err != nil {
+			ss.close()
+		}
+	}
+	if isClosed(e.done) && e.reply != nil {
+		send()
+		return
+	}
+	hc := *h
+	ss.s.wg.Add(1)
+	go func() {
+		defer ss.s.wg.Done()
+		select {
+		case <-e.done:
+		case <-ss.done:
+			return
+		}
+		if e.reply != nil {
+			send()
+		} else if err := ss.dispatchNFS(&hc, msg, args); err != nil {
+			ss.close()
+		}
+	}()
+}
+
+// answer sends a reply made here, recording it in entry if not nil.
+func (ss *session) answer(entry *drcEntry, reply []byte) error {
+	if entry != nil {
+		ss.s.drc.complete(entry, reply)
+	}
+	return ss.send(reply)
+}
+
+// forward hands a call to go-nfs.
+func (ss *session) forward(p pendingCall, msg []byte) error {
+	ss.fmu.Lock()
+	defer ss.fmu.Unlock()
+	ss.pmu.Lock()
+	ss.pending = append(ss.pending, p)
+	ss.pmu.Unlock()
+	_, err := ss.pipe.Write(xdr.AppendRecord(nil, msg, 0))
+	return err
+}
+
+// readReplies passes go-nfs's replies back to the client.
+func (ss *session) readReplies() {
+	defer ss.close()
+	for {
+		reply, err := xdr.ReadRecord(ss.pipe, nil, ss.s.maxMsg)
+		if err != nil {
+			return
+		}
+		ss.pmu.Lock()
+		if len(ss.pending) == 0 {
+			ss.pmu.Unlock()
+			ss.s.log.Error("nfs: go-nfs replied to no call", "network", ss.network)
+			return
+		}
+		p := ss.pending[0]
+		ss.pending = ss.pending[1:]
+		ss.pmu.Unlock()
+		if len(reply) < 4 || binary.BigEndian.Uint32(reply) != p.xid {
+			ss.s.log.Error("nfs: go-nfs replied out of order", "network", ss.network, "want_xid", p.xid)
+			return
+		}
+		if p.write != nil {
+			reply = ss.s.finishWrite(reply, p.write)
+		}
+		if err := ss.answer(p.entry, reply); err != nil {
+			return
+		}
+	}
+}
+
+// send writes one reply to the client.
+func (ss *session) send(reply []byte) error {
+	ss.wmu.Lock()
+	defer ss.wmu.Unlock()
+	return ss.c.WriteMsg(reply)
+}
+
+// acceptedReply is an MSG_ACCEPTED reply other than SUCCESS (RFC 5531 §9);
+// mm is sent with PROG_MISMATCH only.
+func acceptedReply(xid uint32, stat xdr.AcceptStat, mm xdr.Mismatch) []byte {
+	rh := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: stat, Mismatch: mm}
+	return rh.Append(nil)
+}
+
+// successReply is an MSG_ACCEPTED SUCCESS reply carrying results.
+func successReply(xid uint32, results []byte) []byte {
+	rh := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}
+	return append(rh.Append(make([]byte, 0, 24+len(results))), results...)
+}
+
+// pipeListener is the net.Listener go-nfs serves: its connections are the
+// go-nfs ends of the sessions' pipes.
+type pipeListener struct {
+	ch        chan net.Conn
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// Accept implements net.Listener.
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, &net.OpError{Op: "accept", Net: "pipe", Addr: l.Addr(), Err: net.ErrClosed}
+	}
+}
+
+// deliver hands c to go-nfs; false if the listener is closed.
+func (l *pipeListener) deliver(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+// Close implements net.Listener.
+func (l *pipeListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr implements net.Listener.
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "go-nfs" }
+
+// pipeConn is go-nfs's end of a session's pipe; it reports the client
+// connection's addresses (go-nfs hands the conn to Handler.Mount).
+type pipeConn struct {
+	net.Conn
+	local, remote net.Addr
+}
+
+func (c *pipeConn) LocalAddr() net.Addr  { return c.local }
+func (c *pipeConn) RemoteAddr() net.Addr { return c.remote }
+
+// SetDeadline and friends are no-ops: the session bounds nothing go-nfs
+// reads, and net.Pipe's deadlines would make go-nfs drop the connection.
+func (c *pipeConn) SetDeadline(time.Time) error      { return nil }
+func (c *pipeConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *pipeConn) SetWriteDeadline(time.Time) error { return nil }
+
+// clientHost is the host part of a connection's remote address.
+func clientHost(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	s := a.String()
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		return h
+	}
+	return s
+}

@@ -1,0 +1,355 @@
+package nfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-billy/v5"
+	gonfs "github.com/willscott/go-nfs"
+	nfshelper "github.com/willscott/go-nfs/helpers"
+
+	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// DefaultRDMAPort is the port of NFS over RPC-over-RDMA (RFC 8267 §6 and
+// IANA: "nfsrdma", 20049), where ServerConfig.RDMAAddr listens by default.
+const DefaultRDMAPort = 20049
+
+// Network names of a Server's connections, as ServerConfig.OnConn and
+// OnCall receive them.
+const (
+	NetRDMA = "rdma"
+	NetTCP  = "tcp"
+)
+
+// ErrServerClosed is returned by Serve after Close.
+var ErrServerClosed = errors.New("nfs: Server closed")
+
+// ServerConfig configures a Server. Handler (or FS) and
+// Transport.Provider are required.
+type ServerConfig struct {
+	// Handler is the go-nfs handler serving the export (see
+	// github.com/willscott/go-nfs/helpers for the usual wrapping of a
+	// billy.Filesystem).
+	Handler gonfs.Handler
+	// FS, when Handler is nil, is the exported file system, served by
+	// go-nfs's caching handler over its null-auth handler (AUTH_UNIX
+	// credentials are not checked), with room for HandleLimit handles
+	// (0 means 1024). For LINK it should implement Linker, for honest
+	// durability Syncer (or have files with a Sync method).
+	FS          billy.Filesystem
+	HandleLimit int
+
+	// Transport configures the RPC-over-RDMA listener; Transport.Provider
+	// is required.
+	//
+	// A nil Transport.Binding means Binding{}, the NFSv3 binding of RFC
+	// 8267 (READ and WRITE data, READLINK and SYMLINK paths by direct
+	// placement).
+	Transport transport.Config
+
+	// RDMAAddr is the address of the RPC-over-RDMA listener; "" means
+	// ":20049" (DefaultRDMAPort). TCPAddr is the address of the TCP
+	// listener that serves MOUNT (and NFS if NFSOverTCP); "" means ":0",
+	// a port of the system's choosing, registered with rpcbind.
+	RDMAAddr, TCPAddr string
+	// NFSOverTCP serves NFS version 3 on the TCP listener too (for
+	// comparison with RDMA); otherwise NFS calls over TCP get
+	// PROG_UNAVAIL.
+	NFSOverTCP bool
+
+	// Rpcbind configures registration with rpcbind.
+	Rpcbind RpcbindConfig
+
+	// DRCSize bounds the duplicate request cache (entries; 0 means
+	// DefaultDRCSize) and DRCMaxAge the age of its replies (0 means
+	// DefaultDRCMaxAge).
+	DRCSize   int
+	DRCMaxAge time.Duration
+
+	// Logger receives the server's events; nil discards them. It is also
+	// Transport.Logger when that is nil.
+	Logger *slog.Logger
+
+	// OnConn, if not nil, is called with every connection accepted, before
+	// its first call is read: network is NetRDMA (c is then a
+	// *transport.Conn) or NetTCP.
+	OnConn func(network string, c net.Conn)
+	// OnCall, if not nil, is called with the header of every call
+	// received, before it is answered; it must not keep h.
+	OnCall func(network string, h *xdr.CallHeader)
+}
+
+// Server serves NFS version 3 (RFC 1813) with a go-nfs handler over
+// RPC-over-RDMA (RFC 8166, RFC 8267) and MOUNT over TCP, as the Linux
+// kernel client expects of knfsd: it mounts with
+//
+//	mount -t nfs -o vers=3,proto=rdma,port=20049 server:/export /mnt
+//
+// and sends MNT over TCP (never over RDMA) to the port rpcbind gives, or to
+// mountport=.
+//
+// Between each connection and go-nfs sits a dispatch layer that answers
+// programs go-nfs does not serve with PROG_UNAVAIL (RFC 5531 §9), replays
+// retransmitted non-idempotent calls from a duplicate request cache,
+// executes LINK (RFC 1813 §3.3.15) and COMMIT (§3.3.21) itself and makes
+// WRITE replies tell the truth about stability (§3.3.7).
+type Server struct {
+	cfg     ServerConfig
+	log     *slog.Logger
+	handler gonfs.Handler
+	gonfs   *gonfs.Server
+	verf    [8]byte
+	drc     *drc
+	maxMsg  int
+
+	rdma  *transport.Listener
+	tcp   net.Listener
+	pipes *pipeListener
+	rpcb  *rpcbindState
+
+	wg        sync.WaitGroup
+	served    chan error // go-nfs's Serve result
+	done      chan struct{}
+	closeOnce sync.Once
+	// registered is closed once Serve registered with rpcbind (rpcb).
+	registered chan struct{}
+
+	mu       sync.Mutex
+	serving  bool
+	closed   bool
+	sessions map[*session]struct{}
+}
+
+// NewServer listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
+// Errors are *net.OpError for the listeners, as net.Listen's.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	handler := cfg.Handler
+	if handler == nil {
+		if cfg.FS == nil {
+			return nil, errors.New("nfs: ServerConfig has neither Handler nor FS")
+		}
+		limit := cfg.HandleLimit
+		if limit <= 0 {
+			limit = 1024
+		}
+		handler = nfshelper.NewCachingHandler(nfshelper.NewNullAuthHandler(cfg.FS), limit)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.RDMAAddr == "" {
+		cfg.RDMAAddr = fmt.Sprintf(":%d", DefaultRDMAPort)
+	}
+	if cfg.TCPAddr == "" {
+		cfg.TCPAddr = ":0"
+	}
+	tcfg := cfg.Transport
+	if tcfg.Binding == nil {
+		tcfg.Binding = Binding{}
+	}
+	if tcfg.Logger == nil {
+		tcfg.Logger = cfg.Logger
+	}
+	maxMsg := tcfg.MaxRPCSize
+	if maxMsg <= 0 {
+		maxMsg = transport.DefaultMaxRPCSize
+	}
+	rl, err := transport.Listen(cfg.RDMAAddr, &tcfg)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := net.Listen("tcp", cfg.TCPAddr)
+	if err != nil {
+		_ = rl.Close()
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, log: log, handler: handler, verf: newWriteVerifier(),
+		drc: newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
+		rdma: rl, tcp: tl, pipes: newPipeListener(),
+		served: make(chan error, 1), done: make(chan struct{}), registered: make(chan struct{}),
+		sessions: map[*session]struct{}{},
+	}
+	// One go-nfs server for both listeners: the handle MNT returns over
+	// TCP must be valid over RDMA. Its ID is the write verifier go-nfs
+	// puts in WRITE replies; finishWrite rewrites those anyway.
+	s.gonfs = &gonfs.Server{Handler: handler, ID: s.verf}
+	return s, nil
+}
+
+// RDMAAddr returns the address of the RPC-over-RDMA listener.
+func (s *Server) RDMAAddr() net.Addr { return s.rdma.Addr() }
+
+// TCPAddr returns the address of the TCP listener (MOUNT, and NFS if
+// ServerConfig.NFSOverTCP).
+func (s *Server) TCPAddr() net.Addr { return s.tcp.Addr() }
+
+// Addrs returns the RDMA and the TCP listeners' addresses.
+func (s *Server) Addrs() (rdma, tcp net.Addr) { return s.rdma.Addr(), s.tcp.Addr() }
+
+// WriteVerifier returns the write verifier of WRITE and COMMIT replies
+// (RFC 1813 §3.3.7): new at every NewServer.
+func (s *Server) WriteVerifier() [8]byte { return s.verf }
+
+// DRCStats returns the counters of the duplicate request cache.
+func (s *Server) DRCStats() DRCStats { return s.drc.stats() }
+
+// Serve registers with rpcbind (see RpcbindConfig) and serves until ctx
+// is done or Close is called; it then closes the Server. It returns
+// ErrServerClosed after Close, ctx's error when ctx ended it, and fails at
+// once if called twice.
+func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	if s.serving {
+		s.mu.Unlock()
+		return errors.New("nfs: Serve called twice")
+	}
+	s.serving = true
+	s.wg.Add(2)
+	s.mu.Unlock()
+
+	s.gonfs.Context = ctx
+	go func() { s.served <- s.gonfs.Serve(s.pipes) }()
+	go func() {
+		defer s.wg.Done()
+		s.acceptRDMA()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.acceptTCP()
+	}()
+	s.log.Info("nfs: serving", "rdma", s.rdma.Addr(), "tcp", s.tcp.Addr(), "nfs_over_tcp", s.cfg.NFSOverTCP)
+	rpcb := s.registerRpcbind()
+	s.mu.Lock()
+	s.rpcb = rpcb
+	s.mu.Unlock()
+	close(s.registered)
+	select {
+	case <-ctx.Done():
+		_ = s.Close()
+		return ctx.Err()
+	case <-s.done:
+		return ErrServerClosed
+	}
+}
+
+func (s *Server) acceptRDMA() {
+	for {
+		c, err := s.rdma.AcceptRDMA()
+		if err != nil {
+			s.acceptFailed(NetRDMA, err)
+			return
+		}
+		s.startSession(NetRDMA, c, c)
+	}
+}
+
+func (s *Server) acceptTCP() {
+	for {
+		c, err := s.tcp.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			s.acceptFailed(NetTCP, err)
+			return
+		}
+		s.startSession(NetTCP, &recordConn{Conn: c, max: s.maxMsg}, c)
+	}
+}
+
+func (s *Server) acceptFailed(network string, err error) {
+	select {
+	case <-s.done:
+	default:
+		s.log.Error("nfs: accept failed; listener stopped", "network", network, "err", err)
+	}
+}
+
+// startSession puts a dispatch layer between c and go-nfs.
+func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
+	if s.cfg.OnConn != nil {
+		s.cfg.OnConn(network, nc)
+	}
+	ours, theirs := net.Pipe()
+	ss := &session{s: s, network: network, c: c, client: clientHost(c.RemoteAddr()), pipe: ours,
+		done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	s.sessions[ss] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	if !s.pipes.deliver(&pipeConn{Conn: theirs, local: c.LocalAddr(), remote: c.RemoteAddr()}) {
+		_ = theirs.Close()
+		ss.close()
+		s.wg.Done()
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		ss.serve()
+	}()
+}
+
+func (s *Server) removeSession(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+}
+
+// Close stops the listeners, unregisters from rpcbind, closes every
+// connection and waits for everything the Server started to end.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		serving := s.serving
+		sessions := make([]*session, 0, len(s.sessions))
+		for ss := range s.sessions {
+			sessions = append(sessions, ss)
+		}
+		s.mu.Unlock()
+		close(s.done)
+		errR := s.rdma.Close()
+		errT := s.tcp.Close()
+		if errors.Is(errT, net.ErrClosed) {
+			errT = nil
+		}
+		_ = s.pipes.Close()
+		for _, ss := range sessions {
+			ss.close()
+		}
+		if serving {
+			<-s.registered // bounded by RpcbindConfig.Timeout
+			s.unregisterRpcbind(s.rpcb)
+		}
+		s.wg.Wait()
+		if serving {
+			if e := <-s.served; e != nil && !errors.Is(e, net.ErrClosed) {
+				errR = errors.Join(errR, e)
+			}
+		}
+		err = errors.Join(errR, errT)
+	})
+	return err
+}
