@@ -200,6 +200,10 @@ func (s *Server) Addrs() (rdma, tcp net.Addr) { return s.rdma.Addr(), s.tcp.Addr
 // (RFC 1813 §3.3.7): new at every NewServer.
 func (s *Server) WriteVerifier() [8]byte { return s.verf }
 
+// ListenerStats returns the RDMA listener's counters: handshakes,
+// connections, rejects (transport.ListenerStats).
+func (s *Server) ListenerStats() transport.ListenerStats { return s.rdma.Stats() }
+
 // DRCStats returns the counters of the duplicate request cache.
 func (s *Server) DRCStats() DRCStats { return s.drc.stats() }
 

@@ -1,0 +1,285 @@
+// Command rdma-nfsd serves a directory over NFS version 3 on RPC-over-RDMA
+// (RFC 8166, RFC 8267), the way the Linux kernel client mounts knfsd:
+//
+//	rdma-nfsd -dir /srv/export -addr 10.0.0.1
+//	mount -t nfs -o vers=3,proto=rdma,port=20049 10.0.0.1:/ /mnt
+//
+// NFS goes over RDMA on port 20049; MOUNT over TCP (the kernel never sends
+// it over RDMA), on a port registered with the system's rpcbind, or with
+// the portmapper rdma-nfsd serves itself (-portmap) when none runs. Each
+// connection's negotiated settings (RFC 8797) are logged in one line; its
+// counters are served as JSON on the metrics endpoint (expvar,
+// /debug/vars) and logged on SIGUSR1. SIGTERM or SIGINT shut down cleanly.
+package main
+
+import (
+	"context"
+	"errors"
+	"expvar"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "rdma-nfsd:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command line's.
+type options struct {
+	dir, addr, provider, metrics, logLevel string
+	rdmaPort, tcpPort                      int
+	readOnly, nfsOverTCP, indexOnly        bool
+	rpcbind, portmap                       bool
+	inlineSend, inlineRecv                 int
+	noRemoteInvalidate, noPrivateData      bool
+	credits, maxConns, backlog             int
+	maxRPC                                 int
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("rdma-nfsd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.dir, "dir", "", "directory to export (required)")
+	fs.StringVar(&o.addr, "addr", "", "address to listen on (an address of the RDMA device; empty: all)")
+	fs.IntVar(&o.rdmaPort, "rdma-port", nfs.DefaultRDMAPort, "NFS over RDMA port")
+	fs.IntVar(&o.tcpPort, "tcp-port", 0, "MOUNT (and -nfs-tcp) TCP port; 0 picks one, registered with rpcbind")
+	fs.BoolVar(&o.nfsOverTCP, "nfs-tcp", false, "serve NFS over TCP too, for comparison")
+	fs.BoolVar(&o.readOnly, "ro", false, "export read-only (NFS3ERR_ROFS for every change)")
+	fs.BoolVar(&o.indexOnly, "index-handles", false, "file handles without open_by_handle_at (what a non-root server uses)")
+	fs.StringVar(&o.provider, "provider", "rdmacore", "verbs provider: rdmacore (RDMA devices, Soft-RoCE) or soft (RDMA emulated over TCP)")
+	fs.IntVar(&o.inlineSend, "inline-send", transport.DefaultInline, "inline send size offered (RFC 8797; 1024..262144)")
+	fs.IntVar(&o.inlineRecv, "inline-recv", transport.DefaultInline, "inline receive size offered (RFC 8797; 1024..262144)")
+	fs.BoolVar(&o.noRemoteInvalidate, "no-remote-invalidate", false, "clear the R bit: never reply with Send With Invalidate")
+	fs.BoolVar(&o.noPrivateData, "no-private-data", false, "send no RFC 8797 private data (the 1024-byte defaults)")
+	fs.IntVar(&o.credits, "credits", 0, "largest credit grant per connection (0: 64, as Linux)")
+	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on connections (0: none)")
+	fs.IntVar(&o.backlog, "backlog", 0, "handshakes in progress plus connections not yet served (0: 128)")
+	fs.IntVar(&o.maxRPC, "max-rpc", 0, "largest RPC message (0: 1 MiB + 16 KiB)")
+	fs.BoolVar(&o.rpcbind, "rpcbind", true, "register with the system's rpcbind (127.0.0.1:111) when it runs")
+	fs.BoolVar(&o.portmap, "portmap", false, "serve a minimal portmapper on port 111 when no rpcbind runs")
+	fs.StringVar(&o.metrics, "metrics", "", "address of the metrics endpoint (expvar JSON at /debug/vars); empty: none")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.dir == "" {
+		return o, errors.New("-dir is required")
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
+
+// run serves until ctx is done. ready, if not nil, gets the server once it
+// listens (tests).
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.Server)) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	var provider verbs.Provider
+	switch o.provider {
+	case "rdmacore":
+		provider = &rdmacore.Provider{}
+	case "soft":
+		provider = &soft.Provider{}
+	default:
+		return fmt.Errorf("-provider %q: want rdmacore or soft", o.provider)
+	}
+
+	dir, err := nfs.DirFS(o.dir)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	if o.readOnly {
+		dir.SetReadOnly()
+	}
+	handler, err := nfs.NewDirHandler(dir, nfs.DirHandlerOptions{IndexOnly: o.indexOnly})
+	if err != nil {
+		return err
+	}
+
+	conns := &connTable{}
+	srv, err := nfs.NewServer(nfs.ServerConfig{
+		Handler: handler,
+		Transport: transport.Config{
+			Provider:           provider,
+			InlineSend:         o.inlineSend,
+			InlineRecv:         o.inlineRecv,
+			NoRemoteInvalidate: o.noRemoteInvalidate,
+			NoPrivateData:      o.noPrivateData,
+			Credits:            uint32(o.credits),
+			MaxConns:           o.maxConns,
+			AcceptBacklog:      o.backlog,
+			MaxRPCSize:         o.maxRPC,
+			Binding:            nfs.Binding{},
+		},
+		RDMAAddr:   net.JoinHostPort(o.addr, strconv.Itoa(o.rdmaPort)),
+		TCPAddr:    net.JoinHostPort(o.addr, strconv.Itoa(o.tcpPort)),
+		NFSOverTCP: o.nfsOverTCP,
+		Rpcbind:    nfs.RpcbindConfig{Disable: !o.rpcbind, Serve: o.portmap},
+		Logger:     log,
+		OnConn: func(network string, c net.Conn) {
+			if tc, ok := c.(*transport.Conn); ok {
+				conns.add(tc)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	rdmaAddr, tcpAddr := srv.Addrs()
+	log.Info("rdma-nfsd: serving", "dir", o.dir, "nfs_rdma", rdmaAddr.String(), "mount_tcp", tcpAddr.String(),
+		"provider", provider.Name(), "read_only", o.readOnly, "handles_by_kernel", handler.ByKernelHandle())
+
+	if o.metrics != "" {
+		ml, err := net.Listen("tcp", o.metrics)
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("-metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/debug/vars", metricsHandler(srv, conns))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = hs.Serve(ml) }()
+		defer hs.Close()
+		log.Info("rdma-nfsd: metrics", "url", "http://"+ml.Addr().String()+"/debug/vars")
+	}
+
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	if ready != nil {
+		ready(srv)
+	}
+	for {
+		select {
+		case <-usr1:
+			logStats(log, srv, conns)
+		case err := <-served:
+			if errors.Is(err, nfs.ErrServerClosed) {
+				err = nil
+			}
+			return err
+		case <-ctx.Done():
+			log.Info("rdma-nfsd: shutting down")
+			_ = srv.Close()
+			err := <-served
+			if errors.Is(err, nfs.ErrServerClosed) || errors.Is(err, context.Canceled) {
+				err = nil
+			}
+			logStats(log, srv, conns)
+			return err
+		}
+	}
+}
+
+// connTable keeps the RDMA connections, for their counters (a closed
+// connection's Stats stay readable; the table keeps the last maxConnsKept).
+type connTable struct {
+	mu    sync.Mutex
+	conns []*transport.Conn
+}
+
+const maxConnsKept = 256
+
+func (t *connTable) add(c *transport.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.conns) == maxConnsKept {
+		t.conns = append(t.conns[:0], t.conns[1:]...)
+	}
+	t.conns = append(t.conns, c)
+}
+
+func (t *connTable) snapshot() []*transport.Conn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]*transport.Conn(nil), t.conns...)
+}
+
+// connStats is one connection's entry on the metrics endpoint.
+type connStats struct {
+	Remote string
+	Stats  transport.Stats
+}
+
+// metrics returns what the endpoint and SIGUSR1 report.
+func metrics(srv *nfs.Server, conns *connTable) map[string]any {
+	var cs []connStats
+	for _, c := range conns.snapshot() {
+		cs = append(cs, connStats{Remote: c.RemoteAddr().String(), Stats: c.Stats()})
+	}
+	return map[string]any{
+		"listener":    srv.ListenerStats(),
+		"drc":         srv.DRCStats(),
+		"connections": cs,
+	}
+}
+
+// published is what the "rdma_nfsd" expvar reports: the server run serves
+// (expvar names are process-wide and published once).
+var (
+	publishOnce sync.Once
+	published   struct {
+		sync.Mutex
+		srv   *nfs.Server
+		conns *connTable
+	}
+)
+
+// metricsHandler serves expvar's variables and ours, under "rdma_nfsd".
+func metricsHandler(srv *nfs.Server, conns *connTable) http.Handler {
+	published.Lock()
+	published.srv, published.conns = srv, conns
+	published.Unlock()
+	publishOnce.Do(func() {
+		expvar.Publish("rdma_nfsd", expvar.Func(func() any {
+			published.Lock()
+			defer published.Unlock()
+			return metrics(published.srv, published.conns)
+		}))
+	})
+	return expvar.Handler()
+}
+
+func logStats(log *slog.Logger, srv *nfs.Server, conns *connTable) {
+	log.Info("rdma-nfsd: listener", "stats", fmt.Sprintf("%+v", srv.ListenerStats()), "drc", fmt.Sprintf("%+v", srv.DRCStats()))
+	for _, c := range conns.snapshot() {
+		s := c.Stats()
+		log.Info("rdma-nfsd: connection", "remote", c.RemoteAddr().String(), "stats", fmt.Sprintf("%+v", s))
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test together.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRdmaNfsd runs the program on the soft provider: MNT over TCP gives the
+// root handle, GETATTR over RPC-over-RDMA finds the exported directory, the
+// metrics endpoint and SIGUSR1 report the connection with its negotiated
+// settings, and cancelling the context (SIGTERM in main) ends it cleanly.
+func TestRdmaNfsd(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello"), []byte("hello"), 0o644))
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan *nfs.Server, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-dir", dir, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
+			"-rpcbind=false", "-metrics", "127.0.0.1:0", "-inline-send", "1024"}, &logs, func(s *nfs.Server) { ready <- s })
+	}()
+	var srv *nfs.Server
+	select {
+	case srv = <-ready:
+	case err := <-done:
+		t.Fatalf("rdma-nfsd ended: %v\n%s", err, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("rdma-nfsd did not start")
+	}
+	rdmaAddr, tcpAddr := srv.Addrs()
+
+	root := mountRoot(t, tcpAddr.String())
+
+	c, err := transport.Dial(ctx, rdmaAddr.String(), &transport.Config{Provider: &soft.Provider{}, Binding: nfs.Binding{}})
+	require.NoError(t, err)
+	defer c.Close()
+	call := (&xdr.CallHeader{XID: 1, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcGetattr}).Append(nil)
+	call = xdr.AppendOpaque(call, root)
+	reply, err := c.Call(ctx, call, nil)
+	require.NoError(t, err)
+	var rh xdr.ReplyHeader
+	off, err := rh.Unmarshal(reply)
+	require.NoError(t, err)
+	require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+	r := xdr.NewReader(reply[off:])
+	status, _ := r.Uint32()
+	ftype, _ := r.Uint32()
+	require.Zero(t, status, "GETATTR status")
+	require.EqualValues(t, 2, ftype, "NF3DIR")
+
+	// The negotiated settings, in one log line per connection.
+	waitFor(t, "the accept log line", func() bool {
+		return regexp.MustCompile(`rpcrdma: accepted.*send_inline=1024`).MatchString(logs.String())
+	})
+
+	// The metrics endpoint.
+	m := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(logs.String())
+	require.NotNil(t, m, "metrics URL in the log:\n%s", logs.String())
+	resp, err := http.Get(m[1])
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var vars struct {
+		RdmaNfsd struct {
+			Connections []struct {
+				Remote string
+				Stats  transport.Stats
+			} `json:"connections"`
+		} `json:"rdma_nfsd"`
+	}
+	require.NoError(t, json.Unmarshal(body, &vars), "%s", body)
+	require.Len(t, vars.RdmaNfsd.Connections, 1)
+	st := vars.RdmaNfsd.Connections[0].Stats
+	require.Equal(t, 1024, st.Negotiated.SendInline)
+	require.NotZero(t, st.Recvs)
+
+	// SIGUSR1 logs the counters.
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGUSR1))
+	waitFor(t, "the SIGUSR1 report", func() bool {
+		return regexp.MustCompile(`rdma-nfsd: connection" remote=`).MatchString(logs.String())
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("rdma-nfsd did not shut down")
+	}
+}
+
+// TestRdmaNfsdFlags: a missing -dir and a bad provider are errors.
+func TestRdmaNfsdFlags(t *testing.T) {
+	ctx := context.Background()
+	require.ErrorContains(t, run(ctx, nil, io.Discard, nil), "-dir is required")
+	require.ErrorContains(t, run(ctx, []string{"-dir", t.TempDir(), "-provider", "x"}, io.Discard, nil), "want rdmacore or soft")
+}
+
+// mountRoot sends MOUNT3 MNT "/" over TCP (record marked) and returns the
+// root file handle.
+func mountRoot(t *testing.T, addr string) []byte {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := (&xdr.CallHeader{XID: 7, Prog: nfs.ProgMount, Vers: 3, Proc: nfs.MountProcMnt}).Append(nil)
+	msg = xdr.AppendOpaque(msg, []byte("/"))
+	_, err = nc.Write(binary.BigEndian.AppendUint32(nil, xdr.LastFragment|uint32(len(msg))))
+	require.NoError(t, err)
+	_, err = nc.Write(msg)
+	require.NoError(t, err)
+	reply, err := xdr.ReadRecord(nc, nil, 1<<20)
+	require.NoError(t, err)
+	var rh xdr.ReplyHeader
+	off, err := rh.Unmarshal(reply)
+	require.NoError(t, err)
+	require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+	r := xdr.NewReader(reply[off:])
+	status, err := r.Uint32()
+	require.NoError(t, err)
+	require.Zero(t, status, "MNT status")
+	fh, err := r.Opaque(64)
+	require.NoError(t, err)
+	return fh
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("gave up waiting for %s", what)
+}
+
