@@ -148,7 +148,6 @@ func dialRDMA(t *testing.T, srv *nfs.Server) *transport.Conn {
 	return c
 }
 
-
 // call sends one call with an AUTH_SYS credential and returns the reply
 // header and the bytes after it.
 func call(t *testing.T, c msgConn, xid, prog, vers, proc uint32, args []byte) (xdr.ReplyHeader, []byte) {

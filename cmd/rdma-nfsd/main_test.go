@@ -173,4 +173,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("gave up waiting for %s", what)
 }
-
