@@ -77,14 +77,8 @@ func TestRdmaNfsd(t *testing.T) {
 	call = xdr.AppendOpaque(call, root)
 	reply, err := c.Call(ctx, call, nil)
 	require.NoError(t, err)
-	var rh xdr.ReplyHeader
-	off, err := rh.Unmarshal(reply)
-	require.NoError(t, err)
-	require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
-	r := xdr.NewReader(reply[off:])
-	status, _ := r.Uint32()
+	r := okResults(t, reply, "GETATTR")
 	ftype, _ := r.Uint32()
-	require.Zero(t, status, "GETATTR status")
 	require.EqualValues(t, 2, ftype, "NF3DIR")
 
 	// The negotiated settings, in one log line per connection.
@@ -151,17 +145,25 @@ func mountRoot(t *testing.T, addr string) []byte {
 	require.NoError(t, err)
 	reply, err := xdr.ReadRecord(nc, nil, 1<<20)
 	require.NoError(t, err)
+	fh, err := okResults(t, reply, "MNT").Opaque(64)
+	require.NoError(t, err)
+	return fh
+}
+
+// okResults checks that reply is an accepted, successful RPC reply whose
+// results start with status 0 (NFS3_OK, MNT3_OK) and returns a reader of
+// the rest.
+func okResults(t *testing.T, reply []byte, what string) *xdr.Reader {
+	t.Helper()
 	var rh xdr.ReplyHeader
 	off, err := rh.Unmarshal(reply)
 	require.NoError(t, err)
-	require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+	require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat, what)
 	r := xdr.NewReader(reply[off:])
 	status, err := r.Uint32()
 	require.NoError(t, err)
-	require.Zero(t, status, "MNT status")
-	fh, err := r.Opaque(64)
-	require.NoError(t, err)
-	return fh
+	require.Zero(t, status, "%s status", what)
+	return &r
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
