@@ -89,6 +89,8 @@ type pendingCall struct {
 	write *writeCall // set for an NFSv3 WRITE
 	// fsinfo is set for an NFSv3 FSINFO, whose dtpref is rewritten.
 	fsinfo bool
+	// attrs is set for a call whose reply lacks attributes (attrFix).
+	attrs *attrFix
 }
 
 // serve runs the session until the client or go-nfs closes its side.
@@ -223,7 +225,7 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w}, msg)
 		}
 	}
-	return ss.forward(pendingCall{xid: h.XID, entry: entry}, msg)
+	return ss.forward(pendingCall{xid: h.XID, entry: entry, attrs: ss.s.newAttrFix(h.Proc, msg[args:])}, msg)
 }
 
 // replay answers a retransmission with the reply of the original call,
@@ -304,6 +306,9 @@ func (ss *session) readReplies() {
 		}
 		if p.fsinfo {
 			reply = ss.s.finishFsinfo(reply)
+		}
+		if p.attrs != nil {
+			reply = ss.s.finishAttrs(reply, p.attrs)
 		}
 		if err := ss.answer(p.entry, reply); err != nil {
 			return
