@@ -35,9 +35,7 @@ import (
 // neither repeats nor skips the entries that stayed. "." and ".." have the
 // cookies 1 and 2, which no name hashes to.
 const (
-	nfs3ErrBadCookie   = 10003
-	nfs3ErrTooSmall    = 10005
-	nfs3ErrServerFault = 10006
+	nfs3ErrTooSmall = 10005
 
 	cookieDot    = 1 // after "."
 	cookieDotDot = 2 // after ".."
