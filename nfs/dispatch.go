@@ -87,6 +87,10 @@ type pendingCall struct {
 	xid   uint32
 	entry *drcEntry  // the call's duplicate request cache entry, or nil
 	write *writeCall // set for an NFSv3 WRITE
+	// fsinfo is set for an NFSv3 FSINFO, whose dtpref is rewritten.
+	fsinfo bool
+	// attrs is set for a call whose reply lacks attributes (attrFix).
+	attrs *attrFix
 }
 
 // serve runs the session until the client or go-nfs closes its side.
@@ -184,7 +188,8 @@ func (ss *session) dispatch(msg []byte) error {
 }
 
 // dispatchNFS handles an NFSv3 call: through the duplicate request cache if
-// it is not idempotent, then locally (LINK, COMMIT) or by go-nfs.
+// it is not idempotent, then locally (LINK, COMMIT, READDIR and READDIRPLUS)
+// or by go-nfs.
 func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	var entry *drcEntry
 	if nonIdempotent(h.Proc) {
@@ -206,13 +211,21 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 			return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
 		}
 		return ss.answer(entry, successReply(h.XID, results))
+	case ProcReaddir, ProcReaddirplus:
+		results, ok := ss.s.readdir(msg[args:], h.Proc == ProcReaddirplus)
+		if !ok {
+			return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
+		}
+		return ss.answer(entry, successReply(h.XID, results))
+	case ProcFsinfo:
+		return ss.forward(pendingCall{xid: h.XID, entry: entry, fsinfo: true}, msg)
 	case ProcWrite:
 		w, ok := decodeWriteCall(msg[args:])
 		if ok {
 			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w}, msg)
 		}
 	}
-	return ss.forward(pendingCall{xid: h.XID, entry: entry}, msg)
+	return ss.forward(pendingCall{xid: h.XID, entry: entry, attrs: ss.s.newAttrFix(h.Proc, msg[args:])}, msg)
 }
 
 // replay answers a retransmission with the reply of the original call,
@@ -290,6 +303,12 @@ func (ss *session) readReplies() {
 		}
 		if p.write != nil {
 			reply = ss.s.finishWrite(reply, p.write)
+		}
+		if p.fsinfo {
+			reply = ss.s.finishFsinfo(reply)
+		}
+		if p.attrs != nil {
+			reply = ss.s.finishAttrs(reply, p.attrs)
 		}
 		if err := ss.answer(p.entry, reply); err != nil {
 			return

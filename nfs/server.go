@@ -99,8 +99,11 @@ type ServerConfig struct {
 // Between each connection and go-nfs sits a dispatch layer that answers
 // programs go-nfs does not serve with PROG_UNAVAIL (RFC 5531 §9), replays
 // retransmitted non-idempotent calls from a duplicate request cache,
-// executes LINK (RFC 1813 §3.3.15) and COMMIT (§3.3.21) itself and makes
-// WRITE replies tell the truth about stability (§3.3.7).
+// executes LINK (RFC 1813 §3.3.15), COMMIT (§3.3.21), READDIR (§3.3.16)
+// and READDIRPLUS (§3.3.17) itself, makes WRITE replies tell the truth
+// about stability (§3.3.7), offers a dtpref that fits a message in FSINFO
+// (§3.3.19), and adds the directory attributes go-nfs leaves out of LOOKUP
+// failures and of CREATE, MKDIR, SYMLINK and MKNOD (§2.6, wcc_data).
 type Server struct {
 	cfg     ServerConfig
 	log     *slog.Logger
