@@ -252,3 +252,35 @@ func TestWriteChunkCopiedOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, xdr.AppendOpaque(nil, pattern(n, 5)), reply[off:])
 }
+
+// TestEmptyResultWithWriteChunk: a READ-like call offers a Write chunk for
+// its result, and the result is empty (a READ at end of file): the reply
+// reports 0 bytes written and carries the empty opaque (before, the
+// responder dereferenced reply staging memory it had not taken for zero
+// bytes and panicked under its lock, which hung every later call).
+func TestEmptyResultWithWriteChunk(t *testing.T) {
+	b := testBinding{ddp: true}
+	l, err := Listen("127.0.0.1:0", softConfig(&Config{Binding: b}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		c, err := l.AcceptRDMA()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		// procRead answers with no data at all, whatever the count.
+		_ = serveCalls(c, nil, nil, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
+			if h.Proc == procRead {
+				return xdr.AppendOpaque(out, nil), true, nil
+			}
+			return testResults(h, args, out)
+		})
+	}()
+	c := rcDial(t, l.Addr().String(), &Config{Binding: b})
+	for i := range 3 {
+		got := callOK(t, c, uint32(1+i), procRead, xdr.AppendUint32(nil, 64<<10))
+		require.Equal(t, []byte{0, 0, 0, 0}, got, "an empty opaque")
+	}
+	require.NotZero(t, c.Stats().WriteChunks, "the calls offered a Write chunk")
+}

@@ -655,7 +655,9 @@ func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg
 	var err error
 	for i, wc := range call.hdr.WriteList {
 		n := 0
-		if i == 0 && plan.Data.Present {
+		if i == 0 && dataLen > 0 {
+			// An empty result (a READ at end of file) is written nowhere:
+			// the echoed chunk reports 0 bytes, and nothing was staged.
 			n = dataLen
 			copy(call.mem.Bytes(), msg[plan.Data.Off:plan.Data.Off+dataLen])
 			if s.ops, err = marshal.AppendWriteOps(s.ops, 0, n, wc); err != nil {
