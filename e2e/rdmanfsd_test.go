@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestRdmaNfsdKernel(t *testing.T) {
 		CGO:      true,
 		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
 		Setup:    "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true",
-		Args:     []string{"-test.timeout=9m"},
+		Args:     append([]string{"-test.timeout=9m"}, guestRunArgs()...),
 		Options:  vm.Options{Timeout: 10 * time.Minute},
 	})
 	requireGuestPassed(t, r, rdmaNfsdGuestTests)
@@ -51,4 +52,13 @@ func TestRdmaNfsdKernel(t *testing.T) {
 	}
 	t.Logf("the kernel's NFSv3 client over RDMA against rdma-nfsd (VM run %.0f s):\n  %s",
 		r.Elapsed.Seconds(), strings.Join(report, "\n  "))
+}
+
+// guestRunArgs narrows the guest tests with $RPCRDMA_GUEST_RUN (a
+// -test.run pattern), for debugging one of them.
+func guestRunArgs() []string {
+	if r := os.Getenv("RPCRDMA_GUEST_RUN"); r != "" {
+		return []string{"-test.run=" + r}
+	}
+	return nil
 }

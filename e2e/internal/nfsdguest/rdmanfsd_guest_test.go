@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +40,9 @@ const (
 // the default 60 s a single such failure would cost a minute.
 var mountOpts = "vers=3,proto=rdma,port=" + strconv.Itoa(rdmaPort) + ",mountport=" + strconv.Itoa(tcpPort) +
 	",mountproto=tcp,nolock,timeo=50"
+
+// serverPid is the pid of the running rdma-nfsd, for the hang report.
+var serverPid atomic.Int32
 
 // nfsd is /host/rdma-nfsd running as a child process, its output appended
 // to a log file that the failure report shows.
@@ -81,6 +86,8 @@ func startNfsd(t *testing.T, export, mnt, name string, extra ...string) *nfsd {
 		out, _ = run("tail -n 150 " + s.logPath)
 		t.Logf("rdma-nfsd log (%s, last lines):\n%s", s.logPath, out)
 	})
+	// The kernel's RPC-over-RDMA tracepoints, for the hang report.
+	_, _ = run("echo > /sys/kernel/tracing/trace; echo 1 > /sys/kernel/tracing/events/rpcrdma/enable")
 	s.start()
 	return s
 }
@@ -100,6 +107,7 @@ func (s *nfsd) start() {
 		t.Fatalf("starting %s: %v", binary, err)
 	}
 	s.starts++
+	serverPid.Store(int32(s.cmd.Process.Pid))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		log, _ := os.ReadFile(s.logPath)
@@ -177,12 +185,41 @@ func xprt(t *testing.T, mnt string) Xprt {
 	return x
 }
 
-// phase runs f and logs how long it took as a report line.
+// phaseLimit bounds each phase: a call the server never answers hangs a
+// hard mount for ever, and the guest's test timeout would end the run with
+// a stack trace and nothing else.
+const phaseLimit = 3 * time.Minute
+
+// phase runs f and logs how long it took as a report line. If f takes
+// longer than phaseLimit, the kernel's and the server's state is printed
+// and the test binary exits.
 func phase(t *testing.T, name string, f func()) {
 	t.Helper()
 	t0 := time.Now()
+	watchdog := time.AfterFunc(phaseLimit, func() { hung(name) })
+	defer watchdog.Stop()
 	f()
 	t.Logf("RDMANFSD %s: %.1f s", name, time.Since(t0).Seconds())
+}
+
+// hung prints what a hang report needs and ends the test binary.
+func hung(what string) {
+	fmt.Printf("RDMANFSD HUNG: %s did not end in %v\n", what, phaseLimit)
+	if pid := serverPid.Load(); pid > 0 {
+		_ = syscall.Kill(int(pid), syscall.SIGUSR1) // its connections' counters, into its log
+		time.Sleep(time.Second)
+	}
+	for _, c := range []string{
+		"dmesg | tail -n 60",
+		"mount -t debugfs none /sys/kernel/debug 2>/dev/null; cat /sys/kernel/debug/sunrpc/rpc_clnt/*/tasks",
+		"grep -A 12 'fstype nfs' /proc/self/mountstats",
+		"for f in /tmp/rdma-nfsd-*.log; do echo == $f; tail -n 60 $f; done",
+		"grep -v '^#' /sys/kernel/tracing/trace | tail -n 80",
+	} {
+		out, _ := run(c)
+		fmt.Printf("RDMANFSD HUNG $ %s\n%s\n", c, out)
+	}
+	os.Exit(3)
 }
 
 // TestWorkload runs the nfsworkload workload on the kernel's mount of
@@ -311,6 +348,8 @@ func TestRestart(t *testing.T) {
 	}
 	s.start()
 	tUp := time.Now()
+	watchdog := time.AfterFunc(phaseLimit, func() { hung("cp across the restart") })
+	defer watchdog.Stop()
 	if err := <-cpDone; err != nil {
 		t.Fatalf("cp across the restart: %v: %s", err, cpOut.String())
 	}
