@@ -14,6 +14,7 @@ import (
 // pass in the guest.
 var rdmaNfsdGuestTests = []string{
 	"TestWorkload",
+	"TestExercise",
 	"TestRestart",
 	"TestMountstats",
 	"TestMountstats/default",
@@ -40,7 +41,7 @@ func TestRdmaNfsdKernel(t *testing.T) {
 		CGO:      true,
 		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
 		Setup:    "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true",
-		Args:     append([]string{"-test.timeout=9m"}, guestRunArgs()...),
+		Args:     append([]string{"-test.timeout=7m"}, guestRunArgs()...),
 		Options:  vm.Options{Timeout: 10 * time.Minute},
 	})
 	requireGuestPassed(t, r, rdmaNfsdGuestTests)
