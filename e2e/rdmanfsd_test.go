@@ -14,7 +14,6 @@ import (
 // pass in the guest.
 var rdmaNfsdGuestTests = []string{
 	"TestWorkload",
-	"TestExercise",
 	"TestRestart",
 	"TestMountstats",
 	"TestMountstats/default",
