@@ -26,8 +26,16 @@ import (
 //	[2:10]   export id: SHA-256 of the file system id and the root's identity
 //	[10:18]  inode number
 //	[18:26]  inode number of the directory the handle was made in (a hint)
-//	kind 1:  [26:30] kernel handle type, [30:] kernel handle (1 to 34 bytes)
+//	kind 1:  [26:30] kernel handle type, [30] its length n, [31:31+n]
+//	         kernel handle (1 to 33 bytes)
 //	kind 2:  [26:30] inode generation (FS_IOC_GETVERSION, 0 if unknown)
+//	then zeros up to a multiple of 4 bytes.
+//
+// The length is a multiple of 4 because go-nfs (through go-nfs-client's
+// xdr.ReadOpaque) does not skip the XDR padding after a handle: with a
+// 38-byte handle it read ACCESS's mask from the two pad bytes and answered
+// "no access" to the Linux client, and every argument after a handle was
+// read two bytes off.
 //
 // Nothing in a handle is a counter or a cache slot, so handles survive a
 // server restart and never go stale for lack of room.
@@ -36,7 +44,8 @@ const (
 	fhKindKernel  = 1
 	fhKindInode   = 2
 	fhHeader      = 26
-	fhKernelStart = fhHeader + 4
+	fhKernelLen   = fhHeader + 4
+	fhKernelStart = fhKernelLen + 1
 	fhKernelMax   = fhSize3 - fhKernelStart
 )
 
@@ -108,37 +117,52 @@ func (d *Dir) identify(name string) (id fileID, parent uint64, dir bool, err err
 
 // encodeHandle lays out a handle of export for id made in directory parent.
 func encodeHandle(export [8]byte, id fileID, parent uint64) []byte {
-	b := make([]byte, fhKernelStart, fhSize3)
+	b := make([]byte, fhKernelLen, fhSize3)
 	b[0], b[1] = fhVersion, id.kind
 	copy(b[2:10], export[:])
 	binary.BigEndian.PutUint64(b[10:18], id.ino)
 	binary.BigEndian.PutUint64(b[18:26], parent)
 	if id.kind == fhKindKernel {
 		binary.BigEndian.PutUint32(b[26:30], uint32(id.ktype))
-		return append(b, id.kfh...)
+		b = append(b, byte(len(id.kfh)))
+		b = append(b, id.kfh...)
+	} else {
+		binary.BigEndian.PutUint32(b[26:30], id.gen)
 	}
-	binary.BigEndian.PutUint32(b[26:30], id.gen)
-	return b
+	return append(b, make([]byte, -len(b)&3)...)
 }
+
+// padded4 is n rounded up to a multiple of 4.
+func padded4(n int) int { return (n + 3) &^ 3 }
 
 // decodeHandle parses a handle.
 func decodeHandle(fh []byte) (export [8]byte, id fileID, parent uint64, err error) {
-	if len(fh) < fhKernelStart || len(fh) > fhSize3 || fh[0] != fhVersion {
+	if len(fh) < fhKernelLen || len(fh) > fhSize3 || len(fh)&3 != 0 || fh[0] != fhVersion {
 		return export, id, 0, fmt.Errorf("%w: %d bytes", ErrBadHandle, len(fh))
 	}
 	copy(export[:], fh[2:10])
 	id = fileID{kind: fh[1], ino: binary.BigEndian.Uint64(fh[10:18])}
 	parent = binary.BigEndian.Uint64(fh[18:26])
 	switch {
-	case id.kind == fhKindKernel && len(fh) > fhKernelStart:
+	case id.kind == fhKindKernel && len(fh) > fhKernelStart && fh[fhKernelLen] > 0 &&
+		len(fh) == padded4(fhKernelStart+int(fh[fhKernelLen])) && allZero(fh[fhKernelStart+int(fh[fhKernelLen]):]):
 		id.ktype = int32(binary.BigEndian.Uint32(fh[26:30]))
-		id.kfh = bytes.Clone(fh[fhKernelStart:])
-	case id.kind == fhKindInode && len(fh) == fhKernelStart:
+		id.kfh = bytes.Clone(fh[fhKernelStart : fhKernelStart+int(fh[fhKernelLen])])
+	case id.kind == fhKindInode && len(fh) == padded4(fhKernelLen) && allZero(fh[fhKernelLen:]):
 		id.gen = binary.BigEndian.Uint32(fh[26:30])
 	default:
 		return export, id, 0, fmt.Errorf("%w: kind %d, %d bytes", ErrBadHandle, fh[1], len(fh))
 	}
 	return export, id, parent, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // DirHandlerOptions tune a DirHandler.

@@ -1,6 +1,7 @@
 package nfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -94,8 +95,8 @@ func TestHandleStableAcrossRestart(t *testing.T) {
 		handles := map[string][]byte{}
 		for _, n := range names {
 			fh := h1.ToHandle(nil, split(n))
-			if len(fh) == 0 || len(fh) > fhSize3 {
-				t.Fatalf("handle of %q: %d bytes", n, len(fh))
+			if len(fh) == 0 || len(fh) > fhSize3 || len(fh)%4 != 0 {
+				t.Fatalf("handle of %q: %d bytes, want a multiple of 4 up to 64 (go-nfs skips no XDR padding)", n, len(fh))
 			}
 			handles[n] = fh
 			mustResolve(t, h1, fh, n)
@@ -281,4 +282,38 @@ func TestHandleRootAndLimit(t *testing.T) {
 	}
 	// A name that climbs out of the root is the root.
 	mustResolve(t, h, h.ToHandle(nil, []string{"..", ".."}), "")
+}
+
+// TestHandlePadding: handles of every length a kernel handle can give are
+// a multiple of 4 bytes and decode to what was encoded; pad bytes that are
+// not zero, or a length byte that disagrees with the handle's size, make a
+// bad handle.
+func TestHandlePadding(t *testing.T) {
+	export := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
+	ids := []fileID{{kind: fhKindInode, ino: 7, gen: 9}}
+	for n := 1; n <= fhKernelMax; n++ {
+		ids = append(ids, fileID{kind: fhKindKernel, ino: 7, ktype: 0x81, kfh: bytes.Repeat([]byte{0xab}, n)})
+	}
+	for _, id := range ids {
+		fh := encodeHandle(export, id, 3)
+		if len(fh)%4 != 0 || len(fh) > fhSize3 {
+			t.Fatalf("%d-byte kernel handle: a %d-byte file handle", len(id.kfh), len(fh))
+		}
+		e, got, parent, err := decodeHandle(fh)
+		if err != nil || e != export || !got.equal(id) || parent != 3 {
+			t.Fatalf("%d-byte kernel handle: decoded %+v %v", len(id.kfh), got, err)
+		}
+		if len(fh) > fhKernelStart+len(id.kfh) {
+			bad := bytes.Clone(fh)
+			bad[len(bad)-1] = 1
+			if _, _, _, err := decodeHandle(bad); !errors.Is(err, ErrBadHandle) {
+				t.Fatalf("%d-byte kernel handle, non-zero padding: %v", len(id.kfh), err)
+			}
+		}
+	}
+	fh := encodeHandle(export, ids[1], 3)
+	fh[fhKernelLen] = 5
+	if _, _, _, err := decodeHandle(fh); !errors.Is(err, ErrBadHandle) {
+		t.Fatalf("length byte 5 in a handle of a 1-byte kernel handle: %v", err)
+	}
 }

@@ -21,6 +21,10 @@ type GuestTests struct {
 	// CGO builds the binary with cgo (for libibverbs/librdmacm); the default
 	// is a static binary.
 	CGO bool
+	// Binaries are main packages built into the share next to the test
+	// binary, for the guest tests to run as separate processes
+	// (/host/<Name>).
+	Binaries []Binary
 	// Setup runs in the guest before the tests, e.g. "rxevm-nfsd-start".
 	Setup string
 	// Args are extra flags of the test binary, e.g. "-test.run=TestX".
@@ -30,8 +34,21 @@ type GuestTests struct {
 	Options vm.Options
 }
 
-// RunGuestTests compiles the tests of g.Pkg on the host (go test -c), boots
-// the VM once and runs them there from the 9p share with -test.v. The guest
+// Binary is a main package that RunGuestTests builds into the share.
+type Binary struct {
+	// Name is the file name in the share: the guest runs /host/<Name>.
+	Name string
+	// Pkg is the main package: an import path, or a directory relative to
+	// the calling test's package directory.
+	Pkg string
+	// CGO links it with cgo (e.g. cmd/rdma-nfsd for rdma-core's libraries);
+	// the default is a static binary.
+	CGO bool
+}
+
+// RunGuestTests compiles the tests of g.Pkg on the host (go test -c) and
+// the main packages of g.Binaries (go build) into a new share, boots the VM
+// once and runs the tests there from the share with -test.v. The guest
 // output is logged, each failed guest test becomes an error of t, and t also
 // fails if the binary exits with a non-zero status.
 func RunGuestTests(t testing.TB, g GuestTests) *Result {
@@ -44,6 +61,16 @@ func RunGuestTests(t testing.TB, g GuestTests) *Result {
 	share := ShareDir(t)
 	name := path.Base(strings.TrimSuffix(g.Pkg, "/")) + ".test"
 	BuildTest(t, share, g.Pkg, name, tags, g.CGO)
+	for _, b := range g.Binaries {
+		if b.Name == "" || b.Name == name || strings.ContainsAny(b.Name, "/ ") {
+			t.Fatalf("vmtest: binary name %q: want a plain file name other than %q", b.Name, name)
+		}
+		if b.CGO {
+			BuildCGO(t, share, b.Pkg, b.Name)
+		} else {
+			BuildStatic(t, share, b.Pkg, b.Name)
+		}
+	}
 	opts := g.Options
 	opts.Image, opts.Share = img, share
 	if opts.Timeout == 0 {

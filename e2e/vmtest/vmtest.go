@@ -199,6 +199,17 @@ func BuildStatic(t testing.TB, dir, pkg, name string) string {
 	return out
 }
 
+// BuildCGO builds the main package pkg with cgo (CGO_ENABLED=1) at
+// dir/name, linked dynamically against the host's C libraries (libibverbs,
+// librdmacm), which works in the guest when the host's glibc is not newer
+// than Debian bookworm's.
+func BuildCGO(t testing.TB, dir, pkg, name string) string {
+	t.Helper()
+	out := filepath.Join(dir, name)
+	goTool(t, []string{"CGO_ENABLED=1"}, "build", "-trimpath", "-o", out, pkg)
+	return out
+}
+
 // BuildTest compiles the tests of pkg (go test -c) into dir/name, with the
 // given build tags (comma separated, may be ""). With cgo false the binary is
 // static; with cgo true it links the host's C libraries dynamically, which

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+)
+
+// rdmaNfsdGuestTests are the tests of e2e/internal/nfsdguest; each must
+// pass in the guest.
+var rdmaNfsdGuestTests = []string{
+	"TestWorkload",
+	"TestRestart",
+	"TestMountstats",
+	"TestMountstats/default",
+	"TestMountstats/inline1024",
+	"TestMountstats/no-remote-invalidate",
+	"TestExercise",
+}
+
+// TestRdmaNfsdKernel runs cmd/rdma-nfsd as a separate process in the VM
+// (rdmacore provider on rxe0, 10.0.0.1, NFS over RDMA on port 20051, MOUNT
+// over TCP on 20052) and mounts it with the Linux kernel's NFSv3 client
+// over RDMA, in one boot (e2e/internal/nfsdguest): the nfsworkload
+// workload (files by checksum across a remount and on the server's disk,
+// the random exerciser for 30 s, 2,000 directory entries, the namespace
+// operations, a tree copied in and out); SIGKILL and restart of the server
+// in the middle of a 64 MiB cp on the hard mount (cp completes, every byte
+// arrives, no ESTALE); and the kernel's mountstats as the proof of the
+// negotiated inline sizes (no chunks for 1 KiB I/O at 4096, chunks at
+// 1024) and of remote invalidation (none of the client's own with R set,
+// one per READ with -no-remote-invalidate). The guest's RDMANFSD lines are
+// the report, logged here.
+func TestRdmaNfsdKernel(t *testing.T) {
+	setup := "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true"
+	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
+		Pkg:      "./internal/nfsdguest",
+		CGO:      true,
+		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
+		Setup:    setup,
+		Args:     append([]string{"-test.timeout=7m"}, guestRunArgs()...),
+		Options:  vm.Options{Timeout: 10 * time.Minute},
+	})
+	requireGuestPassed(t, r, rdmaNfsdGuestTests)
+	var report []string
+	for _, l := range r.Lines() {
+		if i := strings.Index(l, "RDMANFSD "); i >= 0 {
+			report = append(report, l[i+len("RDMANFSD "):])
+		}
+	}
+	t.Logf("the kernel's NFSv3 client over RDMA against rdma-nfsd (VM run %.0f s):\n  %s",
+		r.Elapsed.Seconds(), strings.Join(report, "\n  "))
+}
+
+// guestRunArgs narrows the guest tests with $RPCRDMA_GUEST_RUN (a
+// -test.run pattern), for debugging one of them.
+func guestRunArgs() []string {
+	if r := os.Getenv("RPCRDMA_GUEST_RUN"); r != "" {
+		return []string{"-test.run=" + r}
+	}
+	return nil
+}
