@@ -192,20 +192,10 @@ func (c *conn) onSend(h *frameHeader) error {
 		return errStop
 	}
 	sgl := e.sgl
-	c.placing = true
-	c.mu.Unlock()
-
-	res, err := c.placeSGL(sgl, int(h.Length))
-
-	c.mu.Lock()
+	res, err := c.placeUnlocked(sgl, int(h.Length))
 	defer c.mu.Unlock()
-	c.placing = false
 	if err != nil {
 		return err
-	}
-	if c.state == stateError {
-		c.flushLocked()
-		return errStop
 	}
 	switch res {
 	case placeAborted:
@@ -346,20 +336,10 @@ func (c *conn) onReadResponse(h *frameHeader) error {
 	// A read response acknowledges every earlier request (IBA 9.7.5.1.2).
 	c.ackUpToLocked(h.Seq - 1)
 	sgl := e.sgl
-	c.placing = true
-	c.mu.Unlock()
-
-	res, err := c.placeSGL(sgl, int(h.Length))
-
-	c.mu.Lock()
+	res, err := c.placeUnlocked(sgl, int(h.Length))
 	defer c.mu.Unlock()
-	c.placing = false
 	if err != nil {
 		return err
-	}
-	if c.state == stateError {
-		c.flushLocked()
-		return errStop
 	}
 	c.readQHead++
 	c.readsOut--
@@ -421,6 +401,25 @@ func (c *conn) onNak(h *frameHeader) error {
 		return errStop
 	}
 	return &protocolError{errUnexpectedNak}
+}
+
+// placeUnlocked places the next n bytes of the stream into sgl with c.mu
+// released (held on entry, held again on return), flagged as placing. It
+// returns errStop, after flushing, when the queue pair failed meanwhile.
+func (c *conn) placeUnlocked(sgl []verbs.SGE, n int) (placeResult, error) {
+	c.placing = true
+	c.mu.Unlock()
+	res, err := c.placeSGL(sgl, n)
+	c.mu.Lock()
+	c.placing = false
+	if err != nil {
+		return res, err
+	}
+	if c.state == stateError {
+		c.flushLocked()
+		return res, errStop
+	}
+	return res, nil
 }
 
 // placeSGL reads an n-byte payload into a scatter list, then its trailer.
