@@ -46,10 +46,14 @@ perf() { # perf NAME TOOL ARGS...
 	done
 	echo "PERFTEST $name FAILED"
 }
-perf send_lat ib_send_lat -s 64 -n 2000 -F
-perf send_lat_events ib_send_lat -s 64 -n 2000 -F -e
-perf write_bw ib_write_bw -s 65536 -n 2000 -F
 `
+
+// The perftest runs of perftestScript.
+const (
+	perfSendLat       = "perf send_lat ib_send_lat -s 64 -n 2000 -F\n"
+	perfSendLatEvents = "perf send_lat_events ib_send_lat -s 64 -n 2000 -F -e\n"
+	perfWriteBW       = "perf write_bw ib_write_bw -s 65536 -n 2000 -F\n"
+)
 
 // TestRdmacore runs the guest tests of transport/verbs/rdmacore in the VM
 // (the verbs conformance suite over rxe, the netpoller test, zero
@@ -59,7 +63,7 @@ func TestRdmacore(t *testing.T) {
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
 		Pkg:     "github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore",
 		CGO:     true,
-		Setup:   perftestScript,
+		Setup:   perftestScript + perfSendLat + perfSendLatEvents + perfWriteBW,
 		Args:    []string{"-test.bench=.", "-test.benchtime=2000x", "-test.timeout=9m"},
 		Options: vm.Options{Timeout: 10 * time.Minute},
 	})

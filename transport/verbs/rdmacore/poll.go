@@ -10,6 +10,8 @@ import "C"
 import (
 	"context"
 	"os"
+	"runtime"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
@@ -132,6 +134,9 @@ func (c *conn) Wait(ctx context.Context) error {
 		c.waitStop = context.AfterFunc(ctx, c.wakeFn)
 		c.waitDone = d
 	}
+	if c.pollFirst(ctx) {
+		return nil
+	}
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -173,6 +178,47 @@ func (c *conn) Wait(ctx context.Context) error {
 		// Returns after an event, or with an error once woken (deadline)
 		// or closed; the loop looks again either way.
 		_ = c.rc.Read(c.readEvent)
+	}
+}
+
+// pollBeforeWait returns the provider's PollBeforeWait with the default
+// applied (0 for none).
+func (p *Provider) pollBeforeWait() time.Duration {
+	switch {
+	case p.PollBeforeWait < 0:
+		return 0
+	case p.PollBeforeWait == 0:
+		return DefaultPollBeforeWait
+	}
+	return p.PollBeforeWait
+}
+
+// pollFirst polls the completion queue for up to the provider's
+// PollBeforeWait, yielding the processor between polls, and reports
+// whether it found a completion (kept for the next Poll). It gives up at
+// once when anything but a completion needs Wait's attention: the
+// connection's close or failure, a wake-up, or ctx's end.
+func (c *conn) pollFirst(ctx context.Context) bool {
+	if c.spin <= 0 {
+		return false
+	}
+	start := time.Now()
+	for {
+		c.mu.Lock()
+		if c.closed || c.woken || c.state == stateFailed || c.cq == nil || ctx.Err() != nil {
+			c.mu.Unlock()
+			return false
+		}
+		if c.stashed || c.pollLocked(c.stash[:]) > 0 {
+			c.stashed = true
+			c.mu.Unlock()
+			return true
+		}
+		c.mu.Unlock()
+		if time.Since(start) >= c.spin {
+			return false
+		}
+		runtime.Gosched()
 	}
 }
 

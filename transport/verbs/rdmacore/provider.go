@@ -2,6 +2,7 @@ package rdmacore
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
@@ -21,11 +22,22 @@ type Provider struct {
 	// policy routing. Empty lets the routing table decide.
 	LocalAddr string
 
+	// PollBeforeWait is how long a connection's Wait polls the completion
+	// queue before it arms the queue and parks on the completion channel
+	// (0: DefaultPollBeforeWait; negative: never poll first). A completion
+	// that arrives within it — typically the Send just posted — is taken
+	// without the completion event, the netpoller's wake-up and the
+	// re-arming; the cost is up to this much CPU time per idle Wait.
+	PollBeforeWait time.Duration
+
 	state providerState
 	// registered counts the bytes of the regions of the provider's
 	// connections that are not closed yet.
 	registered atomic.Int64
 }
+
+// DefaultPollBeforeWait is Provider.PollBeforeWait's default.
+const DefaultPollBeforeWait = 50 * time.Microsecond
 
 var (
 	_ verbs.Provider    = (*Provider)(nil)
