@@ -1,0 +1,85 @@
+package nfs_test
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
+)
+
+// clientEnv is a Server on the soft provider with its export mounted by
+// the Go client.
+type clientEnv struct {
+	dir string // the exported directory
+	srv *nfs.Server
+	exp *nfs.Export
+	ctx context.Context
+}
+
+// startClientEnv exports a fresh temporary directory (nfs.DirFS and
+// DirHandler, as cmd/rdma-nfsd) and mounts it; tweak adjusts the server's
+// and the client's configuration.
+func startClientEnv(t *testing.T, tweak func(*nfs.ServerConfig, *nfs.MountOptions)) *clientEnv {
+	t.Helper()
+	dir := t.TempDir()
+	d, err := nfs.DirFS(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	h, err := nfs.NewDirHandler(d, nfs.DirHandlerOptions{})
+	require.NoError(t, err)
+	scfg := nfs.ServerConfig{Handler: h}
+	var mopt nfs.MountOptions
+	if tweak != nil {
+		tweak(&scfg, &mopt)
+	}
+	srv := startServer(t, scfg)
+	return &clientEnv{dir: dir, srv: srv, exp: mountExport(t, srv, mopt), ctx: t.Context()}
+}
+
+// mountExport mounts srv's root with the Go client over soft.
+func mountExport(t *testing.T, srv *nfs.Server, opt nfs.MountOptions) *nfs.Export {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
+	defer cancel()
+	opt.Client.Transport.Provider = &soft.Provider{}
+	_, port, err := net.SplitHostPort(srv.RDMAAddr().String())
+	require.NoError(t, err)
+	opt.RDMAPort, err = strconv.Atoi(port)
+	require.NoError(t, err)
+	opt.MountAddr = srv.TCPAddr().String()
+	exp, err := nfs.Mount(ctx, "127.0.0.1", "/", &opt)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = exp.Close() })
+	return exp
+}
+
+// callCtx bounds one test call.
+func callCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), ioGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// pattern returns n bytes that differ with seed and position.
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	x := uint32(seed) + 1
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = byte(x >> 24)
+	}
+	return b
+}
+
+// path returns name's path in the exported directory.
+func (e *clientEnv) path(name string) string { return filepath.Join(e.dir, filepath.FromSlash(name)) }
+
+// stats returns the client connection's counters.
+func (e *clientEnv) stats() transport.Stats { return e.exp.Client.Conn().Stats() }

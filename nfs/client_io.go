@@ -1,0 +1,189 @@
+package nfs
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// ioBuf holds the call and reply buffers of one READ, WRITE or COMMIT,
+// reused through ioBufs so that the hot path does not allocate.
+type ioBuf struct{ msg, reply []byte }
+
+var ioBufs = sync.Pool{New: func() any { return new(ioBuf) }}
+
+// grow returns b[:0] with room for n bytes.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, 0, n)
+	}
+	return b[:0]
+}
+
+var (
+	errShortRead = errors.New("READ returned more data than asked for")
+	errCountData = errors.New("count and data length differ")
+)
+
+// Read calls NFSPROC3_READ (RFC 1813 §3.3.6) for len(p) bytes at off (at
+// most the Client's rsize) and returns how many it placed in p and
+// whether they end the file. The server writes the data into the Write
+// chunk the transport offers (RFC 8267 §4.2); the reply, data included,
+// is copied once out of it and the data once more into p. It does not
+// allocate.
+func (c *Client) Read(ctx context.Context, fh FH, off uint64, p []byte) (n int, eof bool, err error) {
+	rsize, _ := c.IOSize()
+	count := min(len(p), rsize)
+	b := ioBufs.Get().(*ioBuf)
+	defer ioBufs.Put(b)
+	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcRead)
+	msg = xdr.AppendUint64(appendFH(msg, fh), off)
+	msg = xdr.AppendUint32(msg, uint32(count))
+	b.msg = msg
+	res, reply, err := c.do(ctx, ProcRead, msg, grow(b.reply, count+ioOverhead))
+	b.reply = reply
+	if err != nil {
+		return 0, false, err
+	}
+	r := xdr.NewReader(res)
+	st, err := r.Uint32()
+	if err != nil {
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	if Status(st) != StatusOK {
+		return 0, false, &Error{Proc: "NFS3 READ", Status: Status(st)}
+	}
+	if _, err := decodePostOpAttr(&r, nil); err != nil {
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	got, err := r.Uint32()
+	if err != nil {
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	if eof, err = r.Bool(); err != nil {
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	data, err := r.Opaque(count)
+	if err != nil {
+		if err == xdr.ErrTooLong {
+			err = errShortRead
+		}
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	if int(got) != len(data) {
+		return 0, false, badReply("NFS3 READ", errCountData)
+	}
+	return copy(p, data), eof, nil
+}
+
+// WriteResult is WRITE3resok (RFC 1813 §3.3.7) without its wcc_data.
+type WriteResult struct {
+	// Count is how many bytes the server wrote, from the start.
+	Count int
+	// Committed is how stable they are.
+	Committed StableHow
+	// Verf is the server's write verifier, to compare with COMMIT's.
+	Verf WriteVerf
+}
+
+// Write calls NFSPROC3_WRITE (RFC 1813 §3.3.7) with p at off (p at most
+// the Client's wsize); the transport sends p in a Read chunk when the call
+// does not fit inline (RFC 8267 §4.1). With Unstable, the data is safe
+// only once a COMMIT returns the same verifier. It does not allocate.
+func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable StableHow) (WriteResult, error) {
+	b := ioBufs.Get().(*ioBuf)
+	defer ioBufs.Put(b)
+	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+24+len(p)+4), ProcWrite)
+	msg = xdr.AppendUint64(appendFH(msg, fh), off)
+	msg = xdr.AppendUint32(msg, uint32(len(p)))
+	msg = xdr.AppendUint32(msg, uint32(stable))
+	msg = xdr.AppendOpaque(msg, p)
+	b.msg = msg
+	res, reply, err := c.do(ctx, ProcWrite, msg, grow(b.reply, 512))
+	b.reply = reply
+	if err != nil {
+		return WriteResult{}, err
+	}
+	r := xdr.NewReader(res)
+	st, err := r.Uint32()
+	if err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	if Status(st) != StatusOK {
+		return WriteResult{}, &Error{Proc: "NFS3 WRITE", Status: Status(st)}
+	}
+	if err := skipWccData(&r); err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	var wr WriteResult
+	n, err := r.Uint32()
+	if err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	committed, err := r.Uint32()
+	if err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	v, err := r.FixedOpaque(8)
+	if err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	if int64(n) > int64(len(p)) || committed > uint32(FileSync) {
+		return WriteResult{}, badReply("NFS3 WRITE", errors.New("count or stability out of range"))
+	}
+	wr.Count, wr.Committed = int(n), StableHow(committed)
+	copy(wr.Verf[:], v)
+	return wr, nil
+}
+
+// Commit calls NFSPROC3_COMMIT (RFC 1813 §3.3.21) for count bytes at off
+// (0, 0: the whole file) and returns the write verifier, which matches the
+// unstable WRITEs' when their data is now stable.
+func (c *Client) Commit(ctx context.Context, fh FH, off uint64, count uint32) (WriteVerf, error) {
+	b := ioBufs.Get().(*ioBuf)
+	defer ioBufs.Put(b)
+	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcCommit)
+	msg = xdr.AppendUint64(appendFH(msg, fh), off)
+	msg = xdr.AppendUint32(msg, count)
+	b.msg = msg
+	res, reply, err := c.do(ctx, ProcCommit, msg, grow(b.reply, 512))
+	b.reply = reply
+	if err != nil {
+		return WriteVerf{}, err
+	}
+	r := xdr.NewReader(res)
+	st, err := r.Uint32()
+	if err != nil {
+		return WriteVerf{}, badReply("NFS3 COMMIT", err)
+	}
+	if Status(st) != StatusOK {
+		return WriteVerf{}, &Error{Proc: "NFS3 COMMIT", Status: Status(st)}
+	}
+	if err := skipWccData(&r); err != nil {
+		return WriteVerf{}, badReply("NFS3 COMMIT", err)
+	}
+	v, err := r.FixedOpaque(8)
+	if err != nil {
+		return WriteVerf{}, badReply("NFS3 COMMIT", err)
+	}
+	var verf WriteVerf
+	copy(verf[:], v)
+	return verf, nil
+}
+
+// skipWccData skips a wcc_data (RFC 1813 §2.6) without decoding it.
+func skipWccData(r *xdr.Reader) error {
+	follows, err := r.Bool()
+	if err != nil {
+		return err
+	}
+	if follows {
+		if err := r.Skip(24); err != nil {
+			return err
+		}
+	}
+	_, err = decodePostOpAttr(r, nil)
+	return err
+}
