@@ -288,7 +288,7 @@ func (c *Client) Fsinfo(ctx context.Context, fh FH) (*FSInfo, error) {
 
 // PathConf is PATHCONF3resok (RFC 1813 §3.3.20).
 type PathConf struct {
-	LinkMax, NameMax                                           uint32
+	LinkMax, NameMax                                          uint32
 	NoTrunc, ChownRestricted, CaseInsensitive, CasePreserving bool
 }
 

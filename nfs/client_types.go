@@ -27,13 +27,13 @@ const (
 
 // Attr is an fattr3 (RFC 1813 §2.6), a file's attributes.
 type Attr struct {
-	Type                FileType
-	Mode                uint32 // permission bits and setuid, setgid, sticky
-	Nlink, UID, GID     uint32
-	Size, Used          uint64
+	Type                 FileType
+	Mode                 uint32 // permission bits and setuid, setgid, sticky
+	Nlink, UID, GID      uint32
+	Size, Used           uint64
 	RdevMajor, RdevMinor uint32
-	FSID, FileID        uint64
-	Atime, Mtime, Ctime time.Time
+	FSID, FileID         uint64
+	Atime, Mtime, Ctime  time.Time
 }
 
 // FileMode returns the attributes' type and permissions as an fs.FileMode.
@@ -97,7 +97,7 @@ type WccAttr struct {
 	Before, After *Attr
 }
 
-// AppendFH appends fh as an nfs_fh3.
+// appendFH appends fh as an nfs_fh3.
 func appendFH(b []byte, fh FH) []byte { return xdr.AppendOpaque(b, fh) }
 
 func appendTime(b []byte, t time.Time) []byte {
@@ -136,9 +136,6 @@ func appendSattr(b []byte, s *SetAttr) []byte {
 	}
 	return b
 }
-
-// fattr3Words are the XDR words of an fattr3.
-const fattr3Words = fattr3Size / 4
 
 // decodeFattr decodes an fattr3 into a.
 func decodeFattr(r *xdr.Reader, a *Attr) error {
