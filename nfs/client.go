@@ -93,6 +93,7 @@ const DefaultIOSize = 1 << 20
 // connection wraps ErrCallLost; transport failures are *net.OpError.
 type Client struct {
 	conn *transport.Conn
+	rpc  caller // conn, or a test's fake
 	tmpl []byte // an NFSv3 call header with XID and procedure 0
 	xid  atomic.Uint32
 
@@ -136,7 +137,7 @@ func NewClient(conn *transport.Conn, cfg *ClientConfig) *Client {
 	}
 	h := xdr.CallHeader{Prog: ProgNFS, Vers: 3}
 	tmpl := append(h.Append(nil)[:6*4], auth.credVerf()...)
-	c := &Client{conn: conn, tmpl: tmpl, rsize: DefaultIOSize, wsize: DefaultIOSize, inFlight: 16}
+	c := &Client{conn: conn, rpc: conn, tmpl: tmpl, rsize: DefaultIOSize, wsize: DefaultIOSize, inFlight: 16}
 	if cfg.RSize > 0 {
 		c.rsize = cfg.RSize
 	}
@@ -219,7 +220,7 @@ func (c *Client) startCall(b []byte, proc uint32) []byte {
 // do makes the call msg (from startCall) of proc and returns the results of
 // its reply, which is appended to reply[:0] (returned, for reuse).
 func (c *Client) do(ctx context.Context, proc uint32, msg, reply []byte) (results, buf []byte, err error) {
-	return doCall(ctx, c.conn, ProgNFS, proc, msg, reply)
+	return doCall(ctx, c.rpc, ProgNFS, proc, msg, reply)
 }
 
 // caller is what doCall needs of a connection.

@@ -26,7 +26,7 @@ type clientEnv struct {
 // startClientEnv exports a fresh temporary directory (nfs.DirFS and
 // DirHandler, as cmd/rdma-nfsd) and mounts it; tweak adjusts the server's
 // and the client's configuration.
-func startClientEnv(t *testing.T, tweak func(*nfs.ServerConfig, *nfs.MountOptions)) *clientEnv {
+func startClientEnv(t testing.TB, tweak func(*nfs.ServerConfig, *nfs.MountOptions)) *clientEnv {
 	t.Helper()
 	dir := t.TempDir()
 	d, err := nfs.DirFS(dir)
@@ -39,12 +39,30 @@ func startClientEnv(t *testing.T, tweak func(*nfs.ServerConfig, *nfs.MountOption
 	if tweak != nil {
 		tweak(&scfg, &mopt)
 	}
-	srv := startServer(t, scfg)
+	srv := startClientServer(t, scfg)
 	return &clientEnv{dir: dir, srv: srv, exp: mountExport(t, srv, mopt), ctx: t.Context()}
 }
 
+// startClientServer serves cfg on the soft provider and loopback TCP,
+// without rpcbind.
+func startClientServer(t testing.TB, cfg nfs.ServerConfig) *nfs.Server {
+	t.Helper()
+	cfg.Transport.Provider = &soft.Provider{}
+	cfg.RDMAAddr, cfg.TCPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Rpcbind.Disable = true
+	srv, err := nfs.NewServer(cfg)
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background()) }()
+	t.Cleanup(func() {
+		require.NoError(t, srv.Close())
+		require.ErrorIs(t, <-served, nfs.ErrServerClosed)
+	})
+	return srv
+}
+
 // mountExport mounts srv's root with the Go client over soft.
-func mountExport(t *testing.T, srv *nfs.Server, opt nfs.MountOptions) *nfs.Export {
+func mountExport(t testing.TB, srv *nfs.Server, opt nfs.MountOptions) *nfs.Export {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
@@ -61,7 +79,7 @@ func mountExport(t *testing.T, srv *nfs.Server, opt nfs.MountOptions) *nfs.Expor
 }
 
 // callCtx bounds one test call.
-func callCtx(t *testing.T) context.Context {
+func callCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), ioGuard)
 	t.Cleanup(cancel)
 	return ctx

@@ -3,7 +3,6 @@ package nfs
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -12,7 +11,26 @@ import (
 // reused through ioBufs so that the hot path does not allocate.
 type ioBuf struct{ msg, reply []byte }
 
-var ioBufs = sync.Pool{New: func() any { return new(ioBuf) }}
+// ioBufs is a free list of ioBufs (a channel rather than a sync.Pool,
+// which the race detector makes drop items at random): as many as the
+// calls in flight of a busy client.
+var ioBufs = make(chan *ioBuf, 128)
+
+func getIOBuf() *ioBuf {
+	select {
+	case b := <-ioBufs:
+		return b
+	default:
+		return new(ioBuf)
+	}
+}
+
+func putIOBuf(b *ioBuf) {
+	select {
+	case ioBufs <- b:
+	default:
+	}
+}
 
 // grow returns b[:0] with room for n bytes.
 func grow(b []byte, n int) []byte {
@@ -36,8 +54,8 @@ var (
 func (c *Client) Read(ctx context.Context, fh FH, off uint64, p []byte) (n int, eof bool, err error) {
 	rsize, _ := c.IOSize()
 	count := min(len(p), rsize)
-	b := ioBufs.Get().(*ioBuf)
-	defer ioBufs.Put(b)
+	b := getIOBuf()
+	defer putIOBuf(b)
 	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcRead)
 	msg = xdr.AppendUint64(appendFH(msg, fh), off)
 	msg = xdr.AppendUint32(msg, uint32(count))
@@ -93,8 +111,8 @@ type WriteResult struct {
 // does not fit inline (RFC 8267 §4.1). With Unstable, the data is safe
 // only once a COMMIT returns the same verifier. It does not allocate.
 func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable StableHow) (WriteResult, error) {
-	b := ioBufs.Get().(*ioBuf)
-	defer ioBufs.Put(b)
+	b := getIOBuf()
+	defer putIOBuf(b)
 	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+24+len(p)+4), ProcWrite)
 	msg = xdr.AppendUint64(appendFH(msg, fh), off)
 	msg = xdr.AppendUint32(msg, uint32(len(p)))
@@ -142,8 +160,8 @@ func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable 
 // (0, 0: the whole file) and returns the write verifier, which matches the
 // unstable WRITEs' when their data is now stable.
 func (c *Client) Commit(ctx context.Context, fh FH, off uint64, count uint32) (WriteVerf, error) {
-	b := ioBufs.Get().(*ioBuf)
-	defer ioBufs.Put(b)
+	b := getIOBuf()
+	defer putIOBuf(b)
 	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcCommit)
 	msg = xdr.AppendUint64(appendFH(msg, fh), off)
 	msg = xdr.AppendUint32(msg, count)
