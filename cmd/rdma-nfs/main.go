@@ -49,11 +49,11 @@ func main() {
 // options are the command line's global flags.
 type options struct {
 	server, export, provider, mountAddr, progress string
-	port, inline, inlineSend, inlineRecv             int
-	rsize, wsize, inFlight, credits                  int
-	stats, noRemoteInvalidate, noPrivateData         bool
-	uid, gid                                         int
-	timeout                                          time.Duration
+	port, inline, inlineSend, inlineRecv          int
+	rsize, wsize, inFlight, credits               int
+	stats, noRemoteInvalidate, noPrivateData      bool
+	uid, gid                                      int
+	timeout                                       time.Duration
 }
 
 const usage = `usage: rdma-nfs [flags] command [args]
