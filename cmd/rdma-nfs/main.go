@@ -49,6 +49,7 @@ func main() {
 // options are the command line's global flags.
 type options struct {
 	server, export, provider, mountAddr, progress string
+	localAddr                                     string
 	port, inline, inlineSend, inlineRecv          int
 	rsize, wsize, inFlight, credits               int
 	stats, noRemoteInvalidate, noPrivateData      bool
@@ -81,6 +82,7 @@ func parse(args []string, stderr io.Writer) (options, []string, error) {
 	fs.IntVar(&o.port, "port", nfs.DefaultRDMAPort, "NFS over RDMA port")
 	fs.StringVar(&o.mountAddr, "mount-addr", "", "MOUNT server host:port (default: from the portmapper on -server)")
 	fs.StringVar(&o.provider, "provider", "rdmacore", "verbs provider: rdmacore (RDMA devices, Soft-RoCE) or soft (RDMA emulated over TCP)")
+	fs.StringVar(&o.localAddr, "local-addr", "", "rdmacore: the local IP address to connect from (picks the RDMA device)")
 	fs.IntVar(&o.inline, "inline", 0, "inline send and receive size offered (RFC 8797; 1024..262144; 0: 4096)")
 	fs.IntVar(&o.inlineSend, "inline-send", 0, "inline send size offered (overrides -inline)")
 	fs.IntVar(&o.inlineRecv, "inline-recv", 0, "inline receive size offered (overrides -inline)")
@@ -135,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var provider verbs.Provider
 	switch o.provider {
 	case "rdmacore":
-		provider = &rdmacore.Provider{}
+		provider = &rdmacore.Provider{LocalAddr: o.localAddr}
 	case "soft":
 		provider = &soft.Provider{}
 	default:
