@@ -23,6 +23,12 @@ var nfsClientGuestTests = []string{
 	"TestKnfsdInline/4096",
 	"TestKnfsdInline/65536",
 	"TestKnfsdVsKernel",
+	"TestRdmaNfsdPutGet",
+	"TestRdmaNfsdInline",
+	"TestRdmaNfsdInline/1024",
+	"TestRdmaNfsdInline/4096",
+	"TestRdmaNfsdInline/65536",
+	"TestRdmaNFSCommand",
 }
 
 // TestNFSClientKnfsd runs package nfs's Go NFSv3 client against the Linux
@@ -34,12 +40,17 @@ var nfsClientGuestTests = []string{
 // fs.FS view under testing/fstest; knfsd restarted in the middle of a
 // 32 MiB write and read (both complete intact); inline sizes 1024, 4096
 // and 65536 offered, with the chunks each negotiated threshold calls for;
-// and the kernel client as the yardstick of throughput and IOPS. The
+// and the kernel client as the yardstick of throughput and IOPS. Then
+// against cmd/rdma-nfsd (our nfs.Server over rdma-core, offering 64 KiB
+// inline): put/get and the inline sizes again; and cmd/rdma-nfs, the
+// program, against knfsd. The
 // guest's NFSCLIENT lines are the report, logged here.
 func TestNFSClientKnfsd(t *testing.T) {
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
-		Pkg:     "./internal/nfsclientguest",
-		CGO:     true,
+		Pkg: "./internal/nfsclientguest",
+		CGO: true,
+		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true},
+			{Name: "rdma-nfs", Pkg: "../cmd/rdma-nfs", CGO: true}},
 		Setup:   knfsdSetup,
 		Args:    append([]string{"-test.timeout=9m"}, guestRunArgs()...),
 		Options: vm.Options{Timeout: 10 * time.Minute},

@@ -34,6 +34,12 @@ const ioGuard = 3 * time.Minute
 // configuration (the provider is set here).
 func mount(t testing.TB, tweak func(*nfs.MountOptions)) *nfs.Export {
 	t.Helper()
+	return mountAt(t, exportPath, tweak)
+}
+
+// mountAt mounts the export at path of 10.0.0.1.
+func mountAt(t testing.TB, path string, tweak func(*nfs.MountOptions)) *nfs.Export {
+	t.Helper()
 	opt := nfs.MountOptions{Client: nfs.ClientConfig{
 		Transport: transport.Config{Provider: &rdmacore.Provider{LocalAddr: clientIP}},
 	}}
@@ -43,11 +49,11 @@ func mount(t testing.TB, tweak func(*nfs.MountOptions)) *nfs.Export {
 	opt.Client.Transport.Provider = &rdmacore.Provider{LocalAddr: clientIP}
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
-	exp, err := nfs.Mount(ctx, serverIP, exportPath, &opt)
+	exp, err := nfs.Mount(ctx, serverIP, path, &opt)
 	if err != nil {
 		logKernelTail(t)
 	}
-	require.NoError(t, err, "mounting %s:%s", serverIP, exportPath)
+	require.NoError(t, err, "mounting %s:%s", serverIP, path)
 	t.Cleanup(func() {
 		if t.Failed() {
 			logKernelTail(t)
