@@ -73,7 +73,12 @@ func testCtx(t testing.TB) context.Context {
 // scratch makes a fresh directory in the export for one test, through the
 // guest's file system, and returns its name in the export and its path.
 func scratch(t testing.TB, name string) (string, string) {
-	p := exportPath + "/" + name
+	return scratchIn(t, exportPath, name)
+}
+
+// scratchIn is scratch in the exported directory root.
+func scratchIn(t testing.TB, root, name string) (string, string) {
+	p := root + "/" + name
 	require.NoError(t, os.RemoveAll(p))
 	require.NoError(t, os.Mkdir(p, 0o777))
 	t.Cleanup(func() { _ = os.RemoveAll(p) })

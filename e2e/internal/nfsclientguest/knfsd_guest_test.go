@@ -383,15 +383,16 @@ func TestKnfsdInline(t *testing.T) {
 			exp := mount(t, func(o *nfs.MountOptions) {
 				o.Client.Transport.InlineSend, o.Client.Transport.InlineRecv = inline, inline
 			})
-			checkInline(t, exp, "knfsd", inline)
+			checkInline(t, exp, "knfsd", inline, exportPath)
 		})
 	}
 }
 
-// checkInline makes the calls of TestKnfsdInline on exp.
-func checkInline(t *testing.T, exp *nfs.Export, server string, offered int) {
+// checkInline makes the calls of TestKnfsdInline on exp, whose server
+// exports root.
+func checkInline(t *testing.T, exp *nfs.Export, server string, offered int, root string) {
 	ctx := testCtx(t)
-	dir, _ := scratch(t, fmt.Sprintf("inline%d", offered))
+	dir, _ := scratchIn(t, root, fmt.Sprintf("inline%d", offered))
 	c := exp.Client
 	f, err := exp.Create(ctx, dir+"/f")
 	require.NoError(t, err)

@@ -114,14 +114,14 @@ func TestRdmaNfsdPutGet(t *testing.T) {
 // TestRdmaNfsdInline is TestKnfsdInline against rdma-nfsd offering 64 KiB:
 // an offer of 65536 is now what both sides use.
 func TestRdmaNfsdInline(t *testing.T) {
-	startRdmaNfsd(t)
+	root := startRdmaNfsd(t)
 	for _, inline := range []int{1024, 4096, 65536} {
 		t.Run(fmt.Sprint(inline), func(t *testing.T) {
 			exp := mountRdmaNfsd(t, func(o *nfs.MountOptions) {
 				o.Client.Transport.InlineSend, o.Client.Transport.InlineRecv = inline, inline
 			})
 			require.Equal(t, inline, exp.Client.Conn().Stats().Negotiated.SendInline)
-			checkInline(t, exp, "rdma-nfsd", inline)
+			checkInline(t, exp, "rdma-nfsd", inline, root)
 		})
 	}
 }
