@@ -30,7 +30,7 @@ const (
 // work: a sequential write of 32 MiB (to stable storage: COMMIT, fsync),
 // a sequential read of it (the kernel's page cache dropped first), and 4
 // KiB random reads with 16 in flight for 4 s (O_DIRECT for the kernel:
-// one READ each). It reports throughput, IOPS and the ratios; it checks
+// one READ each; two rounds each, alternating, the best kept). It reports throughput, IOPS and the ratios; it checks
 // the data both ways, not the ratios (TCG timing is noisy).
 func TestKnfsdVsKernel(t *testing.T) {
 	exp := mount(t, nil)
@@ -59,10 +59,10 @@ func TestKnfsdVsKernel(t *testing.T) {
 	requireData(t, data, got)
 	fh := f.Handle()
 	require.NoError(t, f.Close())
-	goIOPS := randomReads(t, func(ctx context.Context, buf []byte, off int64) error {
+	goRand := func(ctx context.Context, buf []byte, off int64) error {
 		_, _, err := exp.Client.Read(ctx, fh, uint64(off), buf)
 		return err
-	})
+	}
 
 	// Kernel client on /mnt/k (same export, same file size).
 	kpath := "/mnt/k/" + dir + "/kernel"
@@ -88,10 +88,17 @@ func TestKnfsdVsKernel(t *testing.T) {
 	kd, err := os.OpenFile(kpath, os.O_RDONLY|syscall.O_DIRECT, 0)
 	require.NoError(t, err)
 	defer kd.Close()
-	kIOPS := randomReads(t, func(_ context.Context, buf []byte, off int64) error {
+	kRand := func(_ context.Context, buf []byte, off int64) error {
 		_, err := kd.ReadAt(buf, off)
 		return err
-	})
+	}
+	// The host's load varies (other VMs, TCG): alternate the two clients
+	// and keep each one's best round.
+	var goIOPS, kIOPS float64
+	for range 2 {
+		goIOPS = max(goIOPS, randomReads(t, goRand))
+		kIOPS = max(kIOPS, randomReads(t, kRand))
+	}
 
 	mibs := func(d time.Duration) float64 { return benchSize / (1 << 20) / d.Seconds() }
 	report(t, "seq write 32 MiB: Go %.1f MiB/s, kernel %.1f MiB/s, ratio %.2f", mibs(goWrite), mibs(kWrite), mibs(goWrite)/mibs(kWrite))
