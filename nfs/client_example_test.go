@@ -54,7 +54,7 @@ func ExampleMount() {
 		log.Fatal(err)
 	}
 	io.Copy(f, strings.NewReader("hello over RDMA\n")) // write-behind, UNSTABLE
-	if err := f.Close(); err != nil {                 // COMMIT
+	if err := f.Close(); err != nil {                  // COMMIT
 		log.Fatal(err)
 	}
 	data, err := exp.FS(ctx).(interface{ ReadFile(string) ([]byte, error) }).ReadFile("greeting")
