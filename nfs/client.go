@@ -119,14 +119,22 @@ func DialClient(ctx context.Context, addr string, cfg *ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	c := NewClient(conn, cfg)
-	c.capIO(tc.MaxRPCSize)
-	return c, nil
+	return newClient(conn, cfg, tc.MaxRPCSize), nil
 }
 
 // NewClient returns a Client making its calls on conn, a requester whose
-// Config.Binding should be Binding{}. Close closes conn.
+// Config.Binding should be Binding{} (and whose MaxRPCSize, if not the
+// default, should be in cfg.Transport). cfg.Transport is otherwise
+// ignored. Close closes conn.
 func NewClient(conn *transport.Conn, cfg *ClientConfig) *Client {
+	var maxRPC int
+	if cfg != nil {
+		maxRPC = cfg.Transport.MaxRPCSize
+	}
+	return newClient(conn, cfg, maxRPC)
+}
+
+func newClient(conn *transport.Conn, cfg *ClientConfig, maxRPC int) *Client {
 	if cfg == nil {
 		cfg = &ClientConfig{}
 	}
@@ -151,7 +159,7 @@ func NewClient(conn *transport.Conn, cfg *ClientConfig) *Client {
 	// duplicate request cache would take a new client's calls that
 	// repeat an old one's XIDs for retransmissions.
 	c.xid.Store(rand.Uint32())
-	c.capIO(0)
+	c.capIO(maxRPC)
 	return c
 }
 
