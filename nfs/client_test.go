@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // TestClientProcedures calls every NFSv3 procedure and MOUNT's MNT, UMNT
@@ -229,4 +231,46 @@ func TestClientErrorMapping(t *testing.T) {
 	require.False(t, errors.Is(err, fs.ErrNotExist))
 	require.Equal(t, "nfs: NFS3 READ: NFS3ERR_BADHANDLE", err.Error())
 	require.Equal(t, "nfsstat3(12345)", nfs.Status(12345).String())
+}
+
+// TestClientAuth checks the credential of every call as the server
+// receives it: AUTH_SYS with the configured identity, or AUTH_NONE.
+func TestClientAuth(t *testing.T) {
+	for _, auth := range []nfs.Auth{
+		{UID: 1234, GID: 56, GIDs: []uint32{7, 8}, MachineName: "client11"},
+		{None: true},
+	} {
+		var mu sync.Mutex
+		var creds []xdr.OpaqueAuth
+		env := startClientEnv(t, func(s *nfs.ServerConfig, o *nfs.MountOptions) {
+			s.OnCall = func(network string, h *xdr.CallHeader) {
+				if network != nfs.NetRDMA {
+					return
+				}
+				mu.Lock()
+				creds = append(creds, xdr.OpaqueAuth{Flavor: h.Cred.Flavor, Body: append([]byte(nil), h.Cred.Body...)})
+				mu.Unlock()
+			}
+			o.Client.Auth = &auth
+		})
+		_, err := env.exp.Client.Getattr(callCtx(t), env.exp.Root)
+		require.NoError(t, err)
+		mu.Lock()
+		require.NotEmpty(t, creds)
+		for _, c := range creds {
+			if auth.None {
+				require.Equal(t, xdr.FlavorNone, c.Flavor)
+				require.Empty(t, c.Body)
+				continue
+			}
+			require.Equal(t, xdr.FlavorSys, c.Flavor)
+			var sys xdr.AuthSys
+			require.NoError(t, sys.Unmarshal(c.Body))
+			require.Equal(t, uint32(1234), sys.UID)
+			require.Equal(t, uint32(56), sys.GID)
+			require.Equal(t, []uint32{7, 8}, sys.GIDs)
+			require.Equal(t, "client11", string(sys.MachineName))
+		}
+		mu.Unlock()
+	}
 }
