@@ -97,8 +97,8 @@ type Client struct {
 	tmpl []byte // an NFSv3 call header with XID and procedure 0
 	xid  atomic.Uint32
 
-	mu           sync.Mutex
-	rsize, wsize int
+	mu           sync.Mutex   // serializes the updates of rsize and wsize
+	rsize, wsize atomic.Int64 // read on every READ and WRITE
 	inFlight     int
 }
 
@@ -145,12 +145,14 @@ func newClient(conn *transport.Conn, cfg *ClientConfig, maxRPC int) *Client {
 	}
 	h := xdr.CallHeader{Prog: ProgNFS, Vers: 3}
 	tmpl := append(h.Append(nil)[:6*4], auth.credVerf()...)
-	c := &Client{conn: conn, rpc: conn, tmpl: tmpl, rsize: DefaultIOSize, wsize: DefaultIOSize, inFlight: 16}
+	c := &Client{conn: conn, rpc: conn, tmpl: tmpl, inFlight: 16}
+	c.rsize.Store(DefaultIOSize)
+	c.wsize.Store(DefaultIOSize)
 	if cfg.RSize > 0 {
-		c.rsize = cfg.RSize
+		c.rsize.Store(int64(cfg.RSize))
 	}
 	if cfg.WSize > 0 {
-		c.wsize = cfg.WSize
+		c.wsize.Store(int64(cfg.WSize))
 	}
 	if cfg.MaxInFlight > 0 {
 		c.inFlight = cfg.MaxInFlight
@@ -176,8 +178,8 @@ func (c *Client) capIO(maxRPC int) {
 	}
 	limit := (maxRPC - ioOverhead) &^ 4095
 	c.mu.Lock()
-	c.rsize = max(4096, min(c.rsize, limit))
-	c.wsize = max(4096, min(c.wsize, limit))
+	c.rsize.Store(max(4096, min(c.rsize.Load(), int64(limit))))
+	c.wsize.Store(max(4096, min(c.wsize.Load(), int64(limit))))
 	c.mu.Unlock()
 }
 
@@ -191,9 +193,7 @@ func (c *Client) Close() error { return c.conn.Close() }
 // configured sizes capped by the transport and, after SetIOSizeFromFSInfo,
 // by the server's rtmax and wtmax.
 func (c *Client) IOSize() (rsize, wsize int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rsize, c.wsize
+	return int(c.rsize.Load()), int(c.wsize.Load())
 }
 
 // SetIOSizeFromFSInfo caps the READ and WRITE sizes by what FSINFO
@@ -202,20 +202,18 @@ func (c *Client) IOSize() (rsize, wsize int) {
 func (c *Client) SetIOSizeFromFSInfo(fi *FSInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	r, w := c.rsize.Load(), c.wsize.Load()
 	if fi.RTMax > 0 {
-		c.rsize = min(c.rsize, int(fi.RTMax))
+		r = min(r, int64(fi.RTMax))
 	}
 	if fi.WTMax > 0 {
-		c.wsize = min(c.wsize, int(fi.WTMax))
+		w = min(w, int64(fi.WTMax))
 	}
-	c.rsize, c.wsize = max(c.rsize, 512), max(c.wsize, 512)
+	c.rsize.Store(max(r, 512))
+	c.wsize.Store(max(w, 512))
 }
 
-func (c *Client) maxInFlight() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.inFlight
-}
+func (c *Client) maxInFlight() int { return c.inFlight }
 
 // startCall appends the header of a call of proc to b[:0], with a new XID.
 func (c *Client) startCall(b []byte, proc uint32) []byte {

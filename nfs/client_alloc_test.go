@@ -46,7 +46,9 @@ func (f *fakeCaller) Call(_ context.Context, msg, reply []byte) ([]byte, error) 
 // cost is the transport's.
 func TestClientIOAllocs(t *testing.T) {
 	fake := &fakeCaller{data: make([]byte, 4096)}
-	c := &Client{rpc: fake, tmpl: make([]byte, 40), rsize: 1 << 20, wsize: 1 << 20, inFlight: 16}
+	c := &Client{rpc: fake, tmpl: make([]byte, 40), inFlight: 16}
+	c.rsize.Store(1 << 20)
+	c.wsize.Store(1 << 20)
 	fh := FH(make([]byte, 32))
 	buf := make([]byte, 4096)
 	ctx := context.Background()
