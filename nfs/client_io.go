@@ -3,6 +3,7 @@ package nfs
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -11,12 +12,26 @@ import (
 // reused through ioBufs so that the hot path does not allocate.
 type ioBuf struct{ msg, reply []byte }
 
-// ioBufs is a free list of ioBufs (a channel rather than a sync.Pool,
-// which the race detector makes drop items at random): as many as the
-// calls in flight of a busy client.
-var ioBufs = make(chan *ioBuf, 128)
+// ioBufs is a free list of ioBufs for small calls (a channel rather than
+// a sync.Pool, which the race detector makes drop items at random, so that
+// TestClientIOAllocs holds under -race); bigIOBufs holds those with
+// buffers over bigIO, which the garbage collector may take back (a burst
+// of 1 MiB READs must not pin their buffers forever).
+var (
+	ioBufs    = make(chan *ioBuf, 128)
+	bigIOBufs sync.Pool
+)
 
-func getIOBuf() *ioBuf {
+// bigIO is the buffer size from which an ioBuf goes to bigIOBufs.
+const bigIO = 64 << 10
+
+// getIOBuf returns an ioBuf for a call moving about n bytes.
+func getIOBuf(n int) *ioBuf {
+	if n > bigIO-ioOverhead {
+		if b, ok := bigIOBufs.Get().(*ioBuf); ok {
+			return b
+		}
+	}
 	select {
 	case b := <-ioBufs:
 		return b
@@ -26,6 +41,10 @@ func getIOBuf() *ioBuf {
 }
 
 func putIOBuf(b *ioBuf) {
+	if cap(b.msg) > bigIO || cap(b.reply) > bigIO {
+		bigIOBufs.Put(b)
+		return
+	}
 	select {
 	case ioBufs <- b:
 	default:
@@ -49,51 +68,62 @@ var (
 // most the Client's rsize) and returns how many it placed in p and
 // whether they end the file. The server writes the data into the Write
 // chunk the transport offers (RFC 8267 §4.2); the reply, data included,
-// is copied once out of it and the data once more into p. It does not
-// allocate.
+// is copied once out of it and the data once more into p (a File's
+// read-ahead keeps the reply instead: one copy). It does not allocate.
 func (c *Client) Read(ctx context.Context, fh FH, off uint64, p []byte) (n int, eof bool, err error) {
-	rsize, _ := c.IOSize()
-	count := min(len(p), rsize)
-	b := getIOBuf()
+	b := getIOBuf(len(p))
 	defer putIOBuf(b)
+	data, eof, reply, err := c.readReply(ctx, fh, off, len(p), b)
+	b.reply = reply
+	if err != nil {
+		return 0, false, err
+	}
+	return copy(p, data), eof, nil
+}
+
+// readReply makes a READ of count bytes at off (at most rsize) with the
+// buffers of b (b.msg is kept; the reply buffer is returned, for reuse)
+// and returns the data as a slice of the reply buffer.
+func (c *Client) readReply(ctx context.Context, fh FH, off uint64, count int, b *ioBuf) (data []byte, eof bool, reply []byte, err error) {
+	rsize, _ := c.IOSize()
+	count = min(count, rsize)
 	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcRead)
 	msg = xdr.AppendUint64(appendFH(msg, fh), off)
 	msg = xdr.AppendUint32(msg, uint32(count))
 	b.msg = msg
 	res, reply, err := c.do(ctx, ProcRead, msg, grow(b.reply, count+ioOverhead))
-	b.reply = reply
 	if err != nil {
-		return 0, false, err
+		return nil, false, reply, err
 	}
 	r := xdr.NewReader(res)
 	st, err := r.Uint32()
 	if err != nil {
-		return 0, false, badReply("NFS3 READ", err)
+		return nil, false, reply, badReply("NFS3 READ", err)
 	}
 	if Status(st) != StatusOK {
-		return 0, false, &Error{Proc: "NFS3 READ", Status: Status(st)}
+		return nil, false, reply, &Error{Proc: "NFS3 READ", Status: Status(st)}
 	}
 	if _, err := decodePostOpAttr(&r, nil); err != nil {
-		return 0, false, badReply("NFS3 READ", err)
+		return nil, false, reply, badReply("NFS3 READ", err)
 	}
 	got, err := r.Uint32()
 	if err != nil {
-		return 0, false, badReply("NFS3 READ", err)
+		return nil, false, reply, badReply("NFS3 READ", err)
 	}
 	if eof, err = r.Bool(); err != nil {
-		return 0, false, badReply("NFS3 READ", err)
+		return nil, false, reply, badReply("NFS3 READ", err)
 	}
-	data, err := r.Opaque(count)
+	data, err = r.Opaque(count)
 	if err != nil {
 		if err == xdr.ErrTooLong {
 			err = errShortRead
 		}
-		return 0, false, badReply("NFS3 READ", err)
+		return nil, false, reply, badReply("NFS3 READ", err)
 	}
 	if int(got) != len(data) {
-		return 0, false, badReply("NFS3 READ", errCountData)
+		return nil, false, reply, badReply("NFS3 READ", errCountData)
 	}
-	return copy(p, data), eof, nil
+	return data, eof, reply, nil
 }
 
 // WriteResult is WRITE3resok (RFC 1813 §3.3.7) without its wcc_data.
@@ -111,7 +141,7 @@ type WriteResult struct {
 // does not fit inline (RFC 8267 §4.1). With Unstable, the data is safe
 // only once a COMMIT returns the same verifier. It does not allocate.
 func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable StableHow) (WriteResult, error) {
-	b := getIOBuf()
+	b := getIOBuf(len(p))
 	defer putIOBuf(b)
 	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+24+len(p)+4), ProcWrite)
 	msg = xdr.AppendUint64(appendFH(msg, fh), off)
@@ -160,7 +190,7 @@ func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable 
 // (0, 0: the whole file) and returns the write verifier, which matches the
 // unstable WRITEs' when their data is now stable.
 func (c *Client) Commit(ctx context.Context, fh FH, off uint64, count uint32) (WriteVerf, error) {
-	b := getIOBuf()
+	b := getIOBuf(0)
 	defer putIOBuf(b)
 	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcCommit)
 	msg = xdr.AppendUint64(appendFH(msg, fh), off)

@@ -59,11 +59,12 @@ type File struct {
 // commits them.
 const commitEvery = 64 << 20
 
-// raBlock is one read-ahead READ.
+// raBlock is one read-ahead READ. Its data is in the reply buffer of io,
+// where the transport copied the reply out of the Write chunk.
 type raBlock struct {
 	off  int64
-	buf  []byte
-	n    int
+	io   *ioBuf
+	data []byte
 	eof  bool
 	err  error
 	done chan struct{}
@@ -220,14 +221,14 @@ func (f *File) Read(p []byte) (int, error) {
 			f.resetRA()
 			return n, f.opErr("read", b.err)
 		}
-		if b.n == 0 && !b.eof {
+		if len(b.data) == 0 && !b.eof {
 			b.eof = true // a server that makes no progress: treat as the end
 		}
-		k := copy(p[n:], b.buf[f.raPos:b.n])
+		k := copy(p[n:], b.data[f.raPos:])
 		n += k
 		f.raPos += k
 		f.off += int64(k)
-		if f.raPos < b.n {
+		if f.raPos < len(b.data) {
 			continue
 		}
 		if b.eof {
@@ -239,7 +240,7 @@ func (f *File) Read(p []byte) (int, error) {
 		}
 		f.ra = f.ra[1:]
 		f.raPos = 0
-		putBuf(b.buf)
+		putIOBuf(b.io)
 		f.fillRA()
 	}
 	return n, nil
@@ -265,20 +266,20 @@ func (f *File) fillRA() {
 				return
 			}
 		}
-		b := &raBlock{off: off, buf: getBuf(f.rsize), done: make(chan struct{})}
+		b := &raBlock{off: off, io: getIOBuf(f.rsize), done: make(chan struct{})}
 		f.ra = append(f.ra, b)
 		go func() {
-			b.n, b.eof, b.err = f.c.Read(f.ctx, f.fh, uint64(b.off), b.buf)
+			b.data, b.eof, b.io.reply, b.err = f.c.readReply(f.ctx, f.fh, uint64(b.off), f.rsize, b.io)
 			close(b.done)
 		}()
 	}
 }
 
-// resetRA drops the read-ahead; buffers go back to the pool once their
-// READs are done.
+// resetRA drops the read-ahead; buffers go back to the free list once
+// their READs are done.
 func (f *File) resetRA() {
 	for _, b := range f.ra {
-		go func() { <-b.done; putBuf(b.buf) }()
+		go func() { <-b.done; putIOBuf(b.io) }()
 	}
 	f.ra, f.raPos = nil, 0
 }
