@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,6 +14,10 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
+
+// clientGuard bounds each client test's calls, so that a bug fails the
+// test instead of hanging it.
+const clientGuard = 60 * time.Second
 
 // clientEnv is a Server on the soft provider with its export mounted by
 // the Go client.
@@ -64,7 +69,7 @@ func startClientServer(t testing.TB, cfg nfs.ServerConfig) *nfs.Server {
 // mountExport mounts srv's root with the Go client over soft.
 func mountExport(t testing.TB, srv *nfs.Server, opt nfs.MountOptions) *nfs.Export {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
+	ctx, cancel := context.WithTimeout(context.Background(), clientGuard)
 	defer cancel()
 	opt.Client.Transport.Provider = &soft.Provider{}
 	_, port, err := net.SplitHostPort(srv.RDMAAddr().String())
@@ -80,7 +85,7 @@ func mountExport(t testing.TB, srv *nfs.Server, opt nfs.MountOptions) *nfs.Expor
 
 // callCtx bounds one test call.
 func callCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), ioGuard)
+	ctx, cancel := context.WithTimeout(t.Context(), clientGuard)
 	t.Cleanup(cancel)
 	return ctx
 }
