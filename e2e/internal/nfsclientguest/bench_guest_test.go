@@ -25,13 +25,20 @@ const (
 	randBlock = 4096
 )
 
+// benchRounds is how many times TestKnfsdVsKernel measures each client on
+// each workload, alternating, keeping each one's best: the host's load
+// (other VMs, TCG) varies more than the clients differ.
+const benchRounds = 2
+
 // TestKnfsdVsKernel measures the Go client and the kernel's NFS client
 // (mounted by rxevm-nfs-mount on the same export, same boot) on the same
 // work: a sequential write of 32 MiB (to stable storage: COMMIT, fsync),
-// a sequential read of it (the kernel's page cache dropped first), and 4
-// KiB random reads with 16 in flight for 4 s (O_DIRECT for the kernel:
-// one READ each; two rounds each, alternating, the best kept). It reports throughput, IOPS and the ratios; it checks
-// the data both ways, not the ratios (TCG timing is noisy).
+// a sequential read of it into a buffer of its size (the kernel's page
+// cache dropped first), and 4 KiB random reads with 16 in flight for 4 s
+// (O_DIRECT for the kernel: one READ each). Each measurement runs
+// benchRounds times, the two clients alternating, and the best of each is
+// kept. It reports throughput, IOPS and the ratios; it checks the data
+// both ways, not the ratios (TCG timing is noisy).
 func TestKnfsdVsKernel(t *testing.T) {
 	exp := mount(t, nil)
 	ctx := testCtx(t)
@@ -39,55 +46,74 @@ func TestKnfsdVsKernel(t *testing.T) {
 	sh(t, "mkdir -p /mnt/k && (mountpoint -q /mnt/k || rxevm-nfs-mount /mnt/k)")
 	t.Cleanup(func() { _ = execCommand("umount /mnt/k") })
 	data := pattern(benchSize, 5)
+	kpath := "/mnt/k/" + dir + "/kernel"
 
-	// Go client: write, read, random reads.
-	start := time.Now()
-	f, err := exp.Create(ctx, dir+"/go")
-	require.NoError(t, err)
-	for off := 0; off < benchSize; off += 1 << 20 {
-		_, err := f.Write(data[off : off+1<<20])
+	goWrite := func() time.Duration {
+		start := time.Now()
+		f, err := exp.Create(ctx, dir+"/go")
 		require.NoError(t, err)
+		for off := 0; off < benchSize; off += 1 << 20 {
+			_, err := f.Write(data[off : off+1<<20])
+			require.NoError(t, err)
+		}
+		require.NoError(t, f.Close())
+		return time.Since(start)
 	}
-	require.NoError(t, f.Close())
-	goWrite := time.Since(start)
-	f, err = exp.Open(ctx, dir+"/go")
-	require.NoError(t, err)
-	// Into a buffer of the file's size, as os.ReadFile does for the
-	// kernel client below.
+	kWrite := func() time.Duration {
+		start := time.Now()
+		kf, err := os.OpenFile(kpath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		require.NoError(t, err)
+		for off := 0; off < benchSize; off += 1 << 20 {
+			_, err := kf.Write(data[off : off+1<<20])
+			require.NoError(t, err)
+		}
+		require.NoError(t, kf.Sync())
+		require.NoError(t, kf.Close())
+		return time.Since(start)
+	}
 	got := make([]byte, benchSize)
-	start = time.Now()
-	_, err = io.ReadFull(f, got)
-	goRead := time.Since(start)
+	goRead := func() time.Duration {
+		clear(got)
+		f, err := exp.Open(ctx, dir+"/go")
+		require.NoError(t, err)
+		start := time.Now()
+		_, err = io.ReadFull(f, got)
+		d := time.Since(start)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		requireData(t, data, got)
+		return d
+	}
+	kRead := func() time.Duration {
+		sh(t, "sync; echo 3 > /proc/sys/vm/drop_caches")
+		start := time.Now()
+		kgot, err := os.ReadFile(kpath)
+		d := time.Since(start)
+		require.NoError(t, err)
+		requireData(t, data, kgot)
+		return d
+	}
+	best := func(a, b time.Duration) time.Duration {
+		if a == 0 || b < a {
+			return b
+		}
+		return a
+	}
+	var gw, kw, gr, kr time.Duration
+	for range benchRounds {
+		gw, kw = best(gw, goWrite()), best(kw, kWrite())
+		gr, kr = best(gr, goRead()), best(kr, kRead())
+	}
+	disk, err := os.ReadFile(local + "/go")
 	require.NoError(t, err)
-	requireData(t, data, got)
-	fh := f.Handle()
-	require.NoError(t, f.Close())
+	requireData(t, data, disk)
+
+	fh, _, err := exp.Lookup(ctx, dir+"/go", true)
+	require.NoError(t, err)
 	goRand := func(ctx context.Context, buf []byte, off int64) error {
 		_, _, err := exp.Client.Read(ctx, fh, uint64(off), buf)
 		return err
 	}
-
-	// Kernel client on /mnt/k (same export, same file size).
-	kpath := "/mnt/k/" + dir + "/kernel"
-	start = time.Now()
-	kf, err := os.OpenFile(kpath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	require.NoError(t, err)
-	for off := 0; off < benchSize; off += 1 << 20 {
-		_, err := kf.Write(data[off : off+1<<20])
-		require.NoError(t, err)
-	}
-	require.NoError(t, kf.Sync())
-	require.NoError(t, kf.Close())
-	kWrite := time.Since(start)
-	sh(t, "sync; echo 3 > /proc/sys/vm/drop_caches")
-	start = time.Now()
-	kgot, err := os.ReadFile(kpath)
-	kRead := time.Since(start)
-	require.NoError(t, err)
-	requireData(t, data, kgot)
-	disk, err := os.ReadFile(local + "/go")
-	require.NoError(t, err)
-	requireData(t, data, disk)
 	kd, err := os.OpenFile(kpath, os.O_RDONLY|syscall.O_DIRECT, 0)
 	require.NoError(t, err)
 	defer kd.Close()
@@ -95,17 +121,15 @@ func TestKnfsdVsKernel(t *testing.T) {
 		_, err := kd.ReadAt(buf, off)
 		return err
 	}
-	// The host's load varies (other VMs, TCG): alternate the two clients
-	// and keep each one's best round.
 	var goIOPS, kIOPS float64
-	for range 2 {
+	for range benchRounds {
 		goIOPS = max(goIOPS, randomReads(t, goRand))
 		kIOPS = max(kIOPS, randomReads(t, kRand))
 	}
 
 	mibs := func(d time.Duration) float64 { return benchSize / (1 << 20) / d.Seconds() }
-	report(t, "seq write 32 MiB: Go %.1f MiB/s, kernel %.1f MiB/s, ratio %.2f", mibs(goWrite), mibs(kWrite), mibs(goWrite)/mibs(kWrite))
-	report(t, "seq read 32 MiB: Go %.1f MiB/s, kernel %.1f MiB/s, ratio %.2f", mibs(goRead), mibs(kRead), mibs(goRead)/mibs(kRead))
+	report(t, "seq write 32 MiB: Go %.1f MiB/s, kernel %.1f MiB/s, ratio %.2f", mibs(gw), mibs(kw), mibs(gw)/mibs(kw))
+	report(t, "seq read 32 MiB: Go %.1f MiB/s, kernel %.1f MiB/s, ratio %.2f", mibs(gr), mibs(kr), mibs(gr)/mibs(kr))
 	report(t, "random 4 KiB reads x16: Go %.0f IOPS, kernel %.0f IOPS, ratio %.2f", goIOPS, kIOPS, goIOPS/kIOPS)
 }
 
