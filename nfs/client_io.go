@@ -143,12 +143,41 @@ type WriteResult struct {
 func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable StableHow) (WriteResult, error) {
 	b := getIOBuf(len(p))
 	defer putIOBuf(b)
-	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+24+len(p)+4), ProcWrite)
-	msg = xdr.AppendUint64(appendFH(msg, fh), off)
-	msg = xdr.AppendUint32(msg, uint32(len(p)))
-	msg = xdr.AppendUint32(msg, uint32(stable))
-	msg = xdr.AppendOpaque(msg, p)
+	pre := c.writePrefixLen(fh)
+	msg := append(grow(b.msg, pre+len(p)+4)[:pre], p...)
 	b.msg = msg
+	return c.sendWrite(ctx, fh, off, msg, pre, stable, b)
+}
+
+// writePrefixLen is the length of a WRITE call to fh up to its data: the
+// call header, then WRITE3args (RFC 1813 §3.3.7) file, offset, count,
+// stable and the data's length word.
+func (c *Client) writePrefixLen(fh FH) int {
+	return len(c.tmpl) + 4 + xdr.RoundUp(len(fh)) + 8 + 4 + 4 + 4
+}
+
+// errPrefix: a WRITE's prefix did not come out at writePrefixLen bytes.
+var errPrefix = errors.New("nfs: WRITE prefix length mismatch")
+
+// sendWrite makes msg, whose data follows pre (writePrefixLen) bytes of
+// room, into a WRITE of that data at off and sends it; msg needs room for
+// the data's XDR pad after it. A File's write-behind blocks are such
+// messages from the start, so their data is never copied into a call.
+// The reply buffer of b is used and kept.
+func (c *Client) sendWrite(ctx context.Context, fh FH, off uint64, msg []byte, pre int, stable StableHow, b *ioBuf) (WriteResult, error) {
+	n := len(msg) - pre
+	hdr := c.startCall(msg[:0], ProcWrite) // in place, before the data
+	hdr = xdr.AppendUint64(appendFH(hdr, fh), off)
+	hdr = xdr.AppendUint32(hdr, uint32(n))
+	hdr = xdr.AppendUint32(hdr, uint32(stable))
+	hdr = xdr.AppendUint32(hdr, uint32(n))
+	if len(hdr) != pre {
+		return WriteResult{}, errPrefix
+	}
+	msg = msg[:pre+n]
+	for range xdr.Padding(n) {
+		msg = append(msg, 0)
+	}
 	res, reply, err := c.do(ctx, ProcWrite, msg, grow(b.reply, 512))
 	b.reply = reply
 	if err != nil {
@@ -166,7 +195,7 @@ func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable 
 		return WriteResult{}, badReply("NFS3 WRITE", err)
 	}
 	var wr WriteResult
-	n, err := r.Uint32()
+	count, err := r.Uint32()
 	if err != nil {
 		return WriteResult{}, badReply("NFS3 WRITE", err)
 	}
@@ -178,10 +207,10 @@ func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable 
 	if err != nil {
 		return WriteResult{}, badReply("NFS3 WRITE", err)
 	}
-	if int64(n) > int64(len(p)) || committed > uint32(FileSync) {
+	if int64(count) > int64(n) || committed > uint32(FileSync) {
 		return WriteResult{}, badReply("NFS3 WRITE", errors.New("count or stability out of range"))
 	}
-	wr.Count, wr.Committed = int(n), StableHow(committed)
+	wr.Count, wr.Committed = int(count), StableHow(committed)
 	copy(wr.Verf[:], v)
 	return wr, nil
 }

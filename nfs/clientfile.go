@@ -37,6 +37,7 @@ type File struct {
 	depth int
 	rsize int
 	wsize int
+	pre   int // writePrefixLen of the file's WRITEs
 
 	mu       sync.Mutex
 	off      int64
@@ -70,13 +71,25 @@ type raBlock struct {
 	done chan struct{}
 }
 
-// wbBlock is one WRITE, kept until committed.
+// wbBlock is one WRITE, kept until committed. msg is the WRITE call
+// itself: pre bytes of room for its header (written when it is sent),
+// then the data, which Write and WriteAt copy there and nowhere else.
 type wbBlock struct {
 	off  int64
-	buf  []byte
+	msg  []byte
+	pre  int
 	res  WriteResult
 	err  error
 	done chan struct{}
+}
+
+// data returns the block's data.
+func (b *wbBlock) data() []byte { return b.msg[b.pre:] }
+
+// newBlock returns an empty block at off, with room for wsize bytes and
+// their XDR pad.
+func (f *File) newBlock(off int64) *wbBlock {
+	return &wbBlock{off: off, msg: getBuf(f.pre + f.wsize + 4)[:f.pre], pre: f.pre}
 }
 
 // bufPools hold read and write buffers, by size.
@@ -174,7 +187,7 @@ func (c *Client) newFile(ctx context.Context, fh FH, name string, size int64) *F
 		size = 1<<63 - 1
 	}
 	return &File{c: c, fh: fh, name: name, ctx: ctx, depth: depth, rsize: rsize, wsize: wsize,
-		sizeHint: size, sem: make(chan struct{}, depth)}
+		pre: c.writePrefixLen(fh), sizeHint: size, sem: make(chan struct{}, depth)}
 }
 
 // Name returns the file's base name.
@@ -351,17 +364,19 @@ func (f *File) Write(p []byte) (int, error) {
 	f.resetRA()
 	n := 0
 	for n < len(p) {
-		if f.cur != nil && f.cur.off+int64(len(f.cur.buf)) != f.off {
+		if f.cur != nil && f.cur.off+int64(len(f.cur.data())) != f.off {
 			f.dispatchLocked()
 		}
 		if f.cur == nil {
-			f.cur = &wbBlock{off: f.off, buf: getBuf(f.wsize)[:0]}
+			f.cur = f.newBlock(f.off)
 		}
-		k := copy(f.cur.buf[len(f.cur.buf):f.wsize], p[n:])
-		f.cur.buf = f.cur.buf[:len(f.cur.buf)+k]
+		cur := f.cur
+		have := len(cur.msg)
+		k := copy(cur.msg[have:cur.pre+f.wsize], p[n:])
+		cur.msg = cur.msg[:have+k]
 		n += k
 		f.off += int64(k)
-		if len(f.cur.buf) == f.wsize {
+		if len(cur.data()) == f.wsize {
 			f.dispatchLocked()
 		}
 	}
@@ -395,7 +410,8 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	var blocks []*wbBlock
 	for lo := 0; lo < len(p); lo += f.wsize {
 		hi := min(len(p), lo+f.wsize)
-		b := &wbBlock{off: off + int64(lo), buf: append(getBuf(f.wsize)[:0], p[lo:hi]...)}
+		b := f.newBlock(off + int64(lo))
+		b.msg = append(b.msg, p[lo:hi]...)
 		f.cur = b
 		f.dispatchLocked()
 		blocks = append(blocks, b)
@@ -414,21 +430,43 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 func (f *File) dispatchLocked() {
 	b := f.cur
 	f.cur = nil
-	if b == nil || len(b.buf) == 0 {
+	if b == nil || len(b.data()) == 0 {
 		if b != nil {
-			putBuf(b.buf)
+			putBuf(b.msg)
 		}
 		return
 	}
 	b.done = make(chan struct{})
 	f.sent = append(f.sent, b)
-	f.uncommitted += len(b.buf)
+	f.uncommitted += len(b.data())
 	f.sem <- struct{}{}
 	go func() {
 		defer close(b.done)
 		defer func() { <-f.sem }()
-		b.res, b.err = f.writeAll(b.off, b.buf, Unstable)
+		b.res, b.err = f.writeBlock(b, Unstable)
 	}()
+}
+
+// writeBlock sends block b as one WRITE (its message built in place); the
+// rest of a short WRITE goes by writeAll.
+func (f *File) writeBlock(b *wbBlock, stable StableHow) (WriteResult, error) {
+	io := getIOBuf(0)
+	defer putIOBuf(io)
+	res, err := f.c.sendWrite(f.ctx, f.fh, uint64(b.off), b.msg, b.pre, stable, io)
+	if err != nil {
+		return res, err
+	}
+	data := b.data()
+	if res.Count == len(data) {
+		return res, nil
+	}
+	if res.Count == 0 {
+		return res, &Error{Proc: "NFS3 WRITE", Status: StatusIO}
+	}
+	rest, err := f.writeAll(b.off+int64(res.Count), data[res.Count:], stable)
+	rest.Count += res.Count
+	rest.Committed = min(rest.Committed, res.Committed)
+	return rest, err
 }
 
 // writeAll writes p at off, again from where a short WRITE stopped; the
@@ -477,7 +515,7 @@ func (f *File) commitLocked() error {
 	}
 	defer func() {
 		for _, b := range f.sent {
-			putBuf(b.buf)
+			putBuf(b.msg)
 		}
 		f.sent, f.uncommitted = nil, 0
 	}()
@@ -506,7 +544,7 @@ func (f *File) commitLocked() error {
 			}
 			stale = true
 			f.resends.Add(1)
-			if b.res, err = f.writeAll(b.off, b.buf, FileSync); err != nil {
+			if b.res, err = f.writeBlock(b, FileSync); err != nil {
 				f.wbErr = err
 				return err
 			}
