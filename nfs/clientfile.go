@@ -168,8 +168,8 @@ func (e *Export) Open(ctx context.Context, name string) (*File, error) {
 	return e.OpenFile(ctx, name, os.O_RDONLY, 0)
 }
 
-// Create creates or truncates name, with permissions 0666 before umask
-// (none is applied: the server's default).
+// Create creates name with permissions 0644, or truncates it, and opens
+// it for reading and writing.
 func (e *Export) Create(ctx context.Context, name string) (*File, error) {
 	return e.OpenFile(ctx, name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 }
