@@ -74,3 +74,5 @@ func TestRdmacoreGoNFSPipelined(t *testing.T) { testGoNFSPipelined(t, rdmacoreSt
 func TestRdmacoreGoNFSLimits(t *testing.T) { testGoNFSLimits(t, rdmacoreStack) }
 
 func TestRdmacoreRPCServer(t *testing.T) { testRPCServer(t, rdmacoreStack) }
+
+func TestRdmacoreRealClient(t *testing.T) { testRealClient(t, rdmacoreStack) }

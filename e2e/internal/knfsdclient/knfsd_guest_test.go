@@ -100,7 +100,8 @@ func (p *recordingProvider) logConnErrors(t testing.TB) {
 type session struct {
 	conn *transport.Conn
 	rec  *recordingProvider
-	nfs  nfsClient
+	nfs  nfsClient  // package nfs's client
+	rpc  *rpcClient // raw calls (pipelining by hand, RDMA_ERROR)
 	root []byte
 }
 
@@ -131,7 +132,10 @@ func dialKnfsd(t *testing.T, cfg transport.Config) *session {
 	require.NoError(t, err, "dialling knfsd at %s", nfsRDMAAddr)
 	require.NoError(t, c.SetDeadline(time.Now().Add(ioGuard)))
 	t.Cleanup(func() { _ = c.Close() })
-	return &session{conn: c, rec: rec, nfs: nfsClient{t, newRDMAClient(c)}, root: mountRoot(t, serverIP, exportPath)}
+	// Root's AUTH_SYS credential, as the raw calls' (rpcClient).
+	auth := nfs.Auth{UID: 0, GID: 0, GIDs: []uint32{0}, MachineName: "knfsdclient"}
+	return &session{conn: c, rec: rec, nfs: nfsClient{t, nfs.NewClient(c, &nfs.ClientConfig{Auth: &auth})},
+		rpc: newRDMAClient(c), root: mountRoot(t, serverIP, exportPath)}
 }
 
 // serverEvents returns what knfsd's svcrdma tracepoints recorded since the
@@ -181,15 +185,15 @@ func requireData(t *testing.T, want, got []byte, msgAndArgs ...any) {
 
 // requireAttrs checks attributes from knfsd against the kernel's own view
 // of the same file.
-func requireAttrs(t *testing.T, a nfsv3.Fattr3, path string) {
+func requireAttrs(t *testing.T, a *nfs.Attr, path string) {
 	t.Helper()
 	var st syscall.Stat_t
 	require.NoError(t, syscall.Stat(path, &st))
-	require.Equal(t, st.Ino, a.Fileid, "fileid of %s", path)
+	require.Equal(t, st.Ino, a.FileID, "fileid of %s", path)
 	require.Equal(t, st.Mode&0o7777, a.Mode, "mode of %s", path)
 	require.EqualValues(t, st.Nlink, a.Nlink, "nlink of %s", path)
-	require.Equal(t, st.Uid, a.Uid, "uid of %s", path)
-	require.Equal(t, st.Gid, a.Gid, "gid of %s", path)
+	require.Equal(t, st.Uid, a.UID, "uid of %s", path)
+	require.Equal(t, st.Gid, a.GID, "gid of %s", path)
 	require.EqualValues(t, st.Size, a.Size, "size of %s", path)
 }
 
@@ -242,9 +246,9 @@ func TestKnfsdNullGetattr(t *testing.T) {
 	require.EqualValues(t, 64, neg.Credits, "knfsd's credit grant")
 
 	a := s.nfs.getattr(s.root)
-	require.Equal(t, nfsv3.NF3DIR, a.Type, "type of the export's root")
+	require.Equal(t, nfs.TypeDir, a.Type, "type of the export's root")
 	requireAttrs(t, a, exportPath)
-	t.Logf("GETATTR of %s: type %v mode %#o nlink %d uid %d fileid %d", exportPath, a.Type, a.Mode, a.Nlink, a.Uid, a.Fileid)
+	t.Logf("GETATTR of %s: type %v mode %#o nlink %d uid %d fileid %d", exportPath, a.Type, a.Mode, a.Nlink, a.UID, a.FileID)
 
 	// Without an NFS binding the transport cannot bound a GETATTR reply:
 	// it offered a Reply chunk, knfsd answered RDMA_NOMSG through it and
@@ -257,9 +261,9 @@ func TestKnfsdNullGetattr(t *testing.T) {
 	requireClean(t, cs)
 
 	info := s.nfs.fsinfo(s.root)
-	t.Logf("FSINFO: rtmax %d rtpref %d wtmax %d wtpref %d dtpref %d maxfilesize %d", info.Rtmax, info.Rtpref, info.Wtmax, info.Wtpref, info.Dtpref, info.Maxfilesize)
-	require.GreaterOrEqual(t, info.Rtmax, uint32(bigSize), "rtmax")
-	require.GreaterOrEqual(t, info.Wtmax, uint32(bigSize), "wtmax")
+	t.Logf("FSINFO: rtmax %d rtpref %d wtmax %d wtpref %d dtpref %d maxfilesize %d", info.RTMax, info.RTPref, info.WTMax, info.WTPref, info.DTPref, info.MaxFileSize)
+	require.GreaterOrEqual(t, info.RTMax, uint32(bigSize), "rtmax")
+	require.GreaterOrEqual(t, info.WTMax, uint32(bigSize), "wtmax")
 
 	// knfsd's own record: three calls decoded, two replies through our
 	// Reply chunk, each by Send With Invalidate of that chunk's rkey.
@@ -281,7 +285,7 @@ func TestKnfsdRead(t *testing.T) {
 	h, st := s.nfs.lookup(s.root, "read.bin")
 	require.Equal(t, nfsv3.NFS3_OK, st, "LOOKUP read.bin")
 	a := s.nfs.getattr(h)
-	require.Equal(t, nfsv3.NF3REG, a.Type)
+	require.Equal(t, nfs.TypeReg, a.Type)
 	requireAttrs(t, a, path)
 
 	got, eof := s.nfs.read(h, 0, bigSize)
@@ -323,7 +327,7 @@ func TestKnfsdReadMax(t *testing.T) {
 	}{{"ReplyChunk", nil}, {"WriteChunk", nfs.Binding{}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := dialKnfsd(t, transport.Config{Binding: tc.binding})
-			rtmax := int(s.nfs.fsinfo(s.root).Rtmax)
+			rtmax := int(s.nfs.fsinfo(s.root).RTMax)
 			data := pattern(rtmax+1, 7)
 			require.NoError(t, os.WriteFile(filepath.Join(exportPath, "rtmax.bin"), data, 0o644))
 			h, st := s.nfs.lookup(s.root, "rtmax.bin")
@@ -417,7 +421,7 @@ func TestKnfsdNoRemoteInvalidate(t *testing.T) {
 	require.False(t, neg.LocalR)
 	require.False(t, neg.ExpectRemoteInvalidate)
 
-	require.Equal(t, nfsv3.NF3DIR, s.nfs.getattr(s.root).Type)
+	require.Equal(t, nfs.TypeDir, s.nfs.getattr(s.root).Type)
 	h, st := s.nfs.lookup(s.root, "noinv.bin")
 	require.Equal(t, nfsv3.NFS3_OK, st)
 	got, eof := s.nfs.read(h, 0, uint32(len(data)))
@@ -455,7 +459,7 @@ func TestKnfsdPipelined(t *testing.T) {
 		off = k * 7919 % bigSize
 		return off, min(sizes[k%len(sizes)], bigSize-off)
 	}
-	rc := s.nfs.rpc
+	rc := s.rpc
 	type result struct {
 		rep reply
 		err error
@@ -604,7 +608,7 @@ func TestKnfsdErrChunk(t *testing.T) {
 
 	h, st := s.nfs.lookup(s.root, "errchunk.bin")
 	require.Equal(t, nfsv3.NFS3_OK, st)
-	rep := s.nfs.rpc.callReply(t, nfsProg, nfsVers, nfsProcRead, &nfsv3.Read3args{File: fh(h), Count: uint32(len(data))})
+	rep := s.rpc.callReply(t, nfsProg, nfsVers, nfsProcRead, &nfsv3.Read3args{File: fh(h), Count: uint32(len(data))})
 	require.NotNil(t, rep.remote, "RDMA_ERROR for the READ")
 	t.Logf("knfsd answered the READ with %v", rep.remote)
 	require.EqualValues(t, 2, rep.remote.Code, "ERR_CHUNK")

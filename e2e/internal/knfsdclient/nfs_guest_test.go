@@ -3,116 +3,102 @@
 package knfsdclient_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
 
-// NFS version 3 (RFC 1813 §3).
+// NFS version 3 (RFC 1813 §3), for the calls the tests send raw.
 const (
 	nfsProg = nfsv3.NFS_PROGRAM_PROGRAM_NUMBER // 100003
 	nfsVers = 3
 
-	nfsProcNull     = 0
-	nfsProcGetattr  = 1
-	nfsProcLookup   = 3
-	nfsProcReadlink = 5
-	nfsProcRead     = 6
-	nfsProcWrite    = 7
-	nfsProcCreate   = 8
-	nfsProcSymlink  = 10
-	nfsProcRemove   = 12
-	nfsProcFsinfo   = 19
+	nfsProcRead = 6
 )
 
-// nfsClient is an NFSv3 client on an rpcClient, with buildbarn/go-xdr's
-// generated types. Each method fails t unless knfsd answers NFS3_OK (or
-// what the method says it returns).
+// nfsClient is package nfs's client on the session's connection, with
+// methods that fail t unless knfsd answers NFS3_OK (or what the method
+// says it returns). The calls go through transport.Conn.Call, the same
+// transport path as the raw calls of rpcClient.
 type nfsClient struct {
-	t   testing.TB
-	rpc *rpcClient
+	t testing.TB
+	c *nfs.Client
 }
 
 func fh(h []byte) nfsv3.NfsFh3 { return nfsv3.NfsFh3{Data: h} }
 
+func (c nfsClient) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
+	c.t.Cleanup(cancel)
+	return ctx
+}
+
 // null calls NFSPROC3_NULL, whose reply has no results.
 func (c nfsClient) null() {
 	c.t.Helper()
-	r := c.rpc.call(c.t, nfsProg, nfsVers, nfsProcNull, nil)
-	require.Zero(c.t, r.Len(), "NULL results")
+	require.NoError(c.t, c.c.Null(c.ctx()), "NULL")
 }
 
-func (c nfsClient) getattr(h []byte) nfsv3.Fattr3 {
+func (c nfsClient) getattr(h []byte) *nfs.Attr {
 	c.t.Helper()
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcGetattr, &nfsv3.Getattr3args{Object: fh(h)}), nfsv3.ReadGetattr3res)
-	ok, isOK := res.(*nfsv3.Getattr3res_NFS3_OK)
-	require.True(c.t, isOK, "GETATTR status %v", res.GetStatus())
-	return ok.Resok.ObjAttributes
+	a, err := c.c.Getattr(c.ctx(), h)
+	require.NoError(c.t, err, "GETATTR")
+	return a
 }
 
-func (c nfsClient) fsinfo(root []byte) *nfsv3.Fsinfo3resok {
+func (c nfsClient) fsinfo(root []byte) *nfs.FSInfo {
 	c.t.Helper()
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcFsinfo, &nfsv3.Fsinfo3args{Fsroot: fh(root)}), nfsv3.ReadFsinfo3res)
-	ok, isOK := res.(*nfsv3.Fsinfo3res_NFS3_OK)
-	require.True(c.t, isOK, "FSINFO status %v", res.GetStatus())
-	return &ok.Resok
+	fi, err := c.c.Fsinfo(c.ctx(), root)
+	require.NoError(c.t, err, "FSINFO")
+	return fi
 }
 
 // lookup returns the handle of name in dir, or the error status.
 func (c nfsClient) lookup(dir []byte, name string) ([]byte, nfsv3.Nfsstat3) {
 	c.t.Helper()
-	args := &nfsv3.Lookup3args{What: nfsv3.Diropargs3{Dir: fh(dir), Name: name}}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcLookup, args), nfsv3.ReadLookup3res)
-	if ok, isOK := res.(*nfsv3.Lookup3res_NFS3_OK); isOK {
-		return ok.Resok.Object.Data, nfsv3.NFS3_OK
+	h, _, err := c.c.Lookup(c.ctx(), dir, name)
+	var ne *nfs.Error
+	if errors.As(err, &ne) {
+		return nil, nfsv3.Nfsstat3(ne.Status)
 	}
-	return nil, res.GetStatus()
+	require.NoError(c.t, err, "LOOKUP %q", name)
+	return h, nfsv3.NFS3_OK
 }
 
 // create creates name in dir (GUARDED: it must not exist) with the given
 // mode and returns its handle.
 func (c nfsClient) create(dir []byte, name string, mode uint32) []byte {
 	c.t.Helper()
-	args := &nfsv3.Create3args{
-		Where: nfsv3.Diropargs3{Dir: fh(dir), Name: name},
-		How: &nfsv3.Createhow3_GUARDED{ObjAttributes: nfsv3.Sattr3{
-			Mode:  &nfsv3.SetMode3_TRUE{Mode: mode},
-			Uid:   &nfsv3.SetUid3_default{},
-			Gid:   &nfsv3.SetGid3_default{},
-			Size:  &nfsv3.SetSize3_default{},
-			Atime: &nfsv3.SetAtime_default{SetIt: nfsv3.DONT_CHANGE},
-			Mtime: &nfsv3.SetMtime_default{SetIt: nfsv3.DONT_CHANGE},
-		}},
-	}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcCreate, args), nfsv3.ReadCreate3res)
-	ok, isOK := res.(*nfsv3.Create3res_NFS3_OK)
-	require.True(c.t, isOK, "CREATE %q status %v", name, res.GetStatus())
-	h, isH := ok.Resok.Obj.(*nfsv3.PostOpFh3_TRUE)
-	require.True(c.t, isH, "CREATE %q returned no handle", name)
-	return h.Handle.Data
+	h, _, err := c.c.Create(c.ctx(), dir, name, nfs.CreateHow{Mode: nfs.Guarded, Attr: &nfs.SetAttr{Mode: &mode}})
+	require.NoError(c.t, err, "CREATE %q", name)
+	return h
 }
 
 // write writes data at off, FILE_SYNC, and requires all of it written.
-func (c nfsClient) write(h []byte, off uint64, data []byte) nfsv3.Write3resok {
+func (c nfsClient) write(h []byte, off uint64, data []byte) nfs.WriteResult {
 	c.t.Helper()
-	args := &nfsv3.Write3args{File: fh(h), Offset: off, Count: uint32(len(data)), Stable: nfsv3.FILE_SYNC, Data: data}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcWrite, args), nfsv3.ReadWrite3res)
-	ok, isOK := res.(*nfsv3.Write3res_NFS3_OK)
-	require.True(c.t, isOK, "WRITE status %v", res.GetStatus())
-	require.EqualValues(c.t, len(data), ok.Resok.Count, "WRITE count")
-	require.Equal(c.t, nfsv3.FILE_SYNC, ok.Resok.Committed, "WRITE committed")
-	return ok.Resok
+	res, err := c.c.Write(c.ctx(), h, off, data, nfs.FileSync)
+	require.NoError(c.t, err, "WRITE")
+	require.Equal(c.t, len(data), res.Count, "WRITE count")
+	require.Equal(c.t, nfs.FileSync, res.Committed, "WRITE committed")
+	return res
 }
 
 // read reads up to count bytes at off.
 func (c nfsClient) read(h []byte, off uint64, count uint32) (data []byte, eof bool) {
 	c.t.Helper()
-	args := &nfsv3.Read3args{File: fh(h), Offset: off, Count: count}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcRead, args), nfsv3.ReadRead3res)
-	return readResult(c.t, res)
+	buf := make([]byte, count)
+	n, eof, err := c.c.Read(c.ctx(), h, off, buf)
+	require.NoError(c.t, err, "READ")
+	return buf[:n], eof
 }
 
+// readResult checks a READ reply the test decoded itself.
 func readResult(t testing.TB, res nfsv3.Read3res) ([]byte, bool) {
 	t.Helper()
 	ok, isOK := res.(*nfsv3.Read3res_NFS3_OK)
@@ -123,35 +109,21 @@ func readResult(t testing.TB, res nfsv3.Read3res) ([]byte, bool) {
 
 func (c nfsClient) remove(dir []byte, name string) {
 	c.t.Helper()
-	args := &nfsv3.Remove3args{Object: nfsv3.Diropargs3{Dir: fh(dir), Name: name}}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcRemove, args), nfsv3.ReadRemove3res)
-	require.Equal(c.t, nfsv3.NFS3_OK, res.GetStatus(), "REMOVE %q", name)
+	require.NoError(c.t, c.c.Remove(c.ctx(), dir, name), "REMOVE %q", name)
 }
 
 // symlink creates name in dir, a symbolic link to target, with no
 // attributes set.
 func (c nfsClient) symlink(dir []byte, name, target string) {
 	c.t.Helper()
-	args := &nfsv3.Symlink3args{
-		Where: nfsv3.Diropargs3{Dir: fh(dir), Name: name},
-		Symlink: nfsv3.Symlinkdata3{SymlinkAttributes: nfsv3.Sattr3{
-			Mode:  &nfsv3.SetMode3_default{},
-			Uid:   &nfsv3.SetUid3_default{},
-			Gid:   &nfsv3.SetGid3_default{},
-			Size:  &nfsv3.SetSize3_default{},
-			Atime: &nfsv3.SetAtime_default{SetIt: nfsv3.DONT_CHANGE},
-			Mtime: &nfsv3.SetMtime_default{SetIt: nfsv3.DONT_CHANGE},
-		}, SymlinkData: target},
-	}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcSymlink, args), nfsv3.ReadSymlink3res)
-	require.Equal(c.t, nfsv3.NFS3_OK, res.GetStatus(), "SYMLINK %q", name)
+	_, _, err := c.c.Symlink(c.ctx(), dir, name, target, nil)
+	require.NoError(c.t, err, "SYMLINK %q", name)
 }
 
 // readlink returns the target of the symbolic link h.
 func (c nfsClient) readlink(h []byte) string {
 	c.t.Helper()
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcReadlink, &nfsv3.Readlink3args{Symlink: fh(h)}), nfsv3.ReadReadlink3res)
-	ok, isOK := res.(*nfsv3.Readlink3res_NFS3_OK)
-	require.True(c.t, isOK, "READLINK status %v", res.GetStatus())
-	return ok.Resok.Data
+	target, err := c.c.Readlink(c.ctx(), h)
+	require.NoError(c.t, err, "READLINK")
+	return target
 }

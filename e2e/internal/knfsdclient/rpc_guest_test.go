@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,20 +23,18 @@ import (
 // assertion.
 const ioGuard = 2 * time.Minute
 
-// maxRecord bounds a reply record read from TCP.
-const maxRecord = 1 << 20
-
-// rpcClient is a minimal ONC RPC version 2 client (RFC 5531). Calls carry an
-// AUTH_SYS credential for uid 0 (knfsd and mountd refuse AUTH_NONE for
-// MNT, GETATTR and the rest); the call header is encoded by our xdr
-// package, the arguments by whatever io.WriterTo the caller passes.
+// rpcClient is a minimal ONC RPC version 2 client (RFC 5531) for the calls
+// the tests send raw, to control their pipelining or to see the
+// transport's *RemoteError (package nfs's client makes every other call).
+// Calls carry an AUTH_SYS credential for uid 0 (knfsd refuses AUTH_NONE);
+// the call header is encoded by our xdr package, the arguments by whatever
+// io.WriterTo the caller passes.
 //
 // It runs over a requester *transport.Conn in message mode (WriteMsg and
-// ReadMsg: one RPC message each), or over TCP with record marking (RFC 5531
-// §11). send and recv may run in different goroutines.
+// ReadMsg: one RPC message each). send and recv may run in different
+// goroutines.
 type rpcClient struct {
-	msgConn *transport.Conn // RDMA
-	tcp     net.Conn        // or TCP
+	msgConn *transport.Conn
 	cred    xdr.OpaqueAuth
 	xid     atomic.Uint32
 	rmu     sync.Mutex
@@ -50,20 +47,13 @@ func authSys() xdr.OpaqueAuth {
 	return a.OpaqueAuth(nil)
 }
 
-// newRDMAClient and newTCPClient start their XIDs at a random value, as
-// the Linux client does for each transport (xprt_init_xid): knfsd's
-// duplicate reply cache knows a call by its XID, client address,
-// procedure and a checksum of its arguments, and would answer a new
-// connection's CREATE or WRITE that happens to repeat all of them from the
-// cache, without executing it.
+// newRDMAClient starts its XIDs at a random value, as the Linux client
+// does for each transport (xprt_init_xid): knfsd's duplicate reply cache
+// knows a call by its XID, client address, procedure and a checksum of its
+// arguments, and would answer a new connection's CREATE or WRITE that
+// happens to repeat all of them from the cache, without executing it.
 func newRDMAClient(c *transport.Conn) *rpcClient {
 	c0 := &rpcClient{msgConn: c, cred: authSys()}
-	c0.xid.Store(rand.Uint32())
-	return c0
-}
-
-func newTCPClient(c net.Conn) *rpcClient {
-	c0 := &rpcClient{tcp: c, cred: authSys()}
 	c0.xid.Store(rand.Uint32())
 	return c0
 }
@@ -80,23 +70,11 @@ func encode(v io.WriterTo) []byte {
 	return b.Bytes()
 }
 
-// rawArgs are arguments already encoded.
-type rawArgs []byte
-
-func (a rawArgs) WriteTo(w io.Writer) (int64, error) {
-	n, err := w.Write(a)
-	return int64(n), err
-}
-
 // send sends one call and returns its XID.
 func (c *rpcClient) send(prog, vers, proc uint32, args io.WriterTo) (uint32, error) {
 	h := xdr.CallHeader{XID: c.xid.Add(1), Prog: prog, Vers: vers, Proc: proc, Cred: c.cred, Verf: xdr.OpaqueAuth{Flavor: xdr.FlavorNone}}
 	msg := append(h.Append(nil), encode(args)...)
-	if c.msgConn != nil {
-		return h.XID, c.msgConn.WriteMsg(msg)
-	}
-	_, err := c.tcp.Write(xdr.AppendRecord(nil, msg, 0))
-	return h.XID, err
+	return h.XID, c.msgConn.WriteMsg(msg)
 }
 
 // reply is a decoded RPC reply: its header and the results that follow.
@@ -112,16 +90,10 @@ type reply struct {
 func (c *rpcClient) recv() (reply, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	var msg []byte
-	var err error
 	var rep reply
-	if c.msgConn != nil {
-		msg, err = c.msgConn.ReadMsg(nil)
-		if errors.As(err, &rep.remote) {
-			err = nil
-		}
-	} else {
-		msg, err = xdr.ReadRecord(c.tcp, nil, maxRecord)
+	msg, err := c.msgConn.ReadMsg(nil)
+	if errors.As(err, &rep.remote) {
+		err = nil
 	}
 	if err != nil {
 		return reply{}, err
@@ -143,17 +115,6 @@ func (c *rpcClient) callReply(t testing.TB, prog, vers, proc uint32, args io.Wri
 	require.NoError(t, err, "receiving the reply to %d/%d/%d", prog, vers, proc)
 	require.Equal(t, xid, rep.hdr.XID, "reply XID")
 	return rep
-}
-
-// call sends one call and returns the results of its reply, which must be
-// MSG_ACCEPTED SUCCESS.
-func (c *rpcClient) call(t testing.TB, prog, vers, proc uint32, args io.WriterTo) *bytes.Reader {
-	t.Helper()
-	rep := c.callReply(t, prog, vers, proc, args)
-	require.Nil(t, rep.remote, "RDMA_ERROR from the responder")
-	require.Equal(t, xdr.MsgAccepted, rep.hdr.Stat, "reply_stat of %d/%d/%d", prog, vers, proc)
-	require.Equal(t, xdr.AcceptSuccess, rep.hdr.AcceptStat, "accept_stat of %d/%d/%d", prog, vers, proc)
-	return rep.results
 }
 
 // decode decodes a value with read and requires that it takes every

@@ -1,0 +1,155 @@
+//go:build e2eguest
+
+package nfsclientguest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+)
+
+// rdma-nfsd in the guest: ports beside knfsd's, MOUNT at a fixed TCP port
+// (no rpcbind registration), offering 64 KiB inline both ways.
+const (
+	rdmaNfsdBinary = "/host/rdma-nfsd"
+	rdmaNfsdPort   = 20051
+	rdmaNfsdMount  = 20052
+	rdmaNfsCmd     = "/host/rdma-nfs"
+)
+
+// startRdmaNfsd runs /host/rdma-nfsd exporting a fresh directory and
+// returns the directory.
+func startRdmaNfsd(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	logPath := filepath.Join(t.TempDir(), "rdma-nfsd.log")
+	logf, err := os.Create(logPath)
+	require.NoError(t, err)
+	defer logf.Close()
+	cmd := exec.Command(rdmaNfsdBinary, "-dir", dir, "-provider", "rdmacore", "-addr", serverIP,
+		"-rdma-port", strconv.Itoa(rdmaNfsdPort), "-tcp-port", strconv.Itoa(rdmaNfsdMount), "-rpcbind=false",
+		"-inline-send", "65536", "-inline-recv", "65536")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("rdma-nfsd log:\n%s", b)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if strings.Contains(string(b), "rdma-nfsd: serving") {
+			return dir
+		}
+		require.True(t, time.Now().Before(deadline), "rdma-nfsd does not serve after 30 s:\n%s", b)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mountRdmaNfsd mounts rdma-nfsd's export.
+func mountRdmaNfsd(t *testing.T, tweak func(*nfs.MountOptions)) *nfs.Export {
+	return mountAt(t, "/", func(o *nfs.MountOptions) {
+		o.RDMAPort = rdmaNfsdPort
+		o.MountAddr = fmt.Sprintf("%s:%d", serverIP, rdmaNfsdMount)
+		if tweak != nil {
+			tweak(o)
+		}
+	})
+}
+
+// TestRdmaNfsdPutGet puts and gets files of 0 B to 8 MiB through
+// rdma-nfsd (our nfs.Server over rdma-core) and checks them in its
+// exported directory.
+func TestRdmaNfsdPutGet(t *testing.T) {
+	dir := startRdmaNfsd(t)
+	exp := mountRdmaNfsd(t, nil)
+	ctx := testCtx(t)
+	for i, size := range sizes {
+		data := pattern(size, uint64(i)+50)
+		name := fmt.Sprintf("put-%d", size)
+		f, err := exp.Create(ctx, name)
+		require.NoError(t, err)
+		_, err = io.Copy(f, bytes.NewReader(data))
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		disk, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.Equal(t, sha256.Sum256(data), sha256.Sum256(disk), "put %d bytes", size)
+		f, err = exp.Open(ctx, name)
+		require.NoError(t, err)
+		got, err := io.ReadAll(f)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		require.Equal(t, sha256.Sum256(data), sha256.Sum256(got), "get %d bytes", size)
+	}
+	st := exp.Client.Conn().Stats()
+	report(t, "rdma-nfsd put/get 0 B..8 MiB: negotiated %+v; read-chunk calls %d, write chunks %d", st.Negotiated,
+		st.ReadChunkCalls, st.WriteChunks)
+}
+
+// TestRdmaNfsdInline is TestKnfsdInline against rdma-nfsd offering 64 KiB:
+// an offer of 65536 is now what both sides use.
+func TestRdmaNfsdInline(t *testing.T) {
+	root := startRdmaNfsd(t)
+	for _, inline := range []int{1024, 4096, 65536} {
+		t.Run(fmt.Sprint(inline), func(t *testing.T) {
+			exp := mountRdmaNfsd(t, func(o *nfs.MountOptions) {
+				o.Client.Transport.InlineSend, o.Client.Transport.InlineRecv = inline, inline
+			})
+			require.Equal(t, inline, exp.Client.Conn().Stats().Negotiated.SendInline)
+			checkInline(t, exp, "rdma-nfsd", inline, root)
+		})
+	}
+}
+
+// TestRdmaNFSCommand runs cmd/rdma-nfs in the guest against knfsd: put,
+// ls, get with -stats, checked on the tmpfs.
+func TestRdmaNFSCommand(t *testing.T) {
+	name, local := scratch(t, "cmd")
+	data := pattern(5<<20+3, 77)
+	in := filepath.Join(t.TempDir(), "in")
+	require.NoError(t, os.WriteFile(in, data, 0o644))
+	base := []string{"-server", serverIP, "-export", exportPath, "-local-addr", clientIP, "-timeout", "2m"}
+	runCmd := func(args ...string) string {
+		out, err := exec.Command(rdmaNfsCmd, append(append([]string(nil), base...), args...)...).CombinedOutput()
+		require.NoError(t, err, "rdma-nfs %v:\n%s", args, out)
+		return string(out)
+	}
+	out := runCmd("-stats", "put", in, name+"/f")
+	report(t, "rdma-nfs -stats put 5 MiB to knfsd:\n%s", out)
+	require.Contains(t, out, "negotiated: peer_private_data=found send_inline=4096 recv_inline=4096 credits=64")
+	disk, err := os.ReadFile(local + "/f")
+	require.NoError(t, err)
+	requireData(t, data, disk)
+	out = runCmd("ls", name)
+	require.Regexp(t, `-rw-r--r-- .* 5242883 .* f\n`, out)
+	outFile := filepath.Join(t.TempDir(), "out")
+	runCmd("get", name+"/f", outFile)
+	got, err := os.ReadFile(outFile)
+	require.NoError(t, err)
+	requireData(t, data, got)
+}

@@ -1,0 +1,40 @@
+package nfs_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+)
+
+func benchIO(b *testing.B, size int, write bool) {
+	env := startClientEnv(b, nil)
+	require.NoError(b, os.WriteFile(env.path("f"), pattern(4<<20, 1), 0o644))
+	fh, _, err := env.exp.Lookup(b.Context(), "f", true)
+	require.NoError(b, err)
+	c := env.exp.Client
+	buf := pattern(size, 2)
+	ctx := b.Context()
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	off := uint64(0)
+	for b.Loop() {
+		if write {
+			_, err = c.Write(ctx, fh, off, buf, nfs.Unstable)
+		} else {
+			_, _, err = c.Read(ctx, fh, off, buf)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		off = (off + uint64(size)) % (4 << 20)
+	}
+}
+
+func BenchmarkClientRead4K(b *testing.B)  { benchIO(b, 4<<10, false) }
+func BenchmarkClientRead1M(b *testing.B)  { benchIO(b, 1<<20, false) }
+func BenchmarkClientWrite4K(b *testing.B) { benchIO(b, 4<<10, true) }
+func BenchmarkClientWrite1M(b *testing.B) { benchIO(b, 1<<20, true) }

@@ -1,0 +1,266 @@
+package nfs
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// ioBuf holds the call and reply buffers of one READ, WRITE or COMMIT,
+// reused through ioBufs so that the hot path does not allocate.
+type ioBuf struct{ msg, reply []byte }
+
+// ioBufs is a free list of ioBufs for small calls (a channel rather than
+// a sync.Pool, which the race detector makes drop items at random, so that
+// TestClientIOAllocs holds under -race); bigIOBufs holds those with
+// buffers over bigIO, which the garbage collector may take back (a burst
+// of 1 MiB READs must not pin their buffers forever).
+var (
+	ioBufs    = make(chan *ioBuf, 128)
+	bigIOBufs sync.Pool
+)
+
+// bigIO is the buffer size from which an ioBuf goes to bigIOBufs.
+const bigIO = 64 << 10
+
+// getIOBuf returns an ioBuf for a call moving about n bytes.
+func getIOBuf(n int) *ioBuf {
+	if n > bigIO-ioOverhead {
+		if b, ok := bigIOBufs.Get().(*ioBuf); ok {
+			return b
+		}
+	}
+	select {
+	case b := <-ioBufs:
+		return b
+	default:
+		return new(ioBuf)
+	}
+}
+
+func putIOBuf(b *ioBuf) {
+	if cap(b.msg) > bigIO || cap(b.reply) > bigIO {
+		bigIOBufs.Put(b)
+		return
+	}
+	select {
+	case ioBufs <- b:
+	default:
+	}
+}
+
+// grow returns b[:0] with room for n bytes.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, 0, n)
+	}
+	return b[:0]
+}
+
+var (
+	errShortRead = errors.New("READ returned more data than asked for")
+	errCountData = errors.New("count and data length differ")
+)
+
+// Read calls NFSPROC3_READ (RFC 1813 §3.3.6) for len(p) bytes at off (at
+// most the Client's rsize) and returns how many it placed in p and
+// whether they end the file. The server writes the data into the Write
+// chunk the transport offers (RFC 8267 §4.2); the reply, data included,
+// is copied once out of it and the data once more into p (a File's
+// read-ahead keeps the reply instead: one copy). It does not allocate.
+func (c *Client) Read(ctx context.Context, fh FH, off uint64, p []byte) (n int, eof bool, err error) {
+	b := getIOBuf(len(p))
+	defer putIOBuf(b)
+	data, eof, reply, err := c.readReply(ctx, fh, off, len(p), b)
+	b.reply = reply
+	if err != nil {
+		return 0, false, err
+	}
+	return copy(p, data), eof, nil
+}
+
+// readReply makes a READ of count bytes at off (at most rsize) with the
+// buffers of b (b.msg is kept; the reply buffer is returned, for reuse)
+// and returns the data as a slice of the reply buffer.
+func (c *Client) readReply(ctx context.Context, fh FH, off uint64, count int, b *ioBuf) (data []byte, eof bool, reply []byte, err error) {
+	rsize, _ := c.IOSize()
+	count = min(count, rsize)
+	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcRead)
+	msg = xdr.AppendUint64(appendFH(msg, fh), off)
+	msg = xdr.AppendUint32(msg, uint32(count))
+	b.msg = msg
+	res, reply, err := c.do(ctx, ProcRead, msg, grow(b.reply, count+ioOverhead))
+	if err != nil {
+		return nil, false, reply, err
+	}
+	r := xdr.NewReader(res)
+	st, err := r.Uint32()
+	if err != nil {
+		return nil, false, reply, badReply("NFS3 READ", err)
+	}
+	if Status(st) != StatusOK {
+		return nil, false, reply, &Error{Proc: "NFS3 READ", Status: Status(st)}
+	}
+	if _, err := decodePostOpAttr(&r, nil); err != nil {
+		return nil, false, reply, badReply("NFS3 READ", err)
+	}
+	got, err := r.Uint32()
+	if err != nil {
+		return nil, false, reply, badReply("NFS3 READ", err)
+	}
+	if eof, err = r.Bool(); err != nil {
+		return nil, false, reply, badReply("NFS3 READ", err)
+	}
+	data, err = r.Opaque(count)
+	if err != nil {
+		if err == xdr.ErrTooLong {
+			err = errShortRead
+		}
+		return nil, false, reply, badReply("NFS3 READ", err)
+	}
+	if int(got) != len(data) {
+		return nil, false, reply, badReply("NFS3 READ", errCountData)
+	}
+	return data, eof, reply, nil
+}
+
+// WriteResult is WRITE3resok (RFC 1813 §3.3.7) without its wcc_data.
+type WriteResult struct {
+	// Count is how many bytes the server wrote, from the start.
+	Count int
+	// Committed is how stable they are.
+	Committed StableHow
+	// Verf is the server's write verifier, to compare with COMMIT's.
+	Verf WriteVerf
+}
+
+// Write calls NFSPROC3_WRITE (RFC 1813 §3.3.7) with p at off (p at most
+// the Client's wsize); the transport sends p in a Read chunk when the call
+// does not fit inline (RFC 8267 §4.1). With Unstable, the data is safe
+// only once a COMMIT returns the same verifier. It does not allocate.
+func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable StableHow) (WriteResult, error) {
+	b := getIOBuf(len(p))
+	defer putIOBuf(b)
+	pre := c.writePrefixLen(fh)
+	msg := append(grow(b.msg, pre+len(p)+4)[:pre], p...)
+	b.msg = msg
+	return c.sendWrite(ctx, fh, off, msg, pre, stable, b)
+}
+
+// writePrefixLen is the length of a WRITE call to fh up to its data: the
+// call header, then WRITE3args (RFC 1813 §3.3.7) file, offset, count,
+// stable and the data's length word.
+func (c *Client) writePrefixLen(fh FH) int {
+	return len(c.tmpl) + 4 + xdr.RoundUp(len(fh)) + 8 + 4 + 4 + 4
+}
+
+// errPrefix: a WRITE's prefix did not come out at writePrefixLen bytes.
+var errPrefix = errors.New("nfs: WRITE prefix length mismatch")
+
+// sendWrite makes msg, whose data follows pre (writePrefixLen) bytes of
+// room, into a WRITE of that data at off and sends it; msg needs room for
+// the data's XDR pad after it. A File's write-behind blocks are such
+// messages from the start, so their data is never copied into a call.
+// The reply buffer of b is used and kept.
+func (c *Client) sendWrite(ctx context.Context, fh FH, off uint64, msg []byte, pre int, stable StableHow, b *ioBuf) (WriteResult, error) {
+	n := len(msg) - pre
+	hdr := c.startCall(msg[:0], ProcWrite) // in place, before the data
+	hdr = xdr.AppendUint64(appendFH(hdr, fh), off)
+	hdr = xdr.AppendUint32(hdr, uint32(n))
+	hdr = xdr.AppendUint32(hdr, uint32(stable))
+	hdr = xdr.AppendUint32(hdr, uint32(n))
+	if len(hdr) != pre {
+		return WriteResult{}, errPrefix
+	}
+	msg = msg[:pre+n]
+	for range xdr.Padding(n) {
+		msg = append(msg, 0)
+	}
+	res, reply, err := c.do(ctx, ProcWrite, msg, grow(b.reply, 512))
+	b.reply = reply
+	if err != nil {
+		return WriteResult{}, err
+	}
+	r := xdr.NewReader(res)
+	st, err := r.Uint32()
+	if err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	if Status(st) != StatusOK {
+		return WriteResult{}, &Error{Proc: "NFS3 WRITE", Status: Status(st)}
+	}
+	if err := skipWccData(&r); err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	var wr WriteResult
+	count, err := r.Uint32()
+	if err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	committed, err := r.Uint32()
+	if err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	v, err := r.FixedOpaque(8)
+	if err != nil {
+		return WriteResult{}, badReply("NFS3 WRITE", err)
+	}
+	if int64(count) > int64(n) || committed > uint32(FileSync) {
+		return WriteResult{}, badReply("NFS3 WRITE", errors.New("count or stability out of range"))
+	}
+	wr.Count, wr.Committed = int(count), StableHow(committed)
+	copy(wr.Verf[:], v)
+	return wr, nil
+}
+
+// Commit calls NFSPROC3_COMMIT (RFC 1813 §3.3.21) for count bytes at off
+// (0, 0: the whole file) and returns the write verifier, which matches the
+// unstable WRITEs' when their data is now stable.
+func (c *Client) Commit(ctx context.Context, fh FH, off uint64, count uint32) (WriteVerf, error) {
+	b := getIOBuf(0)
+	defer putIOBuf(b)
+	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcCommit)
+	msg = xdr.AppendUint64(appendFH(msg, fh), off)
+	msg = xdr.AppendUint32(msg, count)
+	b.msg = msg
+	res, reply, err := c.do(ctx, ProcCommit, msg, grow(b.reply, 512))
+	b.reply = reply
+	if err != nil {
+		return WriteVerf{}, err
+	}
+	r := xdr.NewReader(res)
+	st, err := r.Uint32()
+	if err != nil {
+		return WriteVerf{}, badReply("NFS3 COMMIT", err)
+	}
+	if Status(st) != StatusOK {
+		return WriteVerf{}, &Error{Proc: "NFS3 COMMIT", Status: Status(st)}
+	}
+	if err := skipWccData(&r); err != nil {
+		return WriteVerf{}, badReply("NFS3 COMMIT", err)
+	}
+	v, err := r.FixedOpaque(8)
+	if err != nil {
+		return WriteVerf{}, badReply("NFS3 COMMIT", err)
+	}
+	var verf WriteVerf
+	copy(verf[:], v)
+	return verf, nil
+}
+
+// skipWccData skips a wcc_data (RFC 1813 §2.6) without decoding it.
+func skipWccData(r *xdr.Reader) error {
+	follows, err := r.Bool()
+	if err != nil {
+		return err
+	}
+	if follows {
+		if err := r.Skip(24); err != nil {
+			return err
+		}
+	}
+	_, err = decodePostOpAttr(r, nil)
+	return err
+}

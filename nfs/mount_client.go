@@ -1,0 +1,279 @@
+package nfs
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// DefaultPortmapPort is the portmapper's (rpcbind's) port (RFC 1833).
+const DefaultPortmapPort = 111
+
+// maxTCPReply bounds a MOUNT or portmap reply read from TCP.
+const maxTCPReply = 1 << 20
+
+// tcpRPC is an ONC RPC client over TCP with record marking (RFC 5531
+// §11), one call at a time: what MOUNT and the portmapper need.
+type tcpRPC struct {
+	mu   sync.Mutex
+	conn net.Conn
+	tmpl []byte // call header with XID 0, prog, vers, proc 0 and credential
+	xid  uint32
+	buf  []byte
+}
+
+func newTCPRPC(conn net.Conn, prog, vers uint32, auth *Auth) *tcpRPC {
+	h := xdr.CallHeader{Prog: prog, Vers: vers}
+	return &tcpRPC{conn: conn, tmpl: append(h.Append(nil)[:6*4], auth.credVerf()...), xid: rand.Uint32()}
+}
+
+// Call implements caller: msg is sent as one record and the reply record
+// read, within ctx's deadline.
+func (t *tcpRPC) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return reply[:0], err
+	}
+	dl, _ := ctx.Deadline()
+	_ = t.conn.SetDeadline(dl)
+	stop := context.AfterFunc(ctx, func() { _ = t.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	t.buf = xdr.AppendRecord(t.buf[:0], msg, 0)
+	if _, err := t.conn.Write(t.buf); err != nil {
+		return reply[:0], err
+	}
+	want := binary.BigEndian.Uint32(msg)
+	for {
+		rec, err := xdr.ReadRecord(t.conn, reply[:0], maxTCPReply)
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return reply[:0], err
+		}
+		if xid, _, err := xdr.PeekXID(rec); err == nil && xid == want {
+			return rec, nil
+		}
+		reply = rec // a stale reply: skip it
+	}
+}
+
+// start appends the header of a call of proc to b[:0].
+func (t *tcpRPC) start(proc uint32) []byte {
+	t.mu.Lock()
+	t.xid++
+	xid := t.xid
+	t.mu.Unlock()
+	b := append([]byte(nil), t.tmpl...)
+	binary.BigEndian.PutUint32(b[0:], xid)
+	binary.BigEndian.PutUint32(b[20:], proc)
+	return b
+}
+
+// call makes one call of proc with args and returns its results.
+func (t *tcpRPC) call(ctx context.Context, prog, proc uint32, args []byte) (*xdr.Reader, error) {
+	res, _, err := doCall(ctx, t, prog, proc, append(t.start(proc), args...), nil)
+	if err != nil {
+		return nil, err
+	}
+	r := xdr.NewReader(res)
+	return &r, nil
+}
+
+// dialTCP dials addr; as root from a reserved port (below 1024), which
+// mountd and knfsd's exports require unless "insecure" is set.
+func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	if os.Geteuid() == 0 {
+		for range 8 {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{Port: 600 + rand.IntN(424)}}
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err == nil {
+				return c, nil
+			}
+			var se *os.SyscallError
+			if !errors.As(err, &se) || se.Syscall != "bind" {
+				return nil, err
+			}
+		}
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// GetPort asks the portmapper at addr ("host:port"; port 111 when
+// missing) for the TCP port of prog version vers (PMAPPROC_GETPORT, RFC
+// 1833 §3.2). A program not registered is an error.
+func GetPort(ctx context.Context, addr string, prog, vers uint32) (int, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, strconv.Itoa(DefaultPortmapPort))
+	}
+	conn, err := dialTCP(ctx, addr)
+	if err != nil {
+		return 0, fmt.Errorf("nfs: portmapper %s: %w", addr, err)
+	}
+	defer conn.Close()
+	t := newTCPRPC(conn, ProgPortmap, pmapVers, &Auth{None: true})
+	var args []byte
+	for _, v := range [...]uint32{prog, vers, ipprotoTCP, 0} {
+		args = xdr.AppendUint32(args, v)
+	}
+	r, err := t.call(ctx, ProgPortmap, pmapProcGetport, args)
+	if err != nil {
+		return 0, fmt.Errorf("nfs: portmapper %s: GETPORT: %w", addr, err)
+	}
+	port, err := r.Uint32()
+	if err != nil {
+		return 0, badReply("PMAP GETPORT", err)
+	}
+	if port == 0 || port > 65535 {
+		return 0, fmt.Errorf("nfs: portmapper %s: program %d version %d not registered for TCP", addr, prog, vers)
+	}
+	return int(port), nil
+}
+
+// MountClient is a MOUNT version 3 client (RFC 1813 §5) over TCP, as the
+// Linux client mounts: MNT gives an export's root handle, UMNT tells the
+// server the client is done, EXPORT lists the exports.
+type MountClient struct {
+	rpc *tcpRPC
+}
+
+// DialMount connects to the MOUNT server at addr: "host:port", or "host"
+// to ask the portmapper on host for mountd's port. auth nil means
+// ProcessAuth().
+func DialMount(ctx context.Context, addr string, auth *Auth) (*MountClient, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" || port == "0" {
+		if err != nil {
+			host = addr
+		}
+		p, err := GetPort(ctx, host, ProgMount, 3)
+		if err != nil {
+			return nil, err
+		}
+		addr = net.JoinHostPort(host, strconv.Itoa(p))
+	}
+	if auth == nil {
+		a := ProcessAuth()
+		auth = &a
+	}
+	conn, err := dialTCP(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("nfs: mount %s: %w", addr, err)
+	}
+	return &MountClient{rpc: newTCPRPC(conn, ProgMount, 3, auth)}, nil
+}
+
+// Close closes the connection.
+func (m *MountClient) Close() error { return m.rpc.conn.Close() }
+
+// RemoteAddr is the MOUNT server's address.
+func (m *MountClient) RemoteAddr() net.Addr { return m.rpc.conn.RemoteAddr() }
+
+// Null calls MOUNTPROC3_NULL.
+func (m *MountClient) Null(ctx context.Context) error {
+	_, err := m.rpc.call(ctx, ProgMount, MountProcNull, nil)
+	return err
+}
+
+// Mnt calls MOUNTPROC3_MNT (RFC 1813 §5.2.1) and returns the root handle of
+// the export at path and the authentication flavors it accepts. A refusal
+// is an *Error with the mountstat3.
+func (m *MountClient) Mnt(ctx context.Context, path string) (FH, []xdr.AuthFlavor, error) {
+	r, err := m.rpc.call(ctx, ProgMount, MountProcMnt, xdr.AppendString(nil, path))
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := r.Uint32()
+	if err != nil {
+		return nil, nil, badReply("MOUNT3 MNT", err)
+	}
+	if st != 0 {
+		return nil, nil, &Error{Proc: "MOUNT3 MNT " + path, Status: Status(st)}
+	}
+	fh, err := r.Opaque(fhSize3)
+	if err != nil {
+		return nil, nil, badReply("MOUNT3 MNT", err)
+	}
+	n, err := r.Uint32()
+	if err != nil || n > 64 {
+		return nil, nil, badReply("MOUNT3 MNT", cmpErr(err, xdr.ErrTooLong))
+	}
+	flavors := make([]xdr.AuthFlavor, n)
+	for i := range flavors {
+		v, err := r.Uint32()
+		if err != nil {
+			return nil, nil, badReply("MOUNT3 MNT", err)
+		}
+		flavors[i] = xdr.AuthFlavor(v)
+	}
+	return append(FH(nil), fh...), flavors, nil
+}
+
+func cmpErr(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}
+
+// Umnt calls MOUNTPROC3_UMNT (RFC 1813 §5.2.3).
+func (m *MountClient) Umnt(ctx context.Context, path string) error {
+	_, err := m.rpc.call(ctx, ProgMount, MountProcUmnt, xdr.AppendString(nil, path))
+	return err
+}
+
+// ExportEntry is an exportnode (RFC 1813 §5.2.5): an exported path and the
+// groups (host names, netgroups) allowed to mount it.
+type ExportEntry struct {
+	Dir    string
+	Groups []string
+}
+
+// Export calls MOUNTPROC3_EXPORT (RFC 1813 §5.2.5).
+func (m *MountClient) Export(ctx context.Context) ([]ExportEntry, error) {
+	r, err := m.rpc.call(ctx, ProgMount, MountProcExport, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []ExportEntry
+	for {
+		more, err := r.Bool()
+		if err != nil {
+			return nil, badReply("MOUNT3 EXPORT", err)
+		}
+		if !more {
+			return out, nil
+		}
+		dir, err := r.String(MaxPathLen)
+		if err != nil {
+			return nil, badReply("MOUNT3 EXPORT", err)
+		}
+		e := ExportEntry{Dir: string(dir)}
+		for {
+			g, err := r.Bool()
+			if err != nil {
+				return nil, badReply("MOUNT3 EXPORT", err)
+			}
+			if !g {
+				break
+			}
+			name, err := r.String(maxInt)
+			if err != nil {
+				return nil, badReply("MOUNT3 EXPORT", err)
+			}
+			e.Groups = append(e.Groups, string(name))
+		}
+		out = append(out, e)
+	}
+}
