@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -134,6 +135,22 @@ func NewClient(conn *transport.Conn, cfg *ClientConfig) *Client {
 	return newClient(conn, cfg, maxRPC)
 }
 
+// NewClientCaller returns a Client making its calls with rpc instead of
+// an RPC-over-RDMA connection: NFSv3 over another RPC transport (a
+// record-marked byte stream on a net.Conn, say). Reads and writes then
+// carry their data inline in the messages; cfg.Transport.MaxRPCSize, if
+// set, caps rsize and wsize. Conn returns nil; Close closes rpc if it is
+// an io.Closer.
+func NewClientCaller(rpc Caller, cfg *ClientConfig) *Client {
+	var maxRPC int
+	if cfg != nil {
+		maxRPC = cfg.Transport.MaxRPCSize
+	}
+	c := newClient(nil, cfg, maxRPC)
+	c.rpc = rpc
+	return c
+}
+
 func newClient(conn *transport.Conn, cfg *ClientConfig, maxRPC int) *Client {
 	if cfg == nil {
 		cfg = &ClientConfig{}
@@ -183,11 +200,20 @@ func (c *Client) capIO(maxRPC int) {
 	c.mu.Unlock()
 }
 
-// Conn returns the Client's connection, for its Stats.
+// Conn returns the Client's connection, for its Stats (nil for a Client
+// of NewClientCaller).
 func (c *Client) Conn() *transport.Conn { return c.conn }
 
 // Close closes the connection; calls in progress fail.
-func (c *Client) Close() error { return c.conn.Close() }
+func (c *Client) Close() error {
+	if c.conn != nil {
+		return c.conn.Close()
+	}
+	if cl, ok := c.rpc.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}
 
 // IOSize returns the largest READ and WRITE the Client makes: the
 // configured sizes capped by the transport and, after SetIOSizeFromFSInfo,
@@ -229,10 +255,17 @@ func (c *Client) do(ctx context.Context, proc uint32, msg, reply []byte) (result
 	return doCall(ctx, c.rpc, ProgNFS, proc, msg, reply)
 }
 
-// caller is what doCall needs of a connection.
-type caller interface {
+// Caller makes ONC RPC calls (RFC 5531): Call sends the call message msg
+// and returns its reply message, in reply's storage when it fits. A
+// *transport.Conn is one; any RPC transport can be (TCP with record
+// marking, a test's fake), for NewClientCaller and NewMountClientCaller.
+// Calls may be made from several goroutines at once.
+type Caller interface {
 	Call(ctx context.Context, msg, reply []byte) ([]byte, error)
 }
+
+// caller is the package's name for Caller.
+type caller = Caller
 
 // doCall makes one call on conn and returns the results of a successful
 // (MSG_ACCEPTED, SUCCESS) reply.

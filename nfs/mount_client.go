@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -21,24 +22,39 @@ const DefaultPortmapPort = 111
 // maxTCPReply bounds a MOUNT or portmap reply read from TCP.
 const maxTCPReply = 1 << 20
 
-// tcpRPC is an ONC RPC client over TCP with record marking (RFC 5531
-// §11), one call at a time: what MOUNT and the portmapper need.
+// tcpRPC is the ONC RPC client of MOUNT and the portmapper: calls of one
+// program and version on c, which is a recordCaller over TCP (RFC 5531
+// §11), or a caller given by the user (NewMountClientCaller).
 type tcpRPC struct {
+	c    caller
+	conn net.Conn // the TCP connection; nil over a user's caller
 	mu   sync.Mutex
-	conn net.Conn
 	tmpl []byte // call header with XID 0, prog, vers, proc 0 and credential
 	xid  uint32
-	buf  []byte
 }
 
 func newTCPRPC(conn net.Conn, prog, vers uint32, auth *Auth) *tcpRPC {
+	t := newCallerRPC(&recordCaller{conn: conn}, prog, vers, auth)
+	t.conn = conn
+	return t
+}
+
+func newCallerRPC(c caller, prog, vers uint32, auth *Auth) *tcpRPC {
 	h := xdr.CallHeader{Prog: prog, Vers: vers}
-	return &tcpRPC{conn: conn, tmpl: append(h.Append(nil)[:6*4], auth.credVerf()...), xid: rand.Uint32()}
+	return &tcpRPC{c: c, tmpl: append(h.Append(nil)[:6*4], auth.credVerf()...), xid: rand.Uint32()}
+}
+
+// recordCaller makes calls over a TCP connection with record marking
+// (RFC 5531 §11), one at a time.
+type recordCaller struct {
+	mu   sync.Mutex
+	conn net.Conn
+	buf  []byte
 }
 
 // Call implements caller: msg is sent as one record and the reply record
 // read, within ctx's deadline.
-func (t *tcpRPC) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
+func (t *recordCaller) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -82,7 +98,7 @@ func (t *tcpRPC) start(proc uint32) []byte {
 
 // call makes one call of proc with args and returns its results.
 func (t *tcpRPC) call(ctx context.Context, prog, proc uint32, args []byte) (*xdr.Reader, error) {
-	res, _, err := doCall(ctx, t, prog, proc, append(t.start(proc), args...), nil)
+	res, _, err := doCall(ctx, t.c, prog, proc, append(t.start(proc), args...), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -174,11 +190,41 @@ func DialMount(ctx context.Context, addr string, auth *Auth) (*MountClient, erro
 	return &MountClient{rpc: newTCPRPC(conn, ProgMount, 3, auth)}, nil
 }
 
-// Close closes the connection.
-func (m *MountClient) Close() error { return m.rpc.conn.Close() }
+// NewMountClientCaller returns a MountClient making its calls with rpc,
+// for a server that serves MOUNT on another transport than TCP: go-nfs,
+// for one, answers MOUNT on its NFS connection, so over RPC-over-RDMA
+// too (a *transport.Conn is a Caller). auth nil means ProcessAuth().
+// Close closes rpc if it is an io.Closer.
+func NewMountClientCaller(rpc Caller, auth *Auth) *MountClient {
+	if auth == nil {
+		a := ProcessAuth()
+		auth = &a
+	}
+	return &MountClient{rpc: newCallerRPC(rpc, ProgMount, 3, auth)}
+}
 
-// RemoteAddr is the MOUNT server's address.
-func (m *MountClient) RemoteAddr() net.Addr { return m.rpc.conn.RemoteAddr() }
+// Close closes the connection.
+func (m *MountClient) Close() error {
+	if m.rpc.conn != nil {
+		return m.rpc.conn.Close()
+	}
+	if c, ok := m.rpc.c.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// RemoteAddr is the MOUNT server's address (nil over a Caller that is
+// not a net.Conn).
+func (m *MountClient) RemoteAddr() net.Addr {
+	if m.rpc.conn != nil {
+		return m.rpc.conn.RemoteAddr()
+	}
+	if c, ok := m.rpc.c.(interface{ RemoteAddr() net.Addr }); ok {
+		return c.RemoteAddr()
+	}
+	return nil
+}
 
 // Null calls MOUNTPROC3_NULL.
 func (m *MountClient) Null(ctx context.Context) error {

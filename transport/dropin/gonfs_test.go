@@ -3,6 +3,7 @@ package dropin_test
 import (
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"net"
 	"os"
 	"slices"
@@ -12,9 +13,10 @@ import (
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/buildbarn/go-xdr/pkg/protocols/rpcv2"
 	"github.com/go-git/go-billy/v5"
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/stretchr/testify/require"
-	nfs "github.com/willscott/go-nfs"
+	gonfs "github.com/willscott/go-nfs"
 	nfshelper "github.com/willscott/go-nfs/helpers"
 )
 
@@ -23,12 +25,12 @@ import (
 // and its READ reply through the Reply chunk.
 const bigSize = 100 << 10
 
-// serveGoNFS serves fs with go-nfs on l, unchanged: nfs.Serve gets l as its
+// serveGoNFS serves fs with go-nfs on l, unchanged: gonfs.Serve gets l as its
 // net.Listener. The channel receives Serve's return value.
 func serveGoNFS(l net.Listener, fs billy.Filesystem) <-chan error {
 	handler := nfshelper.NewCachingHandler(nfshelper.NewNullAuthHandler(fs), 1024)
 	done := make(chan error, 1)
-	go func() { done <- nfs.Serve(l, handler) }()
+	go func() { done <- gonfs.Serve(l, handler) }()
 	return done
 }
 
@@ -44,8 +46,8 @@ func nfsScenario(t *testing.T, nc nfsClient, fs billy.Filesystem) {
 	// go-nfs advertises 1 GiB transfers whatever carries them; the
 	// transport bounds an RPC message itself (Config.MaxRPCSize).
 	info := nc.fsinfo(root)
-	require.EqualValues(t, 1<<30, info.Rtmax)
-	require.EqualValues(t, 1<<30, info.Wtmax)
+	require.EqualValues(t, 1<<30, info.RTMax)
+	require.EqualValues(t, 1<<30, info.WTMax)
 
 	small := nc.create(root, "small.txt")
 	nc.write(small, 0, []byte("abc"))
@@ -71,13 +73,13 @@ func nfsScenario(t *testing.T, nc nfsClient, fs billy.Filesystem) {
 	requireFile(t, fs, "big.bin", bigData)
 
 	a := nc.getattr(small)
-	require.Equal(t, nfsv3.NF3REG, a.Type)
+	require.Equal(t, nfs.TypeReg, a.Type)
 	require.EqualValues(t, 3, a.Size)
 	require.EqualValues(t, bigSize, nc.getattr(big).Size)
-	require.Equal(t, nfsv3.NF3DIR, nc.getattr(root).Type)
+	require.Equal(t, nfs.TypeDir, nc.getattr(root).Type)
 
-	h, st := nc.lookup(root, "big.bin")
-	require.Equal(t, nfsv3.NFS3_OK, st)
+	h, err := nc.lookup(root, "big.bin")
+	require.NoError(t, err)
 	require.EqualValues(t, bigSize, nc.getattr(h).Size)
 	got, _ = nc.read(h, 0, 100)
 	require.Equal(t, bigData[:100], got)
@@ -93,25 +95,28 @@ func nfsScenario(t *testing.T, nc nfsClient, fs billy.Filesystem) {
 	entries := nc.readdirplus(root, 64<<10)
 	names := make([]string, len(entries))
 	for i, e := range entries {
-		names[i] = e.name
-		switch e.name {
+		names[i] = e.Name
+		switch e.Name {
 		case "small.txt", "big.bin":
-			require.NotNil(t, e.attrs, "attributes of %s", e.name)
-			require.NotEmpty(t, e.handle, "handle of %s", e.name)
+			require.NotNil(t, e.Attr, "attributes of %s", e.Name)
+			require.NotEmpty(t, e.FH, "handle of %s", e.Name)
 			size := uint64(3)
-			if e.name == "big.bin" {
+			if e.Name == "big.bin" {
 				size = bigSize
 			}
-			require.Equal(t, size, e.attrs.Size, "size of %s", e.name)
-			require.Equal(t, size, nc.getattr(e.handle).Size, "GETATTR of the handle of %s", e.name)
+			require.Equal(t, size, e.Attr.Size, "size of %s", e.Name)
+			require.Equal(t, size, nc.getattr(e.FH).Size, "GETATTR of the handle of %s", e.Name)
 		}
 	}
 	require.Equal(t, want, names)
 
 	nc.remove(root, "small.txt")
-	_, st = nc.lookup(root, "small.txt")
-	require.Equal(t, nfsv3.NFS3ERR_NOENT, st)
-	_, err := fs.Stat("small.txt")
+	_, err = nc.lookup(root, "small.txt")
+	require.ErrorIs(t, err, iofs.ErrNotExist)
+	var nerr *nfs.Error
+	require.ErrorAs(t, err, &nerr)
+	require.Equal(t, nfs.Status(2), nerr.Status, "NFS3ERR_NOENT")
+	_, err = fs.Stat("small.txt")
 	require.True(t, os.IsNotExist(err), "small.txt still on the server: %v", err)
 }
 
@@ -288,7 +293,7 @@ func testGoNFSLimits(t *testing.T, s stack) {
 	rc := newMsgClient(c)
 	nc := nfsClient{t, rc}
 	root := nc.mount("/")
-	require.EqualValues(t, 1<<30, nc.fsinfo(root).Wtmax)
+	require.EqualValues(t, 1<<30, nc.fsinfo(root).WTMax)
 	h := nc.create(root, "max")
 
 	_, err := rc.send(nfsProg, nfsVers, nfsProcWrite, writeArgs(h, 0, make([]byte, transport.DefaultMaxRPCSize)))

@@ -1,12 +1,14 @@
 package dropin_test
 
 import (
-	"io"
+	"context"
 	"testing"
 
 	"github.com/buildbarn/go-xdr/pkg/protocols/mount"
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
 
 // Programs and procedures (RFC 1813 §3 and appendix I).
@@ -16,116 +18,115 @@ const (
 	nfsVers   = 3
 	mountVers = 3
 
-	mountProcNull = 0
-	mountProcMnt  = 1
-
-	nfsProcNull        = 0
-	nfsProcGetattr     = 1
-	nfsProcLookup      = 3
-	nfsProcRead        = 6
-	nfsProcWrite       = 7
-	nfsProcCreate      = 8
-	nfsProcRemove      = 12
-	nfsProcReaddirplus = 17
-	nfsProcFsinfo      = 19
+	nfsProcNull  = 0
+	nfsProcRead  = 6
+	nfsProcWrite = 7
 )
 
-// nfsClient is an NFSv3 and MOUNT v3 client on an rpcClient, with
-// buildbarn/go-xdr's generated types. Each method fails t unless the server
-// answers NFS3_OK (or what the method says it returns).
+// nfsClient is the NFS side of the drop-in scenarios: package nfs's
+// client (nfs.NewClientCaller, nfs.NewMountClientCaller) making its calls
+// through an rpcClient, so that every call still travels as the byte
+// stream (or the messages) a drop-in RPC program sends. Each method fails
+// t unless the server answers NFS3_OK (or what the method says it
+// returns).
 type nfsClient struct {
 	t   testing.TB
 	rpc *rpcClient
 }
 
-// fh returns a file handle as the wire type.
-func fh(h []byte) nfsv3.NfsFh3 { return nfsv3.NfsFh3{Data: h} }
+// ctx bounds each call of the scenarios.
+func (c nfsClient) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), ioGuard)
+}
+
+func (c nfsClient) nfs() *nfs.Client { return nfs.NewClientCaller(c.rpc, nil) }
+
+func (c nfsClient) mountClient() *nfs.MountClient { return nfs.NewMountClientCaller(c.rpc, nil) }
 
 // mount calls MOUNTPROC3_MNT and returns the root file handle.
-func (c nfsClient) mount(path string) []byte {
+func (c nfsClient) mount(path string) nfs.FH {
 	c.t.Helper()
-	args := writerFunc(func(w io.Writer) (int64, error) { return mount.WriteDirpath(w, path) })
-	res := decode(c.t, c.rpc.call(c.t, mountProg, mountVers, mountProcMnt, args), mount.ReadMountres3)
-	ok, isOK := res.(*mount.Mountres3_MNT3_OK)
-	require.True(c.t, isOK, "MNT status %v", res.GetFhsStatus())
-	require.NotEmpty(c.t, ok.Mountinfo.Fhandle)
-	return ok.Mountinfo.Fhandle
+	ctx, cancel := c.ctx()
+	defer cancel()
+	fh, _, err := c.mountClient().Mnt(ctx, path)
+	require.NoError(c.t, err, "MNT %s", path)
+	require.NotEmpty(c.t, fh)
+	return fh
 }
 
 // mountNull calls MOUNTPROC3_NULL.
 func (c nfsClient) mountNull() {
 	c.t.Helper()
-	r := c.rpc.call(c.t, mountProg, mountVers, mountProcNull, nil)
-	require.Zero(c.t, r.Len(), "NULL results")
+	ctx, cancel := c.ctx()
+	defer cancel()
+	require.NoError(c.t, c.mountClient().Null(ctx), "MOUNT NULL")
 }
 
 // null calls NFSPROC3_NULL.
 func (c nfsClient) null() {
 	c.t.Helper()
-	r := c.rpc.call(c.t, nfsProg, nfsVers, nfsProcNull, nil)
-	require.Zero(c.t, r.Len(), "NULL results")
+	ctx, cancel := c.ctx()
+	defer cancel()
+	require.NoError(c.t, c.nfs().Null(ctx), "NULL")
 }
 
-func (c nfsClient) fsinfo(root []byte) *nfsv3.Fsinfo3resok {
+func (c nfsClient) fsinfo(root nfs.FH) *nfs.FSInfo {
 	c.t.Helper()
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcFsinfo, &nfsv3.Fsinfo3args{Fsroot: fh(root)}), nfsv3.ReadFsinfo3res)
-	ok, isOK := res.(*nfsv3.Fsinfo3res_NFS3_OK)
-	require.True(c.t, isOK, "FSINFO status %v", res.GetStatus())
-	return &ok.Resok
+	ctx, cancel := c.ctx()
+	defer cancel()
+	fi, err := c.nfs().Fsinfo(ctx, root)
+	require.NoError(c.t, err, "FSINFO")
+	return fi
 }
 
-func (c nfsClient) getattr(h []byte) nfsv3.Fattr3 {
+func (c nfsClient) getattr(h nfs.FH) *nfs.Attr {
 	c.t.Helper()
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcGetattr, &nfsv3.Getattr3args{Object: fh(h)}), nfsv3.ReadGetattr3res)
-	ok, isOK := res.(*nfsv3.Getattr3res_NFS3_OK)
-	require.True(c.t, isOK, "GETATTR status %v", res.GetStatus())
-	return ok.Resok.ObjAttributes
+	ctx, cancel := c.ctx()
+	defer cancel()
+	a, err := c.nfs().Getattr(ctx, h)
+	require.NoError(c.t, err, "GETATTR")
+	return a
 }
 
-// lookup returns the handle of name in dir, or the error status.
-func (c nfsClient) lookup(dir []byte, name string) ([]byte, nfsv3.Nfsstat3) {
+// lookup returns the handle of name in dir, or the error.
+func (c nfsClient) lookup(dir nfs.FH, name string) (nfs.FH, error) {
 	c.t.Helper()
-	args := &nfsv3.Lookup3args{What: nfsv3.Diropargs3{Dir: fh(dir), Name: name}}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcLookup, args), nfsv3.ReadLookup3res)
-	if ok, isOK := res.(*nfsv3.Lookup3res_NFS3_OK); isOK {
-		return ok.Resok.Object.Data, nfsv3.NFS3_OK
-	}
-	return nil, res.GetStatus()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	h, _, err := c.nfs().Lookup(ctx, dir, name)
+	return h, err
 }
 
 // create creates (UNCHECKED, no attributes set: go-billy's memfs has no
 // chmod) name in dir and returns its handle.
-func (c nfsClient) create(dir []byte, name string) []byte {
+func (c nfsClient) create(dir nfs.FH, name string) nfs.FH {
 	c.t.Helper()
-	args := &nfsv3.Create3args{
-		Where: nfsv3.Diropargs3{Dir: fh(dir), Name: name},
-		How: &nfsv3.Createhow3_UNCHECKED{ObjAttributes: nfsv3.Sattr3{
-			Mode:  &nfsv3.SetMode3_default{},
-			Uid:   &nfsv3.SetUid3_default{},
-			Gid:   &nfsv3.SetGid3_default{},
-			Size:  &nfsv3.SetSize3_default{},
-			Atime: &nfsv3.SetAtime_default{SetIt: nfsv3.DONT_CHANGE},
-			Mtime: &nfsv3.SetMtime_default{SetIt: nfsv3.DONT_CHANGE},
-		}},
-	}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcCreate, args), nfsv3.ReadCreate3res)
-	ok, isOK := res.(*nfsv3.Create3res_NFS3_OK)
-	require.True(c.t, isOK, "CREATE %q status %v", name, res.GetStatus())
-	h, isH := ok.Resok.Obj.(*nfsv3.PostOpFh3_TRUE)
-	require.True(c.t, isH, "CREATE %q returned no handle", name)
-	return h.Handle.Data
+	ctx, cancel := c.ctx()
+	defer cancel()
+	h, _, err := c.nfs().Create(ctx, dir, name, nfs.CreateHow{Mode: nfs.Unchecked})
+	require.NoError(c.t, err, "CREATE %q", name)
+	require.NotEmpty(c.t, h, "CREATE %q returned no handle", name)
+	return h
 }
 
-// writeArgs encodes a FILE_SYNC WRITE of data at off.
+// writeArgs encodes a FILE_SYNC WRITE of data at off, with buildbarn's
+// types, for the pipelined scenarios that send calls themselves.
 func writeArgs(h []byte, off uint64, data []byte) *nfsv3.Write3args {
 	return &nfsv3.Write3args{File: fh(h), Offset: off, Count: uint32(len(data)), Stable: nfsv3.FILE_SYNC, Data: data}
 }
 
+// fh returns a file handle as buildbarn's wire type.
+func fh(h []byte) nfsv3.NfsFh3 { return nfsv3.NfsFh3{Data: h} }
+
 // write writes data at off (FILE_SYNC) and requires all of it written.
-func (c nfsClient) write(h []byte, off uint64, data []byte) {
+func (c nfsClient) write(h nfs.FH, off uint64, data []byte) {
 	c.t.Helper()
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcWrite, writeArgs(h, off, data)), nfsv3.ReadWrite3res)
-	requireWritten(c.t, res, len(data))
+	ctx, cancel := c.ctx()
+	defer cancel()
+	res, err := c.nfs().Write(ctx, h, off, data, nfs.FileSync)
+	require.NoError(c.t, err, "WRITE")
+	require.Equal(c.t, len(data), res.Count, "WRITE count")
+	require.Equal(c.t, nfs.FileSync, res.Committed, "WRITE committed")
 }
 
 func requireWritten(t testing.TB, res nfsv3.Write3res, n int) {
@@ -137,11 +138,14 @@ func requireWritten(t testing.TB, res nfsv3.Write3res, n int) {
 }
 
 // read reads up to count bytes at off.
-func (c nfsClient) read(h []byte, off uint64, count uint32) (data []byte, eof bool) {
+func (c nfsClient) read(h nfs.FH, off uint64, count uint32) (data []byte, eof bool) {
 	c.t.Helper()
-	args := &nfsv3.Read3args{File: fh(h), Offset: off, Count: count}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcRead, args), nfsv3.ReadRead3res)
-	return readResult(c.t, res)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	p := make([]byte, count)
+	n, eof, err := c.nfs().Read(ctx, h, off, p)
+	require.NoError(c.t, err, "READ")
+	return p[:n], eof
 }
 
 func readResult(t testing.TB, res nfsv3.Read3res) ([]byte, bool) {
@@ -152,39 +156,21 @@ func readResult(t testing.TB, res nfsv3.Read3res) ([]byte, bool) {
 	return ok.Resok.Data, ok.Resok.Eof
 }
 
-// dirEntry is one READDIRPLUS entry.
-type dirEntry struct {
-	name   string
-	handle []byte // nil when the server sent none
-	attrs  *nfsv3.Fattr3
-}
-
 // readdirplus lists dir with one READDIRPLUS call of maxcount bytes and
 // requires the listing complete (eof).
-func (c nfsClient) readdirplus(dir []byte, maxcount uint32) []dirEntry {
+func (c nfsClient) readdirplus(dir nfs.FH, maxcount uint32) []nfs.DirEntry {
 	c.t.Helper()
-	args := &nfsv3.Readdirplus3args{Dir: fh(dir), Dircount: maxcount, Maxcount: maxcount}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcReaddirplus, args), nfsv3.ReadReaddirplus3res)
-	ok, isOK := res.(*nfsv3.Readdirplus3res_NFS3_OK)
-	require.True(c.t, isOK, "READDIRPLUS status %v", res.GetStatus())
-	require.True(c.t, ok.Resok.Reply.Eof, "READDIRPLUS eof")
-	var out []dirEntry
-	for e := ok.Resok.Reply.Entries; e != nil; e = e.Nextentry {
-		d := dirEntry{name: e.Name}
-		if h, isH := e.NameHandle.(*nfsv3.PostOpFh3_TRUE); isH {
-			d.handle = h.Handle.Data
-		}
-		if a, isA := e.NameAttributes.(*nfsv3.PostOpAttr_TRUE); isA {
-			d.attrs = &a.Attributes
-		}
-		out = append(out, d)
-	}
-	return out
+	ctx, cancel := c.ctx()
+	defer cancel()
+	page, err := c.nfs().Readdirplus(ctx, dir, 0, [8]byte{}, maxcount, maxcount)
+	require.NoError(c.t, err, "READDIRPLUS")
+	require.True(c.t, page.EOF, "READDIRPLUS eof")
+	return page.Entries
 }
 
-func (c nfsClient) remove(dir []byte, name string) {
+func (c nfsClient) remove(dir nfs.FH, name string) {
 	c.t.Helper()
-	args := &nfsv3.Remove3args{Object: nfsv3.Diropargs3{Dir: fh(dir), Name: name}}
-	res := decode(c.t, c.rpc.call(c.t, nfsProg, nfsVers, nfsProcRemove, args), nfsv3.ReadRemove3res)
-	require.Equal(c.t, nfsv3.NFS3_OK, res.GetStatus(), "REMOVE %q", name)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	require.NoError(c.t, c.nfs().Remove(ctx, dir, name), "REMOVE %q", name)
 }

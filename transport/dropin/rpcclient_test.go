@@ -2,6 +2,7 @@ package dropin_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,7 @@ type rpcClient struct {
 	xid      atomic.Uint32
 	wmu      sync.Mutex // one record at a time on the stream
 	rmu      sync.Mutex
+	cmu      sync.Mutex // one Call at a time
 }
 
 // newStreamClient returns a stream-mode client on c that writes fragments
@@ -65,11 +67,6 @@ func authSys() rpcv2.OpaqueAuth {
 	}
 	return rpcv2.OpaqueAuth{Flavor: rpcv2.AUTH_SYS, Body: b.Bytes()}
 }
-
-// writerFunc adapts an encoding function to io.WriterTo.
-type writerFunc func(io.Writer) (int64, error)
-
-func (f writerFunc) WriteTo(w io.Writer) (int64, error) { return f(w) }
 
 // encodeCall encodes a call message: the rpcv2 header and args.
 func (c *rpcClient) encodeCall(xid, prog, vers, proc uint32, args io.WriterTo) ([]byte, error) {
@@ -117,6 +114,31 @@ func (c *rpcClient) sendMsg(msg []byte) error {
 	return nil
 }
 
+// Call implements nfs.Caller: it sends msg and returns the next reply
+// message, unparsed, whatever its XID (calls made through Call go one at
+// a time).
+func (c *rpcClient) Call(ctx context.Context, msg, _ []byte) ([]byte, error) {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.sendMsg(msg); err != nil {
+		return nil, err
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.recvMsg()
+}
+
+// recvMsg reads the next reply message; the caller holds rmu.
+func (c *rpcClient) recvMsg() ([]byte, error) {
+	if c.msgConn != nil {
+		return c.msgConn.ReadMsg(nil)
+	}
+	return xdr.ReadRecord(c.conn, nil, maxReply)
+}
+
 // reply is a decoded RPC reply.
 type reply struct {
 	xid      uint32
@@ -131,13 +153,7 @@ var errNotReply = errors.New("dropin: received message is not an RPC reply")
 func (c *rpcClient) recv() (reply, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	var msg []byte
-	var err error
-	if c.msgConn != nil {
-		msg, err = c.msgConn.ReadMsg(nil)
-	} else {
-		msg, err = xdr.ReadRecord(c.conn, nil, maxReply)
-	}
+	msg, err := c.recvMsg()
 	if err != nil {
 		return reply{}, err
 	}
