@@ -222,7 +222,7 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	case ProcWrite:
 		w, ok := decodeWriteCall(msg[args:])
 		if ok {
-			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w}, msg)
+			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w, attrs: &attrFix{proc: ProcWrite, dir: w.fh}}, msg)
 		}
 	}
 	return ss.forward(pendingCall{xid: h.XID, entry: entry, attrs: ss.s.newAttrFix(h.Proc, msg[args:])}, msg)
