@@ -212,6 +212,17 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 		}
 	}
 
+	// A DirHandler's own directory: attributes and handles through one
+	// descriptor of it.
+	var de *dirEntries
+	if dh, ok := s.handler.(*DirHandler); ok && plus && fsys == billy.Filesystem(dh.dir) {
+		if de, err = dh.openEntries(dirName); err == nil {
+			defer de.close()
+		} else {
+			de = nil
+		}
+	}
+
 	var list bytes.Buffer
 	n := 0
 	add := func(name string, cookie uint64, fileid uint64, attr *gonfs.FileAttribute, fh []byte) bool {
@@ -295,7 +306,13 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 			var fh []byte
 			if plus {
 				// Fresh attributes: the listing may be a kept one.
-				fi, err := fsys.Lstat(name)
+				var fi fs.FileInfo
+				var err error
+				if de != nil {
+					fi, fh, err = de.entry(e.name)
+				} else {
+					fi, err = fsys.Lstat(name)
+				}
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // removed since the listing was read
 				}
@@ -303,7 +320,9 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 					attr = gonfs.ToFileAttribute(fi, name)
 					fileid = attr.Fileid
 				}
-				fh = s.handler.ToHandle(fsys, epath)
+				if de == nil || err != nil {
+					fh = s.handler.ToHandle(fsys, epath)
+				}
 			}
 			if !add(e.name, e.cookie, fileid, attr, fh) {
 				full = true

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -55,6 +56,7 @@ type options struct {
 	inlineSend, inlineRecv                 int
 	noRemoteInvalidate, noPrivateData      bool
 	credits, maxConns, backlog             int
+	gcPercent                              int
 	maxRPC                                 int
 }
 
@@ -82,6 +84,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.portmap, "portmap", false, "serve a minimal portmapper on port 111 when no rpcbind runs")
 	fs.StringVar(&o.metrics, "metrics", "", "address of the metrics endpoint (expvar JSON at /debug/vars); empty: none")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&o.gcPercent, "gc-percent", 400, "garbage collector target (as GOGC; -1 off): each READ and WRITE carries up to 1 MiB, so Go's default 100 collects after every few")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -107,6 +110,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	defer debug.SetGCPercent(debug.SetGCPercent(o.gcPercent))
 	if o.cpuProfile != "" {
 		stop, err := startCPUProfile(o.cpuProfile)
 		if err != nil {

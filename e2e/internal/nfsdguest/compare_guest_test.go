@@ -281,7 +281,7 @@ type onlyReader struct{ io.Reader }
 
 // measure runs w once on s: prepare, then run timed, with the client's
 // per-op and xprt counters before and after added to s's.
-func measure(t *testing.T, s *server, w workload) float64 {
+func measure(t *testing.T, s *server, w workload) (float64, Ops) {
 	t.Helper()
 	w.prepare(t, s)
 	raw0, _ := os.ReadFile("/proc/self/mountstats")
@@ -305,7 +305,8 @@ func measure(t *testing.T, s *server, w workload) float64 {
 	if s.ops[w.name] == nil {
 		s.ops[w.name] = Ops{}
 	}
-	s.ops[w.name].Add(o1.Sub(o0))
+	do := o1.Sub(o0)
+	s.ops[w.name].Add(do)
 	dx := x1.Sub(x0)
 	if s.xprt[w.name] == nil {
 		s.xprt[w.name] = Xprt{}
@@ -314,7 +315,7 @@ func measure(t *testing.T, s *server, w workload) float64 {
 		s.xprt[w.name][k] += v
 	}
 	_, _ = run("umount " + compareMount)
-	return amount / d.Seconds()
+	return amount / d.Seconds(), do
 }
 
 // watched runs f with phase's watchdog, without a report line.
@@ -378,13 +379,13 @@ func TestVsKnfsd(t *testing.T) {
 	for rep := range compareReps {
 		for _, s := range []*server{knfsd, ours} {
 			for _, w := range workloads {
-				r := measure(t, s, w)
+				r, do := measure(t, s, w)
 				s.rates[w.name] = append(s.rates[w.name], r)
+				t.Logf("RDMANFSD run %d %s %s: %.1f %s; calls %s", rep+1, s.name, w.name, r, w.unit, do)
 				if t.Failed() {
 					t.FailNow()
 				}
 			}
-			t.Logf("repetition %d on %s done", rep+1, s.name)
 		}
 	}
 	for _, w := range workloads {
@@ -421,7 +422,7 @@ func TestVsKnfsd(t *testing.T) {
 		prof := fmt.Sprintf("/host/rdma-nfsd-%d.pprof", i+1)
 		p := launchNfsd(t, oursExport, compareMount, fmt.Sprintf("profile-%d", i+1),
 			"-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false", "-cpuprofile", prof)
-		r := measure(t, ours, w)
+		r, _ := measure(t, ours, w)
 		p.stop()
 		t.Logf("RDMANFSD profile %d %s: %.1f %s with -cpuprofile %s", i+1, w.name, r, w.unit, prof)
 	}
