@@ -11,9 +11,6 @@ import (
 // attrFix is what the dispatch layer keeps of a call whose go-nfs reply
 // lacks attributes knfsd sends, for the Linux client's attribute cache:
 //
-//   - LOOKUP (RFC 1813 §3.3.3) that fails: go-nfs sends no dir_attributes,
-//     so the client cannot tell whether its cached directory (and the
-//     negative dentry it makes) is still good and asks GETATTR later.
 //   - CREATE, MKDIR, SYMLINK, MKNOD (§3.3.8 to §3.3.11) that succeed:
 //     go-nfs sends dir_wcc without pre_op_attr, and without it the
 //     client cannot tell its own change from another's (§2.6, wcc_data),
@@ -40,13 +37,13 @@ type attrFix struct {
 // GARBAGE_ARGS or an error without attributes, which is left as is).
 //
 //	diropargs3 (RFC 1813 §3.3.3): nfs_fh3 dir; filename3 name; the start
-//	of LOOKUP3args, CREATE3args, MKDIR3args, SYMLINK3args and MKNOD3args.
+//	of CREATE3args, MKDIR3args, SYMLINK3args and MKNOD3args.
 //	SETATTR3args, WRITE3args: nfs_fh3 object (file); ...
 //	REMOVE3args, RMDIR3args: diropargs3 object;
 //	RENAME3args: diropargs3 from; diropargs3 to;
 func (s *Server) newAttrFix(proc uint32, args []byte) *attrFix {
 	switch proc {
-	case ProcLookup, ProcCreate, ProcMkdir, ProcSymlink, ProcMknod,
+	case ProcCreate, ProcMkdir, ProcSymlink, ProcMknod,
 		ProcSetattr, ProcWrite, ProcRemove, ProcRmdir, ProcRename:
 	default:
 		return nil
@@ -71,20 +68,15 @@ func (s *Server) newAttrFix(proc uint32, args []byte) *attrFix {
 		f.to = bytes.Clone(to)
 		return f
 	}
-	if proc != ProcLookup {
-		fsys, p, err := s.handler.FromHandle(dir)
-		if err != nil {
-			return nil
-		}
-		if f.pre = statAttr(fsys, fsys.Join(p...)); f.pre == nil {
-			return nil
-		}
+	fsys, p, err := s.handler.FromHandle(dir)
+	if err != nil {
+		return nil
+	}
+	if f.pre = statAttr(fsys, fsys.Join(p...)); f.pre == nil {
+		return nil
 	}
 	return f
 }
-
-// dirAttr returns the current attributes of f's directory, or nil.
-func (s *Server) dirAttr(f *attrFix) *gonfs.FileAttribute { return s.handleAttr(f.dir) }
 
 // handleAttr returns the current attributes of the file fh names, or nil.
 func (s *Server) handleAttr(fh []byte) *gonfs.FileAttribute {
@@ -131,7 +123,6 @@ func (s *Server) failedWcc(reply []byte, at int, f *attrFix) []byte {
 
 // finishAttrs adds to go-nfs's reply the attributes f calls for.
 //
-//	LOOKUP3resfail: nfsstat3 status; post_op_attr dir_attributes;
 //	CREATE3resok (and MKDIR, SYMLINK, MKNOD): nfsstat3 status; post_op_fh3
 //	obj; post_op_attr obj_attributes; wcc_data dir_wcc;
 func (s *Server) finishAttrs(reply []byte, f *attrFix) []byte {
@@ -151,22 +142,6 @@ func (s *Server) finishAttrs(reply []byte, f *attrFix) []byte {
 			return reply
 		}
 		return s.failedWcc(reply, off+4, f)
-	}
-	if f.proc == ProcLookup {
-		if status == nfs3OK || r.Len() != 4 {
-			return reply
-		}
-		if follows, err := r.Bool(); err != nil || follows {
-			return reply
-		}
-		attr := s.dirAttr(f)
-		if attr == nil {
-			return reply
-		}
-		var b bytes.Buffer
-		b.Write(reply[:off+4])
-		_ = gonfs.WritePostOpAttrs(&b, attr)
-		return b.Bytes()
 	}
 	if status != nfs3OK {
 		return reply

@@ -217,6 +217,24 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 			return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
 		}
 		return ss.answer(entry, successReply(h.XID, results))
+	case ProcRead:
+		reply, ok := ss.s.read(h.XID, msg[args:])
+		if !ok {
+			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+		}
+		return ss.send(reply)
+	case ProcGetattr:
+		reply, ok := ss.s.getattr(h.XID, msg[args:])
+		if !ok {
+			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+		}
+		return ss.send(reply)
+	case ProcLookup:
+		reply, ok := ss.s.lookup(h.XID, msg[args:])
+		if !ok {
+			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+		}
+		return ss.send(reply)
 	case ProcFsinfo:
 		return ss.forward(pendingCall{xid: h.XID, entry: entry, fsinfo: true}, msg)
 	case ProcWrite:

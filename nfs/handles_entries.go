@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	gonfs "github.com/willscott/go-nfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,9 +16,9 @@ import (
 // the root again (eleven system calls an entry instead of five).
 type dirEntries struct {
 	h   *DirHandler
-	fd  int    // O_PATH descriptor of the directory
-	ino uint64 // its inode: the handles' parent hint
-	dir string // its name below the root, "." for the root
+	fd  int         // O_PATH descriptor of the directory
+	st  unix.Stat_t // its attributes when opened
+	dir string      // its name below the root, "." for the root
 }
 
 // openEntries opens the directory dir below the root for entry.
@@ -32,7 +33,7 @@ func (h *DirHandler) openEntries(dir string) (*dirEntries, error) {
 		_ = unix.Close(fd)
 		return nil, pathErr("readdir", name, err)
 	}
-	return &dirEntries{h: h, fd: fd, ino: st.Ino, dir: name}, nil
+	return &dirEntries{h: h, fd: fd, st: st, dir: name}, nil
 }
 
 func (e *dirEntries) close() { _ = unix.Close(e.fd) }
@@ -56,5 +57,10 @@ func (e *dirEntries) entry(base string) (os.FileInfo, []byte, error) {
 		return nil, nil, pathErr("lstat", name, err)
 	}
 	e.h.dir.idx.add(id.ino, name, st.Mode&unix.S_IFMT == unix.S_IFDIR)
-	return newFileInfo(base, &st), encodeHandle(e.h.export, id, e.ino), nil
+	return newFileInfo(base, &st), encodeHandle(e.h.export, id, e.st.Ino), nil
+}
+
+// attr returns the directory's own attributes, as of openEntries.
+func (e *dirEntries) attr() *gonfs.FileAttribute {
+	return gonfs.ToFileAttribute(newFileInfo(path.Base(e.dir), &e.st), e.dir)
 }
