@@ -235,6 +235,10 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 		}
 		return ss.send(reply)
+	case ProcCreate:
+		if reply, ok := ss.s.create(h.XID, msg[args:]); ok {
+			return ss.answer(entry, reply)
+		}
 	case ProcFsinfo:
 		return ss.forward(pendingCall{xid: h.XID, entry: entry, fsinfo: true}, msg)
 	case ProcWrite:

@@ -64,3 +64,12 @@ func (e *dirEntries) entry(base string) (os.FileInfo, []byte, error) {
 func (e *dirEntries) attr() *gonfs.FileAttribute {
 	return gonfs.ToFileAttribute(newFileInfo(path.Base(e.dir), &e.st), e.dir)
 }
+
+// fresh returns the directory's attributes now, or nil.
+func (e *dirEntries) fresh() *gonfs.FileAttribute {
+	var st unix.Stat_t
+	if err := unix.Fstat(e.fd, &st); err != nil {
+		return nil
+	}
+	return gonfs.ToFileAttribute(newFileInfo(path.Base(e.dir), &st), e.dir)
+}
