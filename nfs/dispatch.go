@@ -242,6 +242,9 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	case ProcFsinfo:
 		return ss.forward(pendingCall{xid: h.XID, entry: entry, fsinfo: true}, msg)
 	case ProcWrite:
+		if reply, ok := ss.s.writeLocal(h.XID, msg[args:]); ok {
+			return ss.answer(entry, reply)
+		}
 		w, ok := decodeWriteCall(msg[args:])
 		if ok {
 			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w, attrs: &attrFix{proc: ProcWrite, dir: w.fh}}, msg)
