@@ -41,8 +41,8 @@ func TestRdmaNfsdVsKnfsd(t *testing.T) {
 		CGO:      true,
 		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
 		Setup:    "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true",
-		Args:     append([]string{"-test.timeout=14m", "-test.run=^(TestNoMountport|TestVsKnfsd)$"}, guestRunArgs()...),
-		Options:  vm.Options{Timeout: 15 * time.Minute},
+		Args:     append([]string{"-test.timeout=20m", "-test.run=^(TestNoMountport|TestVsKnfsd)$"}, guestRunArgs()...),
+		Options:  vm.Options{Timeout: 22 * time.Minute},
 	})
 	if os.Getenv("RPCRDMA_GUEST_RUN") == "" {
 		requireGuestPassed(t, r, compareGuestTests)
