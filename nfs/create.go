@@ -96,14 +96,25 @@ func (s *Server) create(xid uint32, args []byte) (reply []byte, ok bool) {
 		}
 		return fail(status, pre, de.fresh())
 	}
+	// The mode through the new descriptor (the umask played on
+	// openat's); the rest, rarely sent with CREATE, through go-nfs's Apply.
+	if sattr.SetMode != nil {
+		err = unix.Fchmod(fd, *sattr.SetMode&0o777)
+		sattr.SetMode = nil
+	}
 	_ = unix.Close(fd)
-	path := fsys.Join(append(p[:len(p):len(p)], name)...)
-	if err := sattr.Apply(dh.dir, dh.dir, path); err != nil {
-		var se *gonfs.NFSStatusError
-		if errors.As(err, &se) {
-			return fail(uint32(se.NFSStatus), pre, de.fresh())
-		}
+	if err != nil {
 		return fail(statusOr(err, nfs3ErrIO), pre, de.fresh())
+	}
+	path := fsys.Join(append(p[:len(p):len(p)], name)...)
+	if sattr.SetUID != nil || sattr.SetGID != nil || sattr.SetSize != nil || sattr.SetAtime != nil || sattr.SetMtime != nil {
+		if err := sattr.Apply(dh.dir, dh.dir, path); err != nil {
+			var se *gonfs.NFSStatusError
+			if errors.As(err, &se) {
+				return fail(uint32(se.NFSStatus), pre, de.fresh())
+			}
+			return fail(statusOr(err, nfs3ErrIO), pre, de.fresh())
+		}
 	}
 	fi, fh, err := de.entry(name)
 	if err != nil {
