@@ -53,7 +53,6 @@ type nfsd struct {
 	logPath string
 	cmd     *exec.Cmd
 	starts  int
-	env     []string // added to the environment, when not nil
 }
 
 // startNfsd runs rdma-nfsd exporting export on 10.0.0.1 with extra flags
@@ -71,13 +70,7 @@ func startNfsd(t *testing.T, export, mnt, name string, extra ...string) *nfsd {
 // setting) and waits until it serves.
 func launchNfsd(t *testing.T, export, mnt, name string, args ...string) *nfsd {
 	t.Helper()
-	return launchNfsdEnv(t, nil, export, mnt, name, args...)
-}
-
-// launchNfsdEnv is launchNfsd with env added to the server's environment.
-func launchNfsdEnv(t *testing.T, env []string, export, mnt, name string, args ...string) *nfsd {
-	t.Helper()
-	s := &nfsd{t: t, export: export, logPath: "/tmp/rdma-nfsd-" + name + ".log", env: env}
+	s := &nfsd{t: t, export: export, logPath: "/tmp/rdma-nfsd-" + name + ".log"}
 	_ = os.Remove(s.logPath)
 	s.args = append([]string{"-dir", export, "-provider", "rdmacore", "-addr", serverAddr,
 		"-rdma-port", strconv.Itoa(rdmaPort)}, args...)
@@ -107,9 +100,6 @@ func (s *nfsd) start() {
 	}
 	defer logf.Close()
 	s.cmd = exec.Command(binary, s.args...)
-	if s.env != nil {
-		s.cmd.Env = append(os.Environ(), s.env...)
-	}
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", binary, err)
