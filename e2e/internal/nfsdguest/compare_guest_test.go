@@ -139,6 +139,7 @@ type server struct {
 	// counters summed over the repetitions
 	rates map[string][]float64
 	ops   map[string]Ops
+	reps  map[string][]Ops // each repetition's calls
 	xprt  map[string]Xprt
 }
 
@@ -341,6 +342,15 @@ func watched(t *testing.T, name, mnt string, f func()) {
 	f()
 }
 
+// medianCalls is the median over reps of the calls of procedure p.
+func medianCalls(reps []Ops, p string) uint64 {
+	v := make([]float64, len(reps))
+	for i, o := range reps {
+		v[i] = float64(o[p].Ops)
+	}
+	return uint64(median(v))
+}
+
 func median(v []float64) float64 {
 	s := slices.Clone(v)
 	sort.Float64s(s)
@@ -353,8 +363,8 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// opsSlack is the absolute allowance per repetition over 1.2x knfsd's
-// count of a procedure (a mount's own GETATTR or ACCESS of the root).
+// opsSlack is the absolute allowance over 1.2x knfsd's count of a
+// procedure in a repetition (a mount's own GETATTR or ACCESS of the root).
 const opsSlack = 3
 
 // TestVsKnfsd runs the same workloads on knfsd and on rdma-nfsd in the
@@ -365,13 +375,13 @@ const opsSlack = 3
 // a 2,000-entry directory listed with an lstat of each entry after a
 // remount with cold caches. One report line per workload gives both
 // medians and the ratio against the target (benchmark results,
-// not checked). Checked: per procedure, rdma-nfsd's calls at most 1.2x
-// knfsd's (+ opsSlack per repetition), and the client's local_inv_needed
-// and fixup_copy_count for rdma-nfsd at most those for knfsd (+ the same
-// allowance). The read checks every block it reads against what the write
-// wrote. Last, one
-// more pass on rdma-nfsd with -cpuprofile, a server and profile per
-// workload (/host/rdma-nfsd-<n>.pprof, read on the host).
+// not checked). Checked: per procedure, rdma-nfsd's calls in the median
+// repetition at most 1.2x knfsd's (+ opsSlack), and the client's
+// local_inv_needed and fixup_copy_count for rdma-nfsd at most those for
+// knfsd (+ opsSlack a repetition). The read checks every block it reads
+// against what the write wrote. Last, one more pass on rdma-nfsd with
+// -cpuprofile, a server and profile per workload
+// (/host/rdma-nfsd-<n>.pprof, read on the host).
 func TestVsKnfsd(t *testing.T) {
 	requireGuest(t)
 	sh(t, "rxevm-nfsd-start")
@@ -388,13 +398,14 @@ func TestVsKnfsd(t *testing.T) {
 	srv := launchNfsd(t, oursExport, compareMount, "compare", "-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false")
 	all := []*server{knfsd, ours}
 	for _, s := range all {
-		s.rates, s.ops, s.xprt = map[string][]float64{}, map[string]Ops{}, map[string]Xprt{}
+		s.rates, s.ops, s.xprt, s.reps = map[string][]float64{}, map[string]Ops{}, map[string]Xprt{}, map[string][]Ops{}
 	}
 	for rep := range compareReps {
 		for _, s := range all {
 			for _, w := range workloads {
 				r, do := measure(t, s, w)
 				s.rates[w.name] = append(s.rates[w.name], r)
+				s.reps[w.name] = append(s.reps[w.name], do)
 				t.Logf("RDMANFSD run %d %s %s: %.1f %s; calls %s", rep+1, s.name, w.name, r, w.unit, do)
 				if t.Failed() {
 					t.FailNow()
@@ -415,10 +426,15 @@ func TestVsKnfsd(t *testing.T) {
 		ko, oo := knfsd.ops[w.name], ours.ops[w.name]
 		t.Logf("RDMANFSD calls %s (%d repetitions): knfsd %s; rdma-nfsd %s", w.name, compareReps, ko, oo)
 		t.Logf("RDMANFSD execute ms %s: knfsd %s; rdma-nfsd %s", w.name, execString(ko), execString(oo))
-		for p, v := range oo {
-			limit := uint64(1.2*float64(ko[p].Ops)) + opsSlack*compareReps
-			if v.Ops > limit {
-				t.Errorf("%s: rdma-nfsd took %d %s calls, knfsd %d (limit %d)", w.name, v.Ops, p, ko[p].Ops, limit)
+		// Per procedure, the median repetition: a listing slower than
+		// the client's acregmin (3 s) makes it revalidate every entry
+		// READDIRPLUS gave (one GETATTR each), with either server; that
+		// cost shows in the rates, and one slow repetition must not hide
+		// or fake a difference in what the replies carry.
+		for p := range oo {
+			o, k := medianCalls(ours.reps[w.name], p), medianCalls(knfsd.reps[w.name], p)
+			if limit := uint64(1.2*float64(k)) + opsSlack; o > limit {
+				t.Errorf("%s: rdma-nfsd took %d %s calls in its median repetition, knfsd %d (limit %d)", w.name, o, p, k, limit)
 			}
 		}
 		kx, ox := knfsd.xprt[w.name], ours.xprt[w.name]
