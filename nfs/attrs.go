@@ -11,9 +11,6 @@ import (
 // attrFix is what the dispatch layer keeps of a call whose go-nfs reply
 // lacks attributes knfsd sends, for the Linux client's attribute cache:
 //
-//   - LOOKUP (RFC 1813 §3.3.3) that fails: go-nfs sends no dir_attributes,
-//     so the client cannot tell whether its cached directory (and the
-//     negative dentry it makes) is still good and asks GETATTR later.
 //   - CREATE, MKDIR, SYMLINK, MKNOD (§3.3.8 to §3.3.11) that succeed:
 //     go-nfs sends dir_wcc without pre_op_attr, and without it the
 //     client cannot tell its own change from another's (§2.6, wcc_data),
@@ -23,9 +20,15 @@ import (
 //     client in between makes them stale, which the client then takes
 //     for its own change (knfsd avoids this by holding the directory's
 //     lock, which the dispatch layer cannot).
+//   - SETATTR, WRITE, REMOVE, RMDIR and RENAME that fail: go-nfs sends
+//     wcc_data with neither pre- nor post-operation attributes, which
+//     makes the client forget the object's (or directory's) attributes
+//     and ask GETATTR. Nothing changed, so the object's current
+//     attributes are its post-operation attributes, as knfsd sends them.
 type attrFix struct {
 	proc uint32
-	dir  []byte               // the directory's handle
+	dir  []byte               // the directory's (or SETATTR's and WRITE's object's) handle
+	to   []byte               // RENAME: the target directory's handle
 	pre  *gonfs.FileAttribute // CREATE and the like: the directory before
 }
 
@@ -34,10 +37,14 @@ type attrFix struct {
 // GARBAGE_ARGS or an error without attributes, which is left as is).
 //
 //	diropargs3 (RFC 1813 §3.3.3): nfs_fh3 dir; filename3 name; the start
-//	of LOOKUP3args, CREATE3args, MKDIR3args, SYMLINK3args and MKNOD3args.
+//	of CREATE3args, MKDIR3args, SYMLINK3args and MKNOD3args.
+//	SETATTR3args, WRITE3args: nfs_fh3 object (file); ...
+//	REMOVE3args, RMDIR3args: diropargs3 object;
+//	RENAME3args: diropargs3 from; diropargs3 to;
 func (s *Server) newAttrFix(proc uint32, args []byte) *attrFix {
 	switch proc {
-	case ProcLookup, ProcCreate, ProcMkdir, ProcSymlink, ProcMknod:
+	case ProcCreate, ProcMkdir, ProcSymlink, ProcMknod,
+		ProcSetattr, ProcWrite, ProcRemove, ProcRmdir, ProcRename:
 	default:
 		return nil
 	}
@@ -47,30 +54,75 @@ func (s *Server) newAttrFix(proc uint32, args []byte) *attrFix {
 		return nil
 	}
 	f := &attrFix{proc: proc, dir: bytes.Clone(dir)}
-	if proc != ProcLookup {
-		fsys, p, err := s.handler.FromHandle(dir)
+	switch proc {
+	case ProcSetattr, ProcWrite, ProcRemove, ProcRmdir:
+		return f
+	case ProcRename:
+		if _, err := r.Opaque(MaxPathLen); err != nil {
+			return nil
+		}
+		to, err := r.Opaque(nfs3FHSize)
 		if err != nil {
 			return nil
 		}
-		if f.pre = statAttr(fsys, fsys.Join(p...)); f.pre == nil {
-			return nil
-		}
+		f.to = bytes.Clone(to)
+		return f
+	}
+	fsys, p, err := s.handler.FromHandle(dir)
+	if err != nil {
+		return nil
+	}
+	if f.pre = statAttr(fsys, fsys.Join(p...)); f.pre == nil {
+		return nil
 	}
 	return f
 }
 
-// dirAttr returns the current attributes of f's directory, or nil.
-func (s *Server) dirAttr(f *attrFix) *gonfs.FileAttribute {
-	fsys, p, err := s.handler.FromHandle(f.dir)
+// handleAttr returns the current attributes of the file fh names, or nil.
+func (s *Server) handleAttr(fh []byte) *gonfs.FileAttribute {
+	fsys, p, err := s.handler.FromHandle(fh)
 	if err != nil {
 		return nil
 	}
 	return statAttr(fsys, fsys.Join(p...))
 }
 
+// emptyWcc is a wcc_data with neither pre- nor post-operation attributes.
+var emptyWcc = make([]byte, 8)
+
+// failedWcc fills in the wcc_data of a failed SETATTR, WRITE, REMOVE,
+// RMDIR or RENAME whose go-nfs reply has none: post-operation attributes
+// of the object (SETATTR, WRITE) or the directories, no pre-operation
+// ones (nothing changed, and the reply cannot prove what was before).
+//
+//	SETATTR3resfail: wcc_data obj_wcc;  WRITE3resfail: wcc_data file_wcc;
+//	REMOVE3resfail, RMDIR3resfail: wcc_data dir_wcc;
+//	RENAME3resfail: wcc_data fromdir_wcc; wcc_data todir_wcc;
+func (s *Server) failedWcc(reply []byte, at int, f *attrFix) []byte {
+	rest := reply[at:]
+	n := 1
+	if f.proc == ProcRename {
+		n = 2
+	}
+	if len(rest) != 8*n {
+		return reply
+	}
+	for i := range n {
+		if !bytes.Equal(rest[8*i:8*i+8], emptyWcc) {
+			return reply
+		}
+	}
+	var b bytes.Buffer
+	b.Write(reply[:at])
+	writeWcc(&b, nil, s.handleAttr(f.dir))
+	if f.proc == ProcRename {
+		writeWcc(&b, nil, s.handleAttr(f.to))
+	}
+	return b.Bytes()
+}
+
 // finishAttrs adds to go-nfs's reply the attributes f calls for.
 //
-//	LOOKUP3resfail: nfsstat3 status; post_op_attr dir_attributes;
 //	CREATE3resok (and MKDIR, SYMLINK, MKNOD): nfsstat3 status; post_op_fh3
 //	obj; post_op_attr obj_attributes; wcc_data dir_wcc;
 func (s *Server) finishAttrs(reply []byte, f *attrFix) []byte {
@@ -84,21 +136,12 @@ func (s *Server) finishAttrs(reply []byte, f *attrFix) []byte {
 	if err != nil {
 		return reply
 	}
-	if f.proc == ProcLookup {
-		if status == nfs3OK || r.Len() != 4 {
+	switch f.proc {
+	case ProcSetattr, ProcWrite, ProcRemove, ProcRmdir, ProcRename:
+		if status == nfs3OK {
 			return reply
 		}
-		if follows, err := r.Bool(); err != nil || follows {
-			return reply
-		}
-		attr := s.dirAttr(f)
-		if attr == nil {
-			return reply
-		}
-		var b bytes.Buffer
-		b.Write(reply[:off+4])
-		_ = gonfs.WritePostOpAttrs(&b, attr)
-		return b.Bytes()
+		return s.failedWcc(reply, off+4, f)
 	}
 	if status != nfs3OK {
 		return reply

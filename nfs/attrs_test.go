@@ -1,6 +1,8 @@
 package nfs_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
@@ -48,4 +50,67 @@ func TestAttrsCreateWcc(t *testing.T) {
 	require.True(t, isOK, "MKDIR: %v", mk.GetStatus())
 	_, hasPre = mok.Resok.DirWcc.Before.(*nfsv3.PreOpAttr_TRUE)
 	require.True(t, hasPre, "MKDIR dir_wcc.before")
+}
+
+// TestAttrsFailedWcc: failed SETATTR, WRITE, REMOVE, RMDIR and RENAME
+// carry the post-operation attributes of the object or directories in
+// their wcc_data (RFC 1813 §2.6; go-nfs sends empty wcc_data), so the
+// Linux client keeps its cached attributes instead of asking GETATTR.
+func TestAttrsFailedWcc(t *testing.T) {
+	root, h := bigDir(t, 0)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "big", "file"), []byte("x"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(root, "full"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "full", "in"), nil, 0o644))
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
+	rootFH := mountRoot(t, srv)
+	c := dialRDMANFS(t, srv)
+	bigFH := lookup(t, c, 2, rootFH, "big")
+	fileFH := lookup(t, c, 3, bigFH, "file")
+
+	rm := results(t, c, 4, nfs.ProgNFS, 3, nfs.ProcRemove,
+		&nfsv3.Remove3args{Object: nfsv3.Diropargs3{Dir: bigFH, Name: "missing"}}, nfsv3.ReadRemove3res)
+	rmFail, ok := rm.(*nfsv3.Remove3res_default)
+	require.True(t, ok, "REMOVE of a missing name: %T", rm)
+	require.Equal(t, nfsv3.NFS3ERR_NOENT, rmFail.Status)
+	requireDirAttrs(t, rmFail.Resfail.DirWcc.After, "REMOVE dir_wcc")
+
+	rd := results(t, c, 5, nfs.ProgNFS, 3, nfs.ProcRmdir,
+		&nfsv3.Rmdir3args{Object: nfsv3.Diropargs3{Dir: rootFH, Name: "full"}}, nfsv3.ReadRmdir3res)
+	rdFail, ok := rd.(*nfsv3.Rmdir3res_default)
+	require.True(t, ok, "RMDIR of a full directory: %T", rd)
+	requireDirAttrs(t, rdFail.Resfail.DirWcc.After, "RMDIR dir_wcc")
+
+	rn := results(t, c, 6, nfs.ProgNFS, 3, nfs.ProcRename, &nfsv3.Rename3args{
+		From: nfsv3.Diropargs3{Dir: bigFH, Name: "missing"}, To: nfsv3.Diropargs3{Dir: rootFH, Name: "x"},
+	}, nfsv3.ReadRename3res)
+	rnFail, ok := rn.(*nfsv3.Rename3res_default)
+	require.True(t, ok, "RENAME of a missing name: %T", rn)
+	requireDirAttrs(t, rnFail.Resfail.FromdirWcc.After, "RENAME fromdir_wcc")
+	requireDirAttrs(t, rnFail.Resfail.TodirWcc.After, "RENAME todir_wcc")
+
+	sa := results(t, c, 7, nfs.ProgNFS, 3, nfs.ProcSetattr, &nfsv3.Setattr3args{
+		Object: fileFH, NewAttributes: sattrNone(),
+		Guard: &nfsv3.Sattrguard3_TRUE{ObjCtime: nfsv3.Nfstime3{Seconds: 1, Nseconds: 2}},
+	}, nfsv3.ReadSetattr3res)
+	saFail, ok := sa.(*nfsv3.Setattr3res_default)
+	require.True(t, ok, "SETATTR with a guard that does not match: %T", sa)
+	require.Equal(t, nfsv3.NFS3ERR_NOT_SYNC, saFail.Status)
+	after, ok := saFail.Resfail.ObjWcc.After.(*nfsv3.PostOpAttr_TRUE)
+	require.True(t, ok, "SETATTR obj_wcc.after")
+	require.Equal(t, uint64(1), after.Attributes.Size)
+
+	wr := results(t, c, 8, nfs.ProgNFS, 3, nfs.ProcWrite, &nfsv3.Write3args{
+		File: bigFH, Count: 1, Stable: nfsv3.UNSTABLE, Data: []byte("y"),
+	}, nfsv3.ReadWrite3res)
+	wrFail, ok := wr.(*nfsv3.Write3res_default)
+	require.True(t, ok, "WRITE to a directory: %T", wr)
+	requireDirAttrs(t, wrFail.Resfail.FileWcc.After, "WRITE file_wcc")
+}
+
+// requireDirAttrs fails t unless a holds a directory's attributes.
+func requireDirAttrs(t *testing.T, a nfsv3.PostOpAttr, what string) {
+	t.Helper()
+	got, ok := a.(*nfsv3.PostOpAttr_TRUE)
+	require.True(t, ok, "%s: no post-operation attributes", what)
+	require.Equal(t, nfsv3.NF3DIR, got.Attributes.Type, what)
 }

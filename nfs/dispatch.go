@@ -217,12 +217,37 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 			return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
 		}
 		return ss.answer(entry, successReply(h.XID, results))
+	case ProcRead:
+		reply, ok := ss.s.read(h.XID, msg[args:])
+		if !ok {
+			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+		}
+		return ss.send(reply)
+	case ProcGetattr:
+		reply, ok := ss.s.getattr(h.XID, msg[args:])
+		if !ok {
+			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+		}
+		return ss.send(reply)
+	case ProcLookup:
+		reply, ok := ss.s.lookup(h.XID, msg[args:])
+		if !ok {
+			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+		}
+		return ss.send(reply)
+	case ProcCreate:
+		if reply, ok := ss.s.create(h.XID, msg[args:]); ok {
+			return ss.answer(entry, reply)
+		}
 	case ProcFsinfo:
 		return ss.forward(pendingCall{xid: h.XID, entry: entry, fsinfo: true}, msg)
 	case ProcWrite:
+		if reply, ok := ss.s.writeLocal(h.XID, msg[args:]); ok {
+			return ss.answer(entry, reply)
+		}
 		w, ok := decodeWriteCall(msg[args:])
 		if ok {
-			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w}, msg)
+			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w, attrs: &attrFix{proc: ProcWrite, dir: w.fh}}, msg)
 		}
 	}
 	return ss.forward(pendingCall{xid: h.XID, entry: entry, attrs: ss.s.newAttrFix(h.Proc, msg[args:])}, msg)

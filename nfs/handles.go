@@ -96,15 +96,41 @@ func (d *Dir) identify(name string) (id fileID, parent uint64, dir bool, err err
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if id, err = fdIdentity(fd, &st); err != nil {
 		return fileID{}, 0, false, pathErr("identify", name, err)
 	}
-	dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
-	if fh, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH); err == nil && fh.Size() > 0 && fh.Size() <= fhKernelMax {
-		return fileID{kind: fhKindKernel, ino: st.Ino, ktype: fh.Type(), kfh: fh.Bytes()}, parent, dir, nil
+	return id, parent, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
+}
+
+// identity returns the identity of name (not following a last symbolic
+// link) without its directory's: one openat2 instead of two descriptors,
+// for checking a name against a handle.
+func (d *Dir) identity(name string) (fileID, error) {
+	fd, err := d.openat(name, unix.O_PATH|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fileID{}, pathErr("identify", name, err)
 	}
-	id = fileID{kind: fhKindInode, ino: st.Ino}
-	if st.Mode&unix.S_IFMT == unix.S_IFREG || dir {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	id, err := fdIdentity(fd, &st)
+	if err != nil {
+		return fileID{}, pathErr("identify", name, err)
+	}
+	return id, nil
+}
+
+// fdIdentity returns the identity of the file fd (an O_PATH descriptor)
+// and fills st with its attributes: the kernel's file handle when it has
+// one that fits, else the inode and its generation.
+func fdIdentity(fd int, st *unix.Stat_t) (fileID, error) {
+	if err := unix.Fstat(fd, st); err != nil {
+		return fileID{}, err
+	}
+	if fh, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH); err == nil && fh.Size() > 0 && fh.Size() <= fhKernelMax {
+		return fileID{kind: fhKindKernel, ino: st.Ino, ktype: fh.Type(), kfh: fh.Bytes()}, nil
+	}
+	id := fileID{kind: fhKindInode, ino: st.Ino}
+	if t := st.Mode & unix.S_IFMT; t == unix.S_IFREG || t == unix.S_IFDIR {
 		if rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
 			if g, err := unix.IoctlGetUint32(rfd, fsIocGetVersion); err == nil {
 				id.gen = g
@@ -112,7 +138,7 @@ func (d *Dir) identify(name string) (id fileID, parent uint64, dir bool, err err
 			_ = unix.Close(rfd)
 		}
 	}
-	return id, parent, dir, nil
+	return id, nil
 }
 
 // encodeHandle lays out a handle of export for id made in directory parent.
@@ -303,7 +329,7 @@ func (h *DirHandler) HandleLimit() int { return math.MaxInt32 }
 
 // check reports whether name is the file id.
 func (h *DirHandler) check(name string, id fileID) bool {
-	got, _, _, err := h.dir.identify(name)
+	got, err := h.dir.identity(name)
 	return err == nil && got.equal(id)
 }
 

@@ -212,7 +212,19 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 		}
 	}
 
+	// A DirHandler's own directory: attributes and handles through one
+	// descriptor of it.
+	var de *dirEntries
+	if dh, ok := s.handler.(*DirHandler); ok && plus && fsys == billy.Filesystem(dh.dir) {
+		if de, err = dh.openEntries(dirName); err == nil {
+			defer de.close()
+		} else {
+			de = nil
+		}
+	}
+
 	var list bytes.Buffer
+	var scratch []byte // one entry's XDR, reused
 	n := 0
 	add := func(name string, cookie uint64, fileid uint64, attr *gonfs.FileAttribute, fh []byte) bool {
 		size := entry3Fixed + pad4(len(name))
@@ -227,17 +239,17 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 		}
 		budget -= size
 		n++
-		b := xdr.AppendUint32(nil, 1) // value_follows
+		b := xdr.AppendUint32(scratch[:0], 1) // value_follows
 		b = xdr.AppendUint64(b, fileid)
 		b = xdr.AppendString(b, name)
 		b = xdr.AppendUint64(b, cookie)
-		list.Write(b)
 		if plus {
-			_ = gonfs.WritePostOpAttrs(&list, attr)
-			b = xdr.AppendUint32(b[:0], 1) // handle_follows
+			b = appendPostOpAttr(b, attr)
+			b = xdr.AppendUint32(b, 1) // handle_follows
 			b = xdr.AppendOpaque(b, fh)
-			list.Write(b)
 		}
+		list.Write(b)
+		scratch = b
 		return true
 	}
 
@@ -295,7 +307,13 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 			var fh []byte
 			if plus {
 				// Fresh attributes: the listing may be a kept one.
-				fi, err := fsys.Lstat(name)
+				var fi fs.FileInfo
+				var err error
+				if de != nil {
+					fi, fh, err = de.entry(e.name)
+				} else {
+					fi, err = fsys.Lstat(name)
+				}
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // removed since the listing was read
 				}
@@ -303,7 +321,9 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 					attr = gonfs.ToFileAttribute(fi, name)
 					fileid = attr.Fileid
 				}
-				fh = s.handler.ToHandle(fsys, epath)
+				if de == nil || err != nil {
+					fh = s.handler.ToHandle(fsys, epath)
+				}
 			}
 			if !add(e.name, e.cookie, fileid, attr, fh) {
 				full = true
@@ -324,7 +344,7 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 
 	var b bytes.Buffer
 	b.Write(xdr.AppendUint32(nil, nfs3OK))
-	_ = gonfs.WritePostOpAttrs(&b, dirAttr)
+	b.Write(appendPostOpAttr(nil, dirAttr))
 	b.Write(xdr.AppendUint64(nil, verf))
 	b.Write(list.Bytes())
 	tail := xdr.AppendUint32(nil, 0) // no more entries
@@ -338,6 +358,6 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 func readdirFail(status uint32, dirAttr *gonfs.FileAttribute) []byte {
 	var b bytes.Buffer
 	b.Write(xdr.AppendUint32(nil, status))
-	_ = gonfs.WritePostOpAttrs(&b, dirAttr)
+	b.Write(appendPostOpAttr(nil, dirAttr))
 	return b.Bytes()
 }

@@ -100,10 +100,15 @@ type ServerConfig struct {
 // programs go-nfs does not serve with PROG_UNAVAIL (RFC 5531 §9), replays
 // retransmitted non-idempotent calls from a duplicate request cache,
 // executes LINK (RFC 1813 §3.3.15), COMMIT (§3.3.21), READDIR (§3.3.16)
-// and READDIRPLUS (§3.3.17) itself, makes WRITE replies tell the truth
-// about stability (§3.3.7), offers a dtpref that fits a message in FSINFO
-// (§3.3.19), and adds the directory attributes go-nfs leaves out of LOOKUP
-// failures and of CREATE, MKDIR, SYMLINK and MKNOD (§2.6, wcc_data).
+// and READDIRPLUS (§3.3.17) itself, and GETATTR (§3.3.1), LOOKUP (§3.3.3)
+// and READ (§3.3.6) for any handler, CREATE (§3.3.8) and WRITE (§3.3.7)
+// for a DirHandler's files (the calls of a kernel client's common work,
+// without go-nfs's pipe round trip and reflective codec), makes go-nfs's
+// WRITE replies tell the truth about stability, offers a dtpref that fits
+// a message in FSINFO (§3.3.19), and adds the attributes go-nfs leaves
+// out: the directory's in LOOKUP failures and in the wcc_data of MKDIR,
+// SYMLINK and MKNOD, the object's or directories' in failed SETATTR,
+// WRITE, REMOVE, RMDIR and RENAME (§2.6, wcc_data).
 type Server struct {
 	cfg     ServerConfig
 	log     *slog.Logger

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"syscall"
@@ -48,12 +49,14 @@ func main() {
 // options are the command line's.
 type options struct {
 	dir, addr, provider, metrics, logLevel string
+	cpuProfile                             string
 	rdmaPort, tcpPort                      int
 	readOnly, nfsOverTCP, indexOnly        bool
 	rpcbind, portmap                       bool
 	inlineSend, inlineRecv                 int
 	noRemoteInvalidate, noPrivateData      bool
 	credits, maxConns, backlog             int
+	gcPercent                              int
 	maxRPC                                 int
 }
 
@@ -81,6 +84,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.portmap, "portmap", false, "serve a minimal portmapper on port 111 when no rpcbind runs")
 	fs.StringVar(&o.metrics, "metrics", "", "address of the metrics endpoint (expvar JSON at /debug/vars); empty: none")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&o.gcPercent, "gc-percent", 400, "garbage collector target (as GOGC; -1 off): each READ and WRITE carries up to 1 MiB, so Go's default 100 collects after every few")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -105,6 +110,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	defer debug.SetGCPercent(debug.SetGCPercent(o.gcPercent))
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				log.Error("rdma-nfsd: cpu profile", "err", err)
+			}
+		}()
+	}
 
 	var provider verbs.Provider
 	switch o.provider {

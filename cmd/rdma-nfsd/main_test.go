@@ -175,3 +175,33 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("gave up waiting for %s", what)
 }
+
+// TestCPUProfile: -cpuprofile writes a pprof profile (gzip-compressed
+// protocol buffer) by the time run returns after shutdown.
+func TestCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan *nfs.Server, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-dir", dir, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
+			"-rpcbind=false", "-cpuprofile", prof}, io.Discard, func(s *nfs.Server) { ready <- s })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	b, err := os.ReadFile(prof)
+	require.NoError(t, err)
+	require.Greater(t, len(b), 2)
+	require.Equal(t, []byte{0x1f, 0x8b}, b[:2], "a gzip-compressed profile")
+
+	err = run(context.Background(), []string{"-dir", dir, "-provider", "soft", "-rpcbind=false",
+		"-cpuprofile", filepath.Join(dir, "no", "such", "dir")}, io.Discard, nil)
+	require.ErrorContains(t, err, "-cpuprofile")
+}

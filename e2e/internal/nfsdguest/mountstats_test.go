@@ -57,3 +57,52 @@ func TestParseXprtErrors(t *testing.T) {
 		}
 	}
 }
+
+// opsSample is a mount's per-op section (Linux 6.1: nine numbers a line,
+// the ninth the errors, which ParseOps does not keep).
+const opsSample = `device 10.0.0.1:/ mounted on /mnt/a with fstype nfs statvers=1.1
+	opts:	rw,vers=3
+	xprt:	rdma 0 0 1 0 9 99 99 0 99 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 7 0 0
+	per-op statistics
+	        NULL: 1 1 0 44 24 0 0 0 0
+	     GETATTR: 10 11 1 1400 1120 3 4 5 0
+	 READDIRPLUS: 7 7 0 900 99000 1 20 22 0
+
+device 10.0.0.1:/export mounted on /mnt/b with fstype nfs statvers=1.1
+	per-op statistics
+	     GETATTR: 99 99 0 1 1 1 1 1 0
+`
+
+func TestParseOps(t *testing.T) {
+	o, err := ParseOps(opsSample, "/mnt/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := o["GETATTR"]; g != (Op{10, 11, 1, 1400, 1120, 3, 4, 5}) {
+		t.Errorf("GETATTR: %+v", g)
+	}
+	if o["READDIRPLUS"].Ops != 7 || len(o) != 3 {
+		t.Errorf("ops: %v", o)
+	}
+	before := Ops{"GETATTR": {Ops: 4, ExecuteMs: 9}}
+	d := o.Sub(before)
+	if d["GETATTR"].Ops != 6 || d["GETATTR"].ExecuteMs != 0 || d["NULL"].Ops != 1 {
+		t.Errorf("Sub: %v", d)
+	}
+	d.Add(d)
+	if d["GETATTR"].Ops != 12 {
+		t.Errorf("Add: %v", d)
+	}
+	if s := o.String(); s != "GETATTR=10 NULL=1 READDIRPLUS=7" {
+		t.Errorf("String: %q", s)
+	}
+	if b, err := ParseOps(opsSample, "/mnt/b"); err != nil || b["GETATTR"].Ops != 99 {
+		t.Errorf("the second mount: %v, %v", b, err)
+	}
+	if _, err := ParseOps(opsSample, "/mnt/c"); err == nil {
+		t.Error("no error for a mount that is not there")
+	}
+	if _, err := ParseOps(sample, "/mnt/other"); err == nil {
+		t.Error("no error for a mount without per-op statistics")
+	}
+}

@@ -60,22 +60,22 @@ type nfsd struct {
 // dmesg tail and the mountstats of mnt.
 func startNfsd(t *testing.T, export, mnt, name string, extra ...string) *nfsd {
 	t.Helper()
+	// The kernel's RPC-over-RDMA tracepoints, for the hang report.
+	_, _ = run("echo > /sys/kernel/tracing/trace; echo 1 > /sys/kernel/tracing/events/rpcrdma/enable")
+	return launchNfsd(t, export, mnt, name, append([]string{"-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false"}, extra...)...)
+}
+
+// launchNfsd runs rdma-nfsd exporting export on 10.0.0.1, RDMA port
+// 20051, with the flags args (no tracing, no default MOUNT port or rpcbind
+// setting) and waits until it serves.
+func launchNfsd(t *testing.T, export, mnt, name string, args ...string) *nfsd {
+	t.Helper()
 	s := &nfsd{t: t, export: export, logPath: "/tmp/rdma-nfsd-" + name + ".log"}
 	_ = os.Remove(s.logPath)
 	s.args = append([]string{"-dir", export, "-provider", "rdmacore", "-addr", serverAddr,
-		"-rdma-port", strconv.Itoa(rdmaPort), "-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false"}, extra...)
+		"-rdma-port", strconv.Itoa(rdmaPort)}, args...)
 	t.Cleanup(func() {
-		if s.cmd != nil {
-			_ = s.cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = s.cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = s.cmd.Process.Kill()
-				<-done
-			}
-		}
+		s.stop()
 		if !t.Failed() {
 			return
 		}
@@ -86,8 +86,6 @@ func startNfsd(t *testing.T, export, mnt, name string, extra ...string) *nfsd {
 		out, _ = run("tail -n 150 " + s.logPath)
 		t.Logf("rdma-nfsd log (%s, last lines):\n%s", s.logPath, out)
 	})
-	// The kernel's RPC-over-RDMA tracepoints, for the hang report.
-	_, _ = run("echo > /sys/kernel/tracing/trace; echo 1 > /sys/kernel/tracing/events/rpcrdma/enable")
 	s.start()
 	return s
 }
@@ -130,6 +128,24 @@ func (s *nfsd) start() {
 func exited(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return err != nil || strings.Contains(string(b), ") Z ")
+}
+
+// stop ends the server with SIGTERM (a clean shutdown: its registrations
+// with rpcbind undone, its CPU profile written), SIGKILL after 10 s.
+func (s *nfsd) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
 }
 
 // kill ends the server with SIGKILL: no clean shutdown.

@@ -1,0 +1,71 @@
+package nfs_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+)
+
+// TestServerWriteLocal: WRITE to a DirHandler's file in the dispatch
+// layer (RFC 1813 §3.3.7): the data lands at the offset (a hole before
+// it), UNSTABLE is answered UNSTABLE and DATA_SYNC/FILE_SYNC FILE_SYNC,
+// every reply carries the server's write verifier and the file's wcc_data
+// (size before and after), count is what was written; a read-only export
+// answers NFS3ERR_ROFS with the file's attributes.
+func TestServerWriteLocal(t *testing.T) {
+	root, h := bigDir(t, 0)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "f"), []byte("0123456789"), 0o644))
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
+	rootFH := mountRoot(t, srv)
+	c := dialRDMANFS(t, srv)
+	fFH := lookup(t, c, 2, rootFH, "f")
+	verf := srv.WriteVerifier()
+	for i, w := range []struct {
+		off      uint64
+		data     string
+		stable   nfsv3.StableHow
+		want     nfsv3.StableHow
+		pre, end uint64
+	}{
+		{2, "ab", nfsv3.UNSTABLE, nfsv3.UNSTABLE, 10, 10},
+		{12, "xyz", nfsv3.DATA_SYNC, nfsv3.FILE_SYNC, 10, 15},
+		{15, "!", nfsv3.FILE_SYNC, nfsv3.FILE_SYNC, 15, 16},
+	} {
+		res := write(t, c, 3+uint32(i), fFH, w.off, []byte(w.data), w.stable)
+		ok, isOK := res.(*nfsv3.Write3res_NFS3_OK)
+		require.True(t, isOK, "WRITE %d: %v", i, res.GetStatus())
+		require.Equal(t, uint32(len(w.data)), ok.Resok.Count)
+		require.Equal(t, w.want, ok.Resok.Committed)
+		require.Equal(t, verf, ok.Resok.Verf)
+		pre, hasPre := ok.Resok.FileWcc.Before.(*nfsv3.PreOpAttr_TRUE)
+		require.True(t, hasPre, "WRITE %d: pre_op_attr", i)
+		require.Equal(t, w.pre, pre.Attributes.Size)
+		post, hasPost := ok.Resok.FileWcc.After.(*nfsv3.PostOpAttr_TRUE)
+		require.True(t, hasPost, "WRITE %d: post_op_attr", i)
+		require.Equal(t, w.end, post.Attributes.Size)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "f"))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal([]byte("01ab456789\x00\x00xyz!"), got), "%q", got)
+
+	d, err := nfs.DirFS(root)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	d.SetReadOnly()
+	roh, err := nfs.NewDirHandler(d, nfs.DirHandlerOptions{IndexOnly: true})
+	require.NoError(t, err)
+	ro := startServer(t, nfs.ServerConfig{Handler: roh})
+	rc := dialRDMANFS(t, ro)
+	roF := lookup(t, rc, 2, mountRoot(t, ro), "f")
+	res := write(t, rc, 3, roF, 0, []byte("no"), nfsv3.FILE_SYNC)
+	fail, isFail := res.(*nfsv3.Write3res_default)
+	require.True(t, isFail, "%T", res)
+	require.Equal(t, nfsv3.NFS3ERR_ROFS, fail.Status)
+	require.True(t, fail.Resfail.FileWcc.After.GetAttributesFollow())
+}
