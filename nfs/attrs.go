@@ -2,6 +2,7 @@ package nfs
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	gonfs "github.com/willscott/go-nfs"
 
@@ -29,6 +30,7 @@ type attrFix struct {
 	proc uint32
 	dir  []byte               // the directory's (or SETATTR's and WRITE's object's) handle
 	to   []byte               // RENAME: the target directory's handle
+	name string               // RMDIR: the name removed
 	pre  *gonfs.FileAttribute // CREATE and the like: the directory before
 }
 
@@ -55,7 +57,14 @@ func (s *Server) newAttrFix(proc uint32, args []byte) *attrFix {
 	}
 	f := &attrFix{proc: proc, dir: bytes.Clone(dir)}
 	switch proc {
-	case ProcSetattr, ProcWrite, ProcRemove, ProcRmdir:
+	case ProcRmdir:
+		name, err := r.String(MaxPathLen)
+		if err != nil {
+			return nil
+		}
+		f.name = string(name)
+		return f
+	case ProcSetattr, ProcWrite, ProcRemove:
 		return f
 	case ProcRename:
 		if _, err := r.Opaque(MaxPathLen); err != nil {
@@ -85,6 +94,17 @@ func (s *Server) handleAttr(fh []byte) *gonfs.FileAttribute {
 		return nil
 	}
 	return statAttr(fsys, fsys.Join(p...))
+}
+
+// nonEmptyDir reports whether name in the directory dir names is a
+// directory with at least one entry.
+func (s *Server) nonEmptyDir(dir []byte, name string) bool {
+	fsys, p, err := s.handler.FromHandle(dir)
+	if err != nil {
+		return false
+	}
+	entries, err := fsys.ReadDir(fsys.Join(append(p, name)...))
+	return err == nil && len(entries) > 0
 }
 
 // emptyWcc is a wcc_data with neither pre- nor post-operation attributes.
@@ -140,6 +160,13 @@ func (s *Server) finishAttrs(reply []byte, f *attrFix) []byte {
 	case ProcSetattr, ProcWrite, ProcRemove, ProcRmdir, ProcRename:
 		if status == nfs3OK {
 			return reply
+		}
+		if f.proc == ProcRmdir && status == nfs3ErrIO && s.nonEmptyDir(f.dir, f.name) {
+			// go-nfs answers NFS3ERR_IO for every failed removal;
+			// RFC 1813 §3.3.13: "NFS3ERR_NOTEMPTY", which the client
+			// turns into ENOTEMPTY (rm -r, rmdir(2) callers test it).
+			reply = bytes.Clone(reply)
+			binary.BigEndian.PutUint32(reply[off:], nfs3ErrNotEmpty)
 		}
 		return s.failedWcc(reply, off+4, f)
 	}

@@ -78,6 +78,7 @@ func TestAttrsFailedWcc(t *testing.T) {
 		&nfsv3.Rmdir3args{Object: nfsv3.Diropargs3{Dir: rootFH, Name: "full"}}, nfsv3.ReadRmdir3res)
 	rdFail, ok := rd.(*nfsv3.Rmdir3res_default)
 	require.True(t, ok, "RMDIR of a full directory: %T", rd)
+	require.Equal(t, nfsv3.NFS3ERR_NOTEMPTY, rdFail.Status, "RMDIR of a full directory")
 	requireDirAttrs(t, rdFail.Resfail.DirWcc.After, "RMDIR dir_wcc")
 
 	rn := results(t, c, 6, nfs.ProgNFS, 3, nfs.ProcRename, &nfsv3.Rename3args{

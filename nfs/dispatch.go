@@ -23,6 +23,7 @@ const (
 	nfs3ErrNotDir      = 20
 	nfs3ErrIsDir       = 21
 	nfs3ErrInval       = 22
+	nfs3ErrNotEmpty    = 66
 	nfs3ErrNoSpc       = 28
 	nfs3ErrROFS        = 30
 	nfs3ErrMLink       = 31
@@ -176,6 +177,11 @@ func (ss *session) dispatch(msg []byte) error {
 		if h.Proc > MountProcExport {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
+		if h.Proc == MountProcExport {
+			// go-nfs v0.0.4 has no EXPORT: it sends a reply without
+			// results.
+			return ss.send(successReply(h.XID, appendExports(nil, ss.s.cfg.Exports)))
+		}
 		return ss.forward(pendingCall{xid: h.XID}, msg)
 	default:
 		// NFSACL, NLM and anything else go-nfs does not serve (RFC 5531
@@ -185,6 +191,24 @@ func (ss *session) dispatch(msg []byte) error {
 		return ss.send(acceptedReply(h.XID, xdr.AcceptProgUnavail, xdr.Mismatch{}))
 	}
 	return ss.dispatchNFS(&h, msg, args)
+}
+
+// appendExports appends MOUNT EXPORT's results (RFC 1813 §5.2.5): the
+// exports list of dirs (nil: "/"), each with an empty groups list (open
+// to every client).
+//
+//	exports: exportnode *; exportnode: dirpath ex_dir; groups ex_groups;
+//	exports ex_next;  groups: groupnode *
+func appendExports(b []byte, dirs []string) []byte {
+	if dirs == nil {
+		dirs = []string{"/"}
+	}
+	for _, d := range dirs {
+		b = xdr.AppendBool(b, true)
+		b = xdr.AppendString(b, d)
+		b = xdr.AppendBool(b, false)
+	}
+	return xdr.AppendBool(b, false)
 }
 
 // dispatchNFS handles an NFSv3 call: through the duplicate request cache if

@@ -85,6 +85,13 @@ type ServerConfig struct {
 	// OnCall, if not nil, is called with the header of every call
 	// received, before it is answered; it must not keep h.
 	OnCall func(network string, h *xdr.CallHeader)
+
+	// Exports are the paths MOUNT's EXPORT procedure lists (RFC 1813
+	// §5.2.5; what showmount -e prints), each open to every client
+	// (no groups); nil means "/". go-nfs handlers mount any path as
+	// their file system's root, so these are what to advertise, not a
+	// check.
+	Exports []string
 }
 
 // Server serves NFS version 3 (RFC 1813) with a go-nfs handler over
