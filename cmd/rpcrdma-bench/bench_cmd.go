@@ -20,6 +20,7 @@ import (
 // benchFlags are the bench command's.
 type benchFlags struct {
 	quick                                        bool
+	rounds                                       int
 	d                                            time.Duration
 	provider, inlines, sizes, inflight           string
 	workloads, servers, clients                  string
@@ -32,6 +33,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.SetOutput(stderr)
 	fs.BoolVar(&f.quick, "quick", false, "the CI subset: 2, 4 and 64 KiB, 1 and 8 in flight, inline 1024 and 4096, 1 s cells")
 	fs.DurationVar(&f.d, "d", 0, "duration of each cell (default 3s, 1s with -quick)")
+	fs.IntVar(&f.rounds, "rounds", 0, "measure each cell this many times, inline settings in ABBA order (default 2)")
 	fs.StringVar(&f.provider, "provider", "rdmacore", "rdmacore: in the VM over rxe (all peers); soft: here, over TCP (our peers only)")
 	fs.StringVar(&f.inlines, "inline", "", "inline settings (default 1024,4096,16KiB,64KiB)")
 	fs.StringVar(&f.sizes, "sizes", "", "READ and WRITE sizes (default 512,1KiB,2KiB,4KiB,8KiB,64KiB,1MiB)")
@@ -57,6 +59,9 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	s.Provider = f.provider
 	if f.d > 0 {
 		s.Duration = f.d
+	}
+	if f.rounds > 0 {
+		s.Rounds = f.rounds
 	}
 	var err error
 	if f.inlines != "" {
@@ -96,7 +101,9 @@ type Report struct {
 	GuestKernel string      `json:"guest_kernel"` // the VM's kernel package, "" on soft
 	Provider    string      `json:"provider"`
 	Spec        Spec        `json:"spec"`
-	Results     []Result    `json:"results,omitempty"`
+	Load        string      `json:"host_load"`         // /proc/loadavg at the start and the end
+	Results     []Result    `json:"results,omitempty"` // rounds merged
+	Raw         []Result    `json:"raw,omitempty"`     // every round's result
 	Matrix      []MatrixRow `json:"matrix,omitempty"`
 	Seconds     float64     `json:"seconds"`
 }
@@ -109,6 +116,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	t0 := time.Now()
 	rep := Report{Date: t0.UTC().Format(time.RFC3339), Host: hostDescription(), Provider: spec.Provider, Spec: spec}
 	prog := newProgress(stderr)
+	load0 := loadAvg()
 	if spec.Provider == "soft" {
 		rep.Provider = "soft (TCP emulation on this machine: not RDMA)"
 		if rep.Results, err = benchSoft(ctx, spec, prog, stderr); err != nil {
@@ -127,9 +135,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rep.Provider = "rdmacore (Soft-RoCE rxe in a qemu TCG VM: not hardware)"
 		cells := spec.AllCells()
 		run := &vmRun{mode: "bench", spec: spec, log: stderr, console: f.consoleOut,
-			timeout: vmTimeout(len(cells), spec.Duration, len(spec.Servers)*len(spec.Inlines)),
+			timeout: vmTimeout(len(cells)*spec.Rounds, spec.Duration, spec.Rounds*len(spec.Servers)*len(spec.Inlines)),
 			onLine:  prog.guestLine}
-		fmt.Fprintf(stderr, "%d cells of %v each\n", len(cells), spec.Duration)
+		fmt.Fprintf(stderr, "%d cells × %d rounds of %v each\n", len(cells), spec.Rounds, spec.Duration)
 		raw, err := run.run(ctx, img, root)
 		prog.end()
 		if err != nil {
@@ -140,13 +148,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	rep.Seconds = time.Since(t0).Seconds()
+	rep.Load = load0 + " → " + loadAvg()
+	rep.Raw, rep.Results = rep.Results, mergeRounds(rep.Results)
 	fillRatios(rep.Results)
 	return writeOutputs(rep, f, stdout)
 }
 
 // writeOutputs prints the table and writes the files asked for.
 func writeOutputs(rep Report, f benchFlags, stdout io.Writer) error {
-	fmt.Fprintf(stdout, "\n%s; %s; %s\n", rep.Provider, rep.Date, rep.Host)
+	fmt.Fprintf(stdout, "\n%s; %s; %s; load %s\n", rep.Provider, rep.Date, rep.Host, rep.Load)
 	if rep.GuestKernel != "" {
 		fmt.Fprintf(stdout, "guest kernel: %s\n", rep.GuestKernel)
 	}
@@ -259,6 +269,16 @@ func hostDescription() string {
 		kernel = "Linux " + strings.TrimSpace(string(b))
 	}
 	return fmt.Sprintf("%s, %d cores, %s", model, runtime.NumCPU(), kernel)
+}
+
+// loadAvg is the host's 1-minute load average: under TCG every figure
+// depends on it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
 }
 
 // guestKernel is the VM's kernel package ("linux-image-6.1.0-... version").

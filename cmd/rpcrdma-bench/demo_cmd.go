@@ -49,15 +49,17 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	results = mergeRounds(results)
 	fillRatios(results)
-	fmt.Fprintf(stdout, "\nA short benchmark (%s, %v per cell; `make bench` runs the whole matrix):\n", "rdma-nfsd over rxe in qemu TCG: not hardware figures", spec.Duration)
+	fmt.Fprintf(stdout, "\nA short benchmark (rdma-nfsd over rxe in qemu TCG, not hardware figures; %d rounds of %v per cell, host load %s; `make bench` runs the whole matrix):\n",
+		spec.Rounds, spec.Duration, loadAvg())
 	writeTable(stdout, results)
 	for _, r := range results {
 		if r.Err != "" {
 			return fmt.Errorf("cell %s: %s", r.Label(), r.Err)
 		}
 	}
-	if len(results) != len(spec.AllCells()) {
+	if len(results) != len(spec.AllCells()) || results[0].Rounds != spec.Rounds {
 		return fmt.Errorf("%d results for %d cells", len(results), len(spec.AllCells()))
 	}
 	fmt.Fprintf(stdout, "\ndemo done in %.0f s\n", time.Since(t0).Seconds())

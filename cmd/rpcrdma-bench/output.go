@@ -243,7 +243,8 @@ func writeMarkdown(w io.Writer, rep Report) {
 	if rep.GuestKernel != "" {
 		fmt.Fprintf(w, "; guest kernel: %s", rep.GuestKernel)
 	}
-	fmt.Fprintf(w, "; %v per cell; %.0f s in all.\n\n", rep.Spec.Duration, rep.Seconds)
+	fmt.Fprintf(w, "; %d rounds of %v per cell (ABBA order of the inline settings); host load %s; %.0f s in all.\n\n",
+		rep.Spec.Rounds, rep.Spec.Duration, rep.Load, rep.Seconds)
 	fmt.Fprintln(w, "| "+strings.Join(tableHeader, " | ")+" |")
 	fmt.Fprintln(w, "|"+strings.Repeat("---|", len(tableHeader)))
 	for _, r := range sorted(rep.Results) {

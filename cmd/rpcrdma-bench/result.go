@@ -97,6 +97,10 @@ type Result struct {
 	// it ("send/recv 4096/4096 R=1").
 	Negotiated string `json:"negotiated"`
 	Err        string `json:"error,omitempty"`
+	// Round is the round that measured the cell (0-based); Rounds, in a
+	// merged result, how many rounds it folds.
+	Round  int `json:"round"`
+	Rounds int `json:"rounds,omitempty"`
 }
 
 // fillRatios sets Vs1024 of every result from the 1024 cell of the same

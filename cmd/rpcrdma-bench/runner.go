@@ -21,19 +21,30 @@ type runner struct {
 	emit     func(Result)
 	progress func(done, total int, c Cell)
 
-	done, total int
+	done, total, round int
 }
 
 // run measures every cell of the spec, server by server and inline
 // setting by inline setting (one server start and one mount each).
 func (r *runner) run(ctx context.Context) error {
-	r.total = len(r.spec.AllCells())
+	rounds := max(1, r.spec.Rounds)
+	r.total = len(r.spec.AllCells()) * rounds
+	for r.round = 0; r.round < rounds; r.round++ {
+		if err := r.runRound(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runRound measures every cell once.
+func (r *runner) runRound(ctx context.Context) error {
 	for _, name := range r.spec.Servers {
 		srv, ok := r.servers[name]
 		if !ok {
 			continue
 		}
-		for _, inline := range r.spec.Inlines {
+		for _, inline := range roundInlines(r.spec.Inlines, r.round) {
 			cells := r.spec.Cells(name, inline)
 			if len(cells) == 0 {
 				continue
@@ -62,6 +73,7 @@ func (r *runner) failAll(cells []Cell, err error) {
 
 func (r *runner) report(res Result) {
 	r.done++
+	res.Round = r.round
 	r.emit(res)
 	if r.progress != nil {
 		r.progress(r.done, r.total, res.Cell)

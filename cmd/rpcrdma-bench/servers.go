@@ -64,25 +64,32 @@ type rdmaNfsd struct {
 	logPath             string
 	cmd                 *exec.Cmd
 	waited              chan struct{}
-	metrics             string
+	metrics             string // -metrics (host:port; port 0 picks one)
+	rdmaPort, tcpPort   int    // 0 picks one
+	metricsURL, bound   string // what the running server reports
 }
 
 func newRdmaNfsd(bin, provider, addr, dir string) *rdmaNfsd {
-	return &rdmaNfsd{bin: bin, provider: provider, addr: addr, dir: dir, metrics: goMetrics,
+	return &rdmaNfsd{bin: bin, provider: provider, addr: addr, dir: dir, metrics: goMetrics, rdmaPort: goRDMAPort, tcpPort: goTCPPort,
 		logPath: filepath.Join(os.TempDir(), "rpcrdma-bench-rdma-nfsd.log")}
 }
 
-func (s *rdmaNfsd) name() string             { return ServerGo }
-func (s *rdmaNfsd) rdmaAddr() string         { return net.JoinHostPort(s.addr, strconv.Itoa(goRDMAPort)) }
+func (s *rdmaNfsd) name() string { return ServerGo }
+func (s *rdmaNfsd) rdmaAddr() string {
+	if s.bound != "" {
+		return s.bound
+	}
+	return net.JoinHostPort(s.addr, strconv.Itoa(s.rdmaPort))
+}
 func (s *rdmaNfsd) export() (string, string) { return "/", s.dir }
 func (s *rdmaNfsd) mountOpts() string {
-	return fmt.Sprintf("port=%d,mountport=%d,mountproto=tcp,nolock", goRDMAPort, goTCPPort)
+	return fmt.Sprintf("port=%d,mountport=%d,mountproto=tcp,nolock", s.rdmaPort, s.tcpPort)
 }
 
 // args are rdma-nfsd's flags for one setting.
 func (s *rdmaNfsd) args(inline int, noRI bool) []string {
 	a := []string{"-dir", s.dir, "-provider", s.provider, "-addr", s.addr,
-		"-rdma-port", strconv.Itoa(goRDMAPort), "-tcp-port", strconv.Itoa(goTCPPort), "-rpcbind=false",
+		"-rdma-port", strconv.Itoa(s.rdmaPort), "-tcp-port", strconv.Itoa(s.tcpPort), "-rpcbind=false",
 		"-inline-send", strconv.Itoa(inline), "-inline-recv", strconv.Itoa(inline), "-metrics", s.metrics}
 	if noRI {
 		a = append(a, "-no-remote-invalidate")
@@ -110,7 +117,12 @@ func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		log, _ := os.ReadFile(s.logPath)
-		if strings.Contains(string(log), "rdma-nfsd: metrics") {
+		if m := metricsURLRE.FindSubmatch(log); m != nil {
+			s.metricsURL = string(m[1])
+			s.bound = ""
+			if b := servingRE.FindSubmatch(log); b != nil {
+				s.bound = string(b[1])
+			}
 			return nil
 		}
 		select {
@@ -158,7 +170,7 @@ func (s *rdmaNfsd) snapshot() (map[string]uint64, error) {
 	if s.cmd == nil {
 		return nil, errors.New("rdma-nfsd is not running")
 	}
-	resp, err := httpClient.Get("http://" + s.metrics + "/debug/vars")
+	resp, err := httpClient.Get(s.metricsURL)
 	if err != nil {
 		return nil, fmt.Errorf("rdma-nfsd metrics: %w", err)
 	}
@@ -189,6 +201,13 @@ func (s *rdmaNfsd) snapshot() (map[string]uint64, error) {
 // clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on every
 // Linux architecture Go supports).
 const clockTicks = 100
+
+// metricsURLRE and servingRE find the metrics endpoint and the NFS over
+// RDMA address in rdma-nfsd's start-up lines.
+var (
+	metricsURLRE = regexp.MustCompile(`rdma-nfsd: metrics" url=(http://\S+)`)
+	servingRE    = regexp.MustCompile(`rdma-nfsd: serving" .*nfs_rdma=(\S+)`)
+)
 
 // acceptedRE picks the settings out of the transport's "rpcrdma:
 // accepted" log line.

@@ -19,6 +19,9 @@ type Spec struct {
 	Workloads []string      `json:"workloads"`
 	Servers   []string      `json:"servers"`
 	Clients   []string      `json:"clients"`
+	// Rounds measures every cell this many times, the inline settings in
+	// ABBA order (rounds.go).
+	Rounds int `json:"rounds"`
 	// CreateSize is the size of each small file of the create workload.
 	CreateSize int `json:"create_size"`
 }
@@ -35,7 +38,7 @@ var (
 func fullSpec() Spec {
 	return Spec{Provider: "rdmacore", Duration: 3 * time.Second, Inlines: fullInlines, Sizes: fullSizes,
 		InFlight: fullInFlight, Workloads: allWorkloads, Servers: []string{ServerGo, ServerKnfsd},
-		Clients: []string{ClientKernel, ClientGo}, CreateSize: 2 << 10}
+		Clients: []string{ClientKernel, ClientGo}, CreateSize: 2 << 10, Rounds: 2}
 }
 
 // quickSpec is the CI subset: the sizes where the inline setting decides
@@ -55,7 +58,7 @@ func quickSpec() Spec {
 func demoSpec() Spec {
 	return Spec{Provider: "rdmacore", Duration: time.Second, Inlines: []int{1024, 4096},
 		Sizes: []int{2 << 10, 64 << 10}, InFlight: []int{8}, Workloads: []string{WorkNull, WorkRead, WorkWrite},
-		Servers: []string{ServerGo}, Clients: []string{ClientKernel, ClientGo}, CreateSize: 2 << 10}
+		Servers: []string{ServerGo}, Clients: []string{ClientKernel, ClientGo}, CreateSize: 2 << 10, Rounds: 2}
 }
 
 // has reports whether the spec runs peer or workload name.
@@ -108,7 +111,7 @@ func (s Spec) sizesOf(w string) []int {
 	return []int{0}
 }
 
-// AllCells lists every cell of the spec.
+// AllCells lists every cell of the spec, once (each runs Rounds times).
 func (s Spec) AllCells() []Cell {
 	var all []Cell
 	for _, srv := range s.Servers {
@@ -126,6 +129,9 @@ func (s Spec) AllCells() []Cell {
 func (s Spec) Validate() error {
 	if s.Provider != "rdmacore" && s.Provider != "soft" {
 		return fmt.Errorf("provider %q: want rdmacore or soft", s.Provider)
+	}
+	if s.Rounds < 1 || s.Rounds > 10 {
+		return fmt.Errorf("rounds %d: want 1..10", s.Rounds)
 	}
 	if s.Duration <= 0 {
 		return fmt.Errorf("cell duration %v: must be positive", s.Duration)
