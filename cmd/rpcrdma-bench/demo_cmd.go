@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -15,10 +16,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	console := fs.String("console", "", "save the VM's console to FILE")
+	jsonOut := fs.String("json", "", "write the benchmark's report as JSON to FILE")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	t0 := time.Now()
+	load0 := loadAvg()
 	root, err := moduleRoot()
 	if err != nil {
 		return err
@@ -40,15 +43,16 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 			prog.guestLine(l)
 		}}
-	raw, err := run.run(ctx, img, root)
+	lines, err := run.run(ctx, img, root)
 	prog.end()
 	if err != nil {
 		return err
 	}
-	results, err := decodeLines[Result](raw)
+	results, err := decodeLines[Result](lines)
 	if err != nil {
 		return err
 	}
+	raw := results
 	results = mergeRounds(results)
 	fillRatios(results)
 	fmt.Fprintf(stdout, "\nA short benchmark (rdma-nfsd over rxe in qemu TCG, not hardware figures; %d rounds of %v per cell, host load %s; `make bench` runs the whole matrix):\n",
@@ -61,6 +65,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if len(results) != len(spec.AllCells()) || results[0].Rounds != spec.Rounds {
 		return fmt.Errorf("%d results for %d cells", len(results), len(spec.AllCells()))
+	}
+	if *jsonOut != "" {
+		rep := Report{Date: t0.UTC().Format(time.RFC3339), Host: hostDescription(), GuestKernel: guestKernel(img),
+			Provider: "rdmacore (Soft-RoCE rxe in a qemu TCG VM)", Spec: spec, Load: load0 + " → " + loadAvg(),
+			Results: results, Raw: raw, Seconds: time.Since(t0).Seconds()}
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "\ndemo done in %.0f s\n", time.Since(t0).Seconds())
 	return nil
@@ -82,7 +95,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("-inline: %w", err)
 	}
 	spec := Spec{Provider: "rdmacore", Duration: time.Second, Inlines: inlines, Servers: []string{ServerGo, ServerKnfsd},
-		Clients: []string{ClientKernel, ClientGo}, Workloads: []string{WorkNull}, InFlight: []int{1}}
+		Clients: []string{ClientKernel, ClientGo}, Workloads: []string{WorkNull}, InFlight: []int{1}, Rounds: 1}
 	if err := spec.Validate(); err != nil {
 		return err
 	}

@@ -243,7 +243,8 @@ func (s *rdmaNfsd) acceptedLine() string {
 }
 
 // knfsd is the kernel's NFS server, started once by rxevm-nfsd-start; its
-// inline setting is svcrdma's max_req_size, read at each new connection.
+// inline setting is svcrdma's max_req_size (4096 and up), read at each
+// new connection.
 type knfsd struct{}
 
 func (knfsd) name() string             { return ServerKnfsd }
@@ -259,7 +260,9 @@ func (knfsd) start(_ context.Context, inline int, noRI bool) error {
 	if noRI {
 		return errors.New("knfsd always accepts remote invalidation: no R-off setting")
 	}
-	return writeSysctl(svcRDMA+"max_req_size", inline)
+	// svcrdma accepts 4096 and up; below that, the client's smaller
+	// offer decides (RFC 8797: each direction is the smaller of the two).
+	return writeSysctl(svcRDMA+"max_req_size", max(inline, 4096))
 }
 
 // snapshot reads svcrdma's global counters: rdma_stat_read and
