@@ -154,6 +154,31 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return writeOutputs(rep, f, stdout)
 }
 
+// cmdReport renders the JSON report of an earlier run.
+func cmdReport(args []string, stdout, stderr io.Writer) error {
+	var f benchFlags
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.csvOut, "csv", "", "write the results as CSV to FILE (- for stdout)")
+	fs.StringVar(&f.mdOut, "md", "", "write the results as a Markdown table to FILE")
+	fs.StringVar(&f.chartOut, "chart", "", "draw the chart to FILE (.png or .svg)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("report: want one JSON report file")
+	}
+	raw, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+	}
+	return writeOutputs(rep, f, stdout)
+}
+
 // writeOutputs prints the table and writes the files asked for.
 func writeOutputs(rep Report, f benchFlags, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "\n%s; %s; %s; load %s\n", rep.Provider, rep.Date, rep.Host, rep.Load)

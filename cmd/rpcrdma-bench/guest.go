@@ -57,7 +57,7 @@ func cmdGuest(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer out.Close()
-	if err := guestSetup(has(spec.Servers, ServerKnfsd)); err != nil {
+	if err := guestSetup(has(spec.Servers, ServerKnfsd) || has(spec.Servers, ServerKnfsdTCP)); err != nil {
 		return err
 	}
 	switch g.mode {
@@ -95,8 +95,9 @@ func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Write
 		label:    "rdmacore (rxe, qemu TCG)",
 		provider: &rdmacore.Provider{LocalAddr: vmClientIP},
 		servers: map[string]server{
-			ServerGo:    newRdmaNfsd(bin, "rdmacore", vmServerIP, goExportRoot+"/bench"),
-			ServerKnfsd: knfsd{},
+			ServerGo:       newRdmaNfsd(bin, "rdmacore", vmServerIP, goExportRoot+"/bench"),
+			ServerKnfsd:    knfsd{},
+			ServerKnfsdTCP: knfsdTCP{},
 		},
 		kernel: &kernelClient{mnt: "/mnt/bench"},
 		rxe:    true,

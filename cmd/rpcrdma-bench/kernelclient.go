@@ -19,7 +19,8 @@ import (
 // offer is set with /proc/sys/sunrpc/rdma_max_inline_read and
 // rdma_max_inline_write before each mount.
 type kernelClient struct {
-	mnt string
+	mnt   string
+	proto string // of the current mount: "rdma" or "tcp"
 }
 
 const sunrpc = "/proc/sys/sunrpc/"
@@ -33,17 +34,23 @@ const readFileSize = 16 << 20
 // (rxe in 6.1 now and then fails a fast-register, and xprtrdma resends
 // after timeo).
 func (k *kernelClient) mount(srv server, inline int) error {
-	if err := writeSysctl(sunrpc+"rdma_max_inline_read", inline); err != nil {
-		return err
-	}
-	if err := writeSysctl(sunrpc+"rdma_max_inline_write", inline); err != nil {
-		return err
+	k.proto = srv.proto()
+	if k.proto == "rdma" {
+		if err := writeSysctl(sunrpc+"rdma_max_inline_read", inline); err != nil {
+			return err
+		}
+		if err := writeSysctl(sunrpc+"rdma_max_inline_write", inline); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(k.mnt, 0o755); err != nil {
 		return err
 	}
 	path, _ := srv.export()
-	opts := "vers=3,proto=rdma,timeo=50,noac," + srv.mountOpts()
+	opts := "vers=3,proto=" + k.proto + ",noac," + srv.mountOpts()
+	if k.proto == "rdma" {
+		opts += ",timeo=50"
+	}
 	return sh(60*time.Second, "mount -t nfs -o "+opts+" "+vmServerIP+":"+path+" "+k.mnt)
 }
 
@@ -66,6 +73,17 @@ func (k *kernelClient) xprt() (map[string]uint64, string, error) {
 
 // snapshot is the client's counters under the names fill expects.
 func (k *kernelClient) snapshot() (map[string]uint64, error) {
+	if k.proto == "tcp" {
+		raw, err := os.ReadFile("/proc/self/mountstats")
+		if err != nil {
+			return nil, err
+		}
+		x, err := parseXprtTCP(string(raw), k.mnt)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]uint64{"rpcs": x["sends"]}, nil
+	}
 	x, _, err := k.xprt()
 	if err != nil {
 		return nil, err

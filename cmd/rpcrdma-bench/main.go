@@ -5,6 +5,7 @@
 //	rpcrdma-bench demo                 make demo: rdma-nfsd mounted by the kernel over RDMA in the VM
 //	rpcrdma-bench bench [flags]        the benchmark matrix (in the VM; -provider soft: here)
 //	rpcrdma-bench matrix [flags]       the interoperability matrix (in the VM)
+//	rpcrdma-bench report [flags] FILE  the table, CSV, Markdown or chart of a -json report
 //
 // The VM is the Soft-RoCE VM of e2e/vm (a Debian 6.1 kernel under qemu
 // TCG, rdma_rxe on a veth pair); the command installs what it needs,
@@ -54,6 +55,8 @@ func usage(w io.Writer) {
         [-inflight LIST] [-workloads LIST] [-servers LIST] [-clients LIST]
         [-json FILE] [-csv FILE] [-md FILE] [-chart FILE.png|.svg] [-console FILE]
   rpcrdma-bench matrix [-inline LIST] [-json FILE] [-console FILE]
+  rpcrdma-bench report [-csv FILE] [-md FILE] [-chart FILE] REPORT.json
+        prints (and converts, draws) the report of an earlier bench run
 `)
 }
 
@@ -70,6 +73,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdBench(ctx, args[1:], stdout, stderr)
 	case "matrix":
 		return cmdMatrix(ctx, args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	case "guest":
 		return cmdGuest(ctx, args[1:], stdout)
 	case "help", "-h", "-help", "--help":

@@ -45,6 +45,36 @@ func parseXprt(mountstats, mnt string) (map[string]uint64, string, error) {
 	return nil, "", fmt.Errorf("mountstats: no RDMA mount on %s", mnt)
 }
 
+// xprtTCPFields name the numbers of the "xprt: tcp" line (Linux 6.1,
+// xs_tcp_print_stats).
+var xprtTCPFields = []string{"srcport", "bind_count", "connect_count", "connect_time", "idle_time", "sends", "recvs",
+	"bad_xids", "req_u", "bklog_u", "max_slots", "sending_u", "pending_u"}
+
+// parseXprtTCP returns the "xprt: tcp" numbers of the mount on mnt.
+func parseXprtTCP(mountstats, mnt string) (map[string]uint64, error) {
+	in := false
+	for _, l := range strings.Split(mountstats, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[0] == "device" {
+			in = strings.Contains(l, " mounted on "+mnt+" ")
+			continue
+		}
+		if !in || len(f) < 2+len(xprtTCPFields) || f[0] != "xprt:" || f[1] != "tcp" {
+			continue
+		}
+		x := map[string]uint64{}
+		for i, name := range xprtTCPFields {
+			n, err := strconv.ParseUint(f[2+i], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("mountstats of %s: field %s: %w", mnt, name, err)
+			}
+			x[name] = n
+		}
+		return x, nil
+	}
+	return nil, fmt.Errorf("mountstats: no TCP mount on %s", mnt)
+}
+
 // parseRxeStats reads the counters of one link from the output of
 // "rdma statistic show link DEV/PORT" ("link rxe1/1 sent_pkts 35 ...").
 func parseRxeStats(out string) (map[string]uint64, error) {

@@ -109,6 +109,9 @@ func rdmaOps(r Result) float64 {
 	return total
 }
 
+// serverOrder puts ours first, then knfsd over RDMA, then over TCP.
+var serverOrder = map[string]int{ServerGo: 0, ServerKnfsd: 1, ServerKnfsdTCP: 2}
+
 // sorted returns results ordered for the table: peers, workload, size,
 // depth, inline.
 func sorted(rs []Result) []Result {
@@ -120,7 +123,7 @@ func sorted(rs []Result) []Result {
 			return a.Client > b.Client // kernel before go
 		}
 		if a.Server != b.Server {
-			return a.Server > b.Server // rdma-nfsd before knfsd
+			return serverOrder[a.Server] < serverOrder[b.Server]
 		}
 		if a.Workload != b.Workload {
 			return order[a.Workload] < order[b.Workload]
@@ -201,6 +204,17 @@ func writeServerRatios(w io.Writer, rs []Result) {
 		}
 		lines = append(lines, fmt.Sprintf("  %-9s %-7s %7s ×%-2d inline %-6s Go client/kernel client %.2fx",
 			r.Server, r.Workload, sizeName(r.Size), r.InFlight, sizeName(r.Inline), r.OpsPerS/k.OpsPerS))
+	}
+	for _, r := range sorted(rs) {
+		if r.Err != "" || r.Server != ServerKnfsd {
+			continue
+		}
+		k, ok := by[fmt.Sprintf("%s/%s/%s/%d/%d/%d", r.Client, ServerKnfsdTCP, r.Workload, r.Size, r.InFlight, 0)]
+		if !ok || k.OpsPerS == 0 {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("  %-6s %-7s %7s ×%-2d inline %-6s knfsd RDMA/TCP %.2fx (%s vs %s ops/s)",
+			r.Client, r.Workload, sizeName(r.Size), r.InFlight, sizeName(r.Inline), r.OpsPerS/k.OpsPerS, fmtNum(r.OpsPerS), fmtNum(k.OpsPerS)))
 	}
 	if len(lines) > 0 {
 		fmt.Fprintln(w, "\nratios (ops/s):")

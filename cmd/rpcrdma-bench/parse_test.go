@@ -64,6 +64,18 @@ func TestParseXprt(t *testing.T) {
 	}
 }
 
+func TestParseXprtTCP(t *testing.T) {
+	ms := "device 10.0.0.1:/export mounted on /mnt/tcp with fstype nfs statvers=1.1\n" +
+		"\txprt:\ttcp 871 1 1 0 0 5230 5230 0 6120 0 2 0 12\n"
+	x, err := parseXprtTCP(ms, "/mnt/tcp")
+	if err != nil || x["sends"] != 5230 || x["max_slots"] != 2 || x["pending_u"] != 12 {
+		t.Errorf("%v %v", x, err)
+	}
+	if _, err := parseXprtTCP(mountstatsSample, "/mnt"); err == nil {
+		t.Error("an RDMA mount parsed as TCP")
+	}
+}
+
 func TestParseRxeStats(t *testing.T) {
 	out := "link rxe1/1 sent_pkts 35 rcvd_pkts 27 duplicate_request 0 rdma_sends 14 rdma_recvs 13"
 	m, err := parseRxeStats(out)

@@ -21,6 +21,9 @@ const (
 	ClientGo     = "go"     // our requester (transport.Dial): NULL today, the Go NFS client later
 	ServerGo     = "rdma-nfsd"
 	ServerKnfsd  = "knfsd"
+	// ServerKnfsdTCP is knfsd mounted over TCP: the kernel's NFS without
+	// RDMA, for scale (its cells have no inline setting: Inline 0).
+	ServerKnfsdTCP = "knfsd-tcp"
 )
 
 // NA marks a number that was not measured for a cell (a JSON-friendly

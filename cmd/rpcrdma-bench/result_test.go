@@ -94,8 +94,13 @@ func TestSpecCells(t *testing.T) {
 	if want := 3 + 3*(7+7+1+1); len(go1) != want {
 		t.Errorf("%d cells per server and inline, want %d", len(go1), want)
 	}
-	if n := len(s.AllCells()); n != 2*4*len(go1) {
-		t.Errorf("%d cells in all, want %d", n, 2*4*len(go1))
+	// knfsd over TCP: the kernel client's cells once, inline 0.
+	tcp := s.Cells(ServerKnfsdTCP, 1024)
+	if len(tcp) != 3*(7+7+1+1) || tcp[0].Inline != 0 || tcp[0].Client != ClientKernel || len(s.Cells(ServerKnfsdTCP, 4096)) != 0 {
+		t.Errorf("knfsd-tcp: %d cells at the first setting (inline %d), %d at the second", len(tcp), tcp[0].Inline, len(s.Cells(ServerKnfsdTCP, 4096)))
+	}
+	if n := len(s.AllCells()); n != 2*4*len(go1)+len(tcp) {
+		t.Errorf("%d cells in all, want %d", n, 2*4*len(go1)+len(tcp))
 	}
 	s.Provider = "soft"
 	for _, c := range s.AllCells() {

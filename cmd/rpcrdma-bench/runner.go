@@ -17,7 +17,7 @@ type runner struct {
 	provider verbs.Provider // our requester's
 	servers  map[string]server
 	kernel   *kernelClient // nil without a kernel client
-	rxe      bool          // rxe's packet counters are there to read
+	rxe      bool          // rxe's packet counters are there to read (RDMA mounts)
 	emit     func(Result)
 	progress func(done, total int, c Cell)
 
@@ -57,7 +57,7 @@ func (r *runner) runRound(ctx context.Context) error {
 				continue
 			}
 			r.runGo(ctx, srv, cells)
-			r.runKernel(ctx, srv, cells)
+			r.runKernel(ctx, srv, cells, inline)
 			srv.stop()
 		}
 	}
@@ -143,7 +143,7 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 
 // runKernel mounts srv with the kernel client at the cells' inline
 // setting and measures its cells.
-func (r *runner) runKernel(ctx context.Context, srv server, cells []Cell) {
+func (r *runner) runKernel(ctx context.Context, srv server, cells []Cell, inline int) {
 	cells = pick(cells, ClientKernel)
 	if len(cells) == 0 {
 		return
@@ -153,7 +153,7 @@ func (r *runner) runKernel(ctx context.Context, srv server, cells []Cell) {
 		return
 	}
 	k := r.kernel
-	if err := k.mount(srv, cells[0].Inline); err != nil {
+	if err := k.mount(srv, inline); err != nil {
 		r.failAll(cells, err)
 		return
 	}
@@ -180,6 +180,9 @@ func (r *runner) runKernel(ctx context.Context, srv server, cells []Cell) {
 // kernelNegotiated is what the server says it settled on, or else the
 // kernel client's inline_thresh tracepoint.
 func kernelNegotiated(srv server) string {
+	if srv.proto() != "rdma" {
+		return "NFS over " + srv.proto()
+	}
 	if n := srv.negotiated(); n != "" {
 		return n
 	}
@@ -221,7 +224,7 @@ func (r *runner) snapshot(srv server, client func() (map[string]uint64, error)) 
 		return c, err
 	}
 	c.merge("server.", sm)
-	if r.rxe {
+	if r.rxe && srv.proto() == "rdma" {
 		xm, err := rxeSnapshot()
 		if err != nil {
 			return c, err

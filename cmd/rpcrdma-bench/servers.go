@@ -45,8 +45,10 @@ type server interface {
 	// export is the path clients mount and dir where its files are on the
 	// server's disk.
 	export() (path, dir string)
-	// mountOpts are the options a kernel mount needs besides vers and proto.
+	// mountOpts are the options a kernel mount needs besides vers and
+	// proto; proto is "rdma" or "tcp".
 	mountOpts() string
+	proto() string
 	// snapshot reads the server's counters ("sends", "rdma_reads",
 	// "rdma_writes", "remote_inv", "mallocs", "cpu_ns"; what it cannot
 	// count is absent).
@@ -82,6 +84,8 @@ func (s *rdmaNfsd) rdmaAddr() string {
 	return net.JoinHostPort(s.addr, strconv.Itoa(s.rdmaPort))
 }
 func (s *rdmaNfsd) export() (string, string) { return "/", s.dir }
+func (s *rdmaNfsd) proto() string            { return "rdma" }
+
 func (s *rdmaNfsd) mountOpts() string {
 	return fmt.Sprintf("port=%d,mountport=%d,mountproto=tcp,nolock", s.rdmaPort, s.tcpPort)
 }
@@ -253,6 +257,17 @@ func (knfsd) export() (string, string) { return knfsdExport, knfsdExport }
 func (knfsd) mountOpts() string        { return fmt.Sprintf("port=%d,nolock", knfsdRDMA) }
 func (knfsd) negotiated() string       { return "" }
 func (knfsd) stop()                    {}
+func (knfsd) proto() string            { return "rdma" }
+
+// knfsdTCP is knfsd mounted over TCP (port 2049).
+type knfsdTCP struct{ knfsd }
+
+func (knfsdTCP) name() string                           { return ServerKnfsdTCP }
+func (knfsdTCP) proto() string                          { return "tcp" }
+func (knfsdTCP) mountOpts() string                      { return "port=2049,nolock" }
+func (knfsdTCP) start(context.Context, int, bool) error { return nil }
+func (knfsdTCP) snapshot() (map[string]uint64, error)   { return map[string]uint64{}, nil }
+func (knfsdTCP) rdmaAddr() string                       { return "" }
 
 const svcRDMA = "/proc/sys/sunrpc/svc_rdma/"
 

@@ -37,7 +37,7 @@ var (
 // fullSpec is the whole matrix of the issue.
 func fullSpec() Spec {
 	return Spec{Provider: "rdmacore", Duration: 3 * time.Second, Inlines: fullInlines, Sizes: fullSizes,
-		InFlight: fullInFlight, Workloads: allWorkloads, Servers: []string{ServerGo, ServerKnfsd},
+		InFlight: fullInFlight, Workloads: allWorkloads, Servers: []string{ServerGo, ServerKnfsd, ServerKnfsdTCP},
 		Clients: []string{ClientKernel, ClientGo}, CreateSize: 2 << 10, Rounds: 2}
 }
 
@@ -68,6 +68,24 @@ func has(list []string, name string) bool { return slices.Contains(list, name) }
 // order they run: our requester's cells first, then the kernel client's.
 func (s Spec) Cells(server string, inline int) []Cell {
 	var cells []Cell
+	if server == ServerKnfsdTCP {
+		// Over TCP the inline setting means nothing: the kernel
+		// client's cells once, at the first setting's turn, as inline 0.
+		if len(s.Inlines) == 0 || inline != s.Inlines[0] || !has(s.Clients, ClientKernel) || s.Provider != "rdmacore" {
+			return nil
+		}
+		for _, w := range s.Workloads {
+			if w == WorkNull {
+				continue
+			}
+			for _, size := range s.sizesOf(w) {
+				for _, n := range s.InFlight {
+					cells = append(cells, Cell{Client: ClientKernel, Server: server, Workload: w, Size: size, InFlight: n})
+				}
+			}
+		}
+		return cells
+	}
 	add := func(client, work string, size int) {
 		for _, n := range s.InFlight {
 			cells = append(cells, Cell{Client: client, Server: server, Workload: work, Size: size, InFlight: n, Inline: inline})
@@ -115,7 +133,7 @@ func (s Spec) sizesOf(w string) []int {
 func (s Spec) AllCells() []Cell {
 	var all []Cell
 	for _, srv := range s.Servers {
-		if s.Provider == "soft" && srv == ServerKnfsd {
+		if s.Provider == "soft" && srv != ServerGo {
 			continue
 		}
 		for _, in := range s.Inlines {
@@ -152,8 +170,8 @@ func (s Spec) Validate() error {
 		}
 	}
 	for _, p := range s.Servers {
-		if p != ServerGo && p != ServerKnfsd {
-			return fmt.Errorf("server %q: want %s or %s", p, ServerGo, ServerKnfsd)
+		if p != ServerGo && p != ServerKnfsd && p != ServerKnfsdTCP {
+			return fmt.Errorf("server %q: want %s, %s or %s", p, ServerGo, ServerKnfsd, ServerKnfsdTCP)
 		}
 	}
 	for _, p := range s.Clients {
