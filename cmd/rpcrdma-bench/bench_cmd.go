@@ -46,6 +46,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.mdOut, "md", "", "write the results as a Markdown table to FILE")
 	fs.StringVar(&f.chartOut, "chart", "", "draw ops/s and RDMA operations per RPC against I/O size to FILE (.png or .svg)")
 	fs.StringVar(&f.consoleOut, "console", "", "save the VM's console to FILE")
+	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices first, for the issue's goals")
 	if err := fs.Parse(args); err != nil {
 		return Spec{}, f, err
 	}
@@ -88,8 +89,9 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	if f.clients != "" {
 		s.Clients = splitList(f.clients)
 	}
+	s.Baseline = *baseline
 	if s.Provider == "soft" {
-		s.Servers, s.Clients = []string{ServerGo}, []string{ClientGo}
+		s.Servers, s.Clients, s.Baseline = []string{ServerGo}, []string{ClientGo}, false
 	}
 	return s, f, s.Validate()
 }
@@ -104,6 +106,7 @@ type Report struct {
 	Load        string      `json:"host_load"`         // /proc/loadavg at the start and the end
 	Results     []Result    `json:"results,omitempty"` // rounds merged
 	Raw         []Result    `json:"raw,omitempty"`     // every round's result
+	Baseline    *Baseline   `json:"baseline,omitempty"`
 	Matrix      []MatrixRow `json:"matrix,omitempty"`
 	Seconds     float64     `json:"seconds"`
 }
@@ -146,6 +149,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if rep.Results, err = decodeLines[Result](raw); err != nil {
 			return err
 		}
+		rep.Baseline = run.baseline
 	}
 	rep.Seconds = time.Since(t0).Seconds()
 	rep.Load = load0 + " → " + loadAvg()
@@ -187,6 +191,7 @@ func writeOutputs(rep Report, f benchFlags, stdout io.Writer) error {
 	}
 	writeTable(stdout, rep.Results)
 	writeServerRatios(stdout, rep.Results)
+	writeBaseline(stdout, rep.Baseline, rep.Results)
 	if f.jsonOut != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {

@@ -88,8 +88,14 @@ func guestSetup(knfsd bool) error {
 	return sh(2*time.Minute, cmd)
 }
 
-// guestBench runs the spec's cells in the VM.
+// guestBench runs the spec's cells in the VM, after perftest if asked.
 func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Writer) error {
+	if spec.Baseline {
+		b, _ := json.Marshal(runBaseline(ctx, stdout))
+		if err := os.WriteFile("/host/baseline.json", b, 0o644); err != nil {
+			return err
+		}
+	}
 	r := &runner{
 		spec:     spec,
 		label:    "rdmacore (rxe, qemu TCG)",

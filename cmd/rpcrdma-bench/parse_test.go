@@ -118,6 +118,21 @@ func TestLastInlineThresh(t *testing.T) {
 	}
 }
 
+func TestPerftestRow(t *testing.T) {
+	out := `---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]
+ 64      2000          41.20          1404.55      52.31               60.12          30.55           120.11                  900.40
+---------------------------------------------------------------------------------------
+`
+	f := perftestRow(out)
+	if len(f) < 6 || f[4] != "52.31" || f[5] != "60.12" {
+		t.Errorf("%q", f)
+	}
+	if perftestRow("Correlation coefficient r^2: 0.5 < 0.9") != nil {
+		t.Error("a row from a failed run")
+	}
+}
+
 func TestAcceptedRE(t *testing.T) {
 	line := `time=2026-11-23T20:00:00Z level=INFO msg="rpcrdma: accepted" role=responder remote=10.0.0.2:33000 peer_private_data=found peer="v1 send 4096 recv 4096 R" send_inline=4096 recv_inline=4096 send_with_invalidate=true`
 	m := acceptedRE.FindStringSubmatch(line)

@@ -22,6 +22,9 @@ type Spec struct {
 	// Rounds measures every cell this many times, the inline settings in
 	// ABBA order (rounds.go).
 	Rounds int `json:"rounds"`
+	// Baseline runs perftest (ib_send_lat -e, ib_write_bw) on the same
+	// devices first.
+	Baseline bool `json:"baseline"`
 	// CreateSize is the size of each small file of the create workload.
 	CreateSize int `json:"create_size"`
 }

@@ -24,6 +24,8 @@ type vmRun struct {
 	log     io.Writer         // progress and set-up lines (stderr)
 	onLine  func(line string) // every guest line, as it comes
 	console string            // file to save the console to ("" none)
+
+	baseline *Baseline // perftest's figures, when the spec asked for them
 }
 
 // moduleRoot is the go-rpcrdma checkout the command runs from: the VM
@@ -104,6 +106,12 @@ func (r *vmRun) run(ctx context.Context, img *vm.Image, root string) ([]byte, er
 			err = fmt.Errorf("the guest side exited with status %d", status)
 		}
 		return nil, fmt.Errorf("VM run: %w; console tail:\n%s", err, tail)
+	}
+	if b, err := os.ReadFile(filepath.Join(share, "baseline.json")); err == nil {
+		r.baseline = new(Baseline)
+		if err := json.Unmarshal(b, r.baseline); err != nil {
+			return nil, fmt.Errorf("baseline.json: %w", err)
+		}
 	}
 	return os.ReadFile(filepath.Join(share, "results.jsonl"))
 }
