@@ -53,6 +53,14 @@ func drawChart(file string, rep Report) error {
 			p.X.Scale = plot.LogScale{}
 			p.X.Tick.Marker = sizeTicks{}
 			p.Legend.Top = true
+			if j == 1 {
+				// 2 or 3 operations below 64 KiB, ~18 at 1 MiB: a log
+				// scale keeps the difference a chunk makes visible.
+				p.Y.Scale = plot.LogScale{}
+				p.Y.Tick.Marker = plot.ConstantTicks{{Value: 2, Label: "2"}, {Value: 3, Label: "3"}, {Value: 4, Label: "4"},
+					{Value: 6, Label: "6"}, {Value: 10, Label: "10"}, {Value: 20, Label: "20"}}
+				p.Legend.Left = true
+			}
 			byInline := map[int]plotter.XYs{}
 			for _, r := range rep.Results {
 				if r.Client != ClientKernel || r.Server != ServerGo || r.Workload != w || r.InFlight != depth || r.Err != "" {
