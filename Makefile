@@ -1,8 +1,10 @@
 # go-rpcrdma: build, test, benchmark and fuzz.
 #
-#   make test    everything CI runs: tools, vet, staticcheck, gofmt, race tests, bounded fuzz
-#   make bench   the benchmarks (the main job for now)
-#   make fuzz    each native fuzz target for FUZZTIME (default 10s)
+#   make demo        the kernel's NFS client mounts rdma-nfsd over RDMA in the VM: copy, compare, settings, a short table
+#   make test        everything CI runs: tools, vet, staticcheck, gofmt, race tests (VM tests included), bounded fuzz
+#   make bench       cmd/rpcrdma-bench: the NFS over RDMA matrix in the VM (BENCHFLAGS, e.g. -quick or -d 1s -json out.json)
+#   make microbench  the Go micro-benchmarks of every package (ns/op, B/op, allocs/op)
+#   make fuzz        each native fuzz target for FUZZTIME (default 10s)
 #   make lint    vet, staticcheck, gofmt
 #   make vm      build the Soft-RoCE VM image (see e2e/README.md)
 
@@ -13,10 +15,11 @@ STATICCHECK := $(BIN)/staticcheck
 STATICCHECK_VERSION := v0.8.2
 FUZZTIME    ?= 10s
 BENCHTIME   ?= 1s
+BENCHFLAGS  ?=
 PKGS        := ./...
 
 
-.PHONY: all test deps vm tools lint vet staticcheck fmt-check unit fuzz bench clean
+.PHONY: all test deps vm demo tools lint vet staticcheck fmt-check unit fuzz bench microbench clean
 
 all: test
 
@@ -56,7 +59,18 @@ unit:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-all.sh
 
-bench:
+# demo installs what it needs (deps, the VM image), boots the VM and shows
+# the Linux kernel client mounting cmd/rdma-nfsd over RDMA (Soft-RoCE).
+demo: deps
+	$(GO) run ./cmd/rpcrdma-bench demo
+
+# bench runs cmd/rpcrdma-bench in the VM: every workload, size, depth and
+# inline setting against rdma-nfsd and knfsd (long under TCG: see
+# docs/benchmarks.md; BENCHFLAGS=-quick for the CI subset).
+bench: deps
+	$(GO) run ./cmd/rpcrdma-bench bench $(BENCHFLAGS)
+
+microbench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
 
 clean:

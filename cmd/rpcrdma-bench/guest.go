@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
+)
+
+// Lines the guest prints for the host to pick out of the console.
+const (
+	tagProgress = "RPCRDMA-PROGRESS " // done total label
+	tagDemo     = "RPCRDMA-DEMO "     // a line of the demo's report
+	tagMatrix   = "RPCRDMA-MATRIX "   // one matrix row as JSON
+	tagResult   = "RPCRDMA-RESULT "   // one bench result as JSON
+)
+
+// guestFlags are those of "rpcrdma-bench guest", which the host runs in
+// the VM.
+type guestFlags struct {
+	mode, spec, out, bin string
+}
+
+// cmdGuest runs inside the VM: the bench cells of a spec, the demo or the
+// matrix. Results go to stdout (tagged lines) and to -out (JSON lines).
+func cmdGuest(ctx context.Context, args []string, stdout io.Writer) error {
+	var g guestFlags
+	fs := flag.NewFlagSet("guest", flag.ContinueOnError)
+	fs.StringVar(&g.mode, "mode", "bench", "bench, demo or matrix")
+	fs.StringVar(&g.spec, "spec", "/host/spec.json", "the spec (JSON)")
+	fs.StringVar(&g.out, "out", "/host/results.jsonl", "results, one JSON object a line")
+	fs.StringVar(&g.bin, "rdma-nfsd", "/host/rdma-nfsd", "the rdma-nfsd binary")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if os.Getenv("RPCRDMA_IN_VM") != "1" {
+		return fmt.Errorf("guest: runs inside the VM only (the host side is rpcrdma-bench bench|demo|matrix)")
+	}
+	raw, err := os.ReadFile(g.spec)
+	if err != nil {
+		return err
+	}
+	var spec Spec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	out, err := os.Create(g.out)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := guestSetup(has(spec.Servers, ServerKnfsd) || has(spec.Servers, ServerKnfsdTCP)); err != nil {
+		return err
+	}
+	switch g.mode {
+	case "demo":
+		if err := guestDemo(ctx, g.bin, stdout); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		return guestBench(ctx, spec, g.bin, out, stdout)
+	case "bench":
+		return guestBench(ctx, spec, g.bin, out, stdout)
+	case "matrix":
+		return guestMatrix(ctx, spec, g.bin, out, stdout)
+	}
+	return fmt.Errorf("guest: mode %q: want bench, demo or matrix", g.mode)
+}
+
+// guestSetup mounts the tmpfs rdma-nfsd exports (knfsd exports one too),
+// starts knfsd when asked, fills the server's neighbour cache (the first
+// RDMA-CM connect otherwise waits ~5 s for the IB CM's retry) and turns on
+// the kernel client's inline_thresh tracepoint.
+func guestSetup(knfsd bool) error {
+	cmd := "mkdir -p " + goExportRoot + " && (grep -q ' " + goExportRoot + " ' /proc/mounts || mount -t tmpfs -o size=512m bench " + goExportRoot + ")"
+	if knfsd {
+		cmd += " && rxevm-nfsd-start 8"
+	}
+	cmd += " && (ping -c 1 -W 2 -I " + vmServerIP + " " + vmClientIP + " > /dev/null || true)" +
+		" && echo 1 > /sys/kernel/tracing/events/rpcrdma/xprtrdma_inline_thresh/enable"
+	return sh(2*time.Minute, cmd)
+}
+
+// guestBench runs the spec's cells in the VM, after perftest if asked.
+func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Writer) error {
+	if spec.Baseline {
+		b, _ := json.Marshal(runBaseline(ctx, stdout))
+		if err := os.WriteFile("/host/baseline.json", b, 0o644); err != nil {
+			return err
+		}
+	}
+	r := &runner{
+		spec:     spec,
+		label:    "rdmacore (rxe, qemu TCG)",
+		provider: &rdmacore.Provider{LocalAddr: vmClientIP},
+		servers: map[string]server{
+			ServerGo:       newRdmaNfsd(bin, "rdmacore", vmServerIP, goExportRoot+"/bench"),
+			ServerKnfsd:    knfsd{},
+			ServerKnfsdTCP: knfsdTCP{},
+		},
+		kernel: &kernelClient{mnt: "/mnt/bench"},
+		rxe:    true,
+	}
+	enc := json.NewEncoder(out)
+	r.emit = func(res Result) {
+		_ = enc.Encode(res)
+		b, _ := json.Marshal(res)
+		fmt.Fprintf(stdout, "%s%s\n", tagResult, b)
+	}
+	r.progress = func(done, total int, c Cell) {
+		fmt.Fprintf(stdout, "%s%d %d %s\n", tagProgress, done, total, c.Label())
+	}
+	return r.run(ctx)
+}
+
+// inlineThreshRE matches the kernel client's xprtrdma_inline_thresh
+// tracepoint: "neg send/recv=4096/4096, calc send/recv=3780/3884".
+var inlineThreshRE = regexp.MustCompile(`xprtrdma_inline_thresh: .*neg send/recv=(\d+)/(\d+)`)
+
+// traceInlineThresh returns the thresholds the kernel client negotiated
+// on its last connection.
+func traceInlineThresh() (send, recv int, ok bool) {
+	raw, err := os.ReadFile("/sys/kernel/tracing/trace")
+	if err != nil {
+		return 0, 0, false
+	}
+	return lastInlineThresh(string(raw))
+}
+
+// lastInlineThresh finds the last inline_thresh event in a trace.
+func lastInlineThresh(trace string) (send, recv int, ok bool) {
+	ms := inlineThreshRE.FindAllStringSubmatch(trace, -1)
+	if len(ms) == 0 {
+		return 0, 0, false
+	}
+	m := ms[len(ms)-1]
+	send, _ = strconv.Atoi(m[1])
+	recv, _ = strconv.Atoi(m[2])
+	return send, recv, true
+}
+
+// clearTrace empties the tracing buffer.
+func clearTrace() { _ = os.WriteFile("/sys/kernel/tracing/trace", nil, 0o644) }
+
+// demoLine prints one line of the demo's report.
+func demoLine(w io.Writer, format string, args ...any) {
+	for _, l := range strings.Split(fmt.Sprintf(format, args...), "\n") {
+		fmt.Fprintf(w, "%s%s\n", tagDemo, l)
+	}
+}

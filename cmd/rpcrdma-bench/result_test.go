@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFill checks the per-RPC arithmetic on counters of a known cell: 100
+// kernel WRITEs of 2 KiB at inline 1024 against rdma-nfsd, each one RPC
+// with a Read chunk the server pulls with one RDMA Read.
+func TestFill(t *testing.T) {
+	before := counters{"client.rpcs": 1000, "client.sends": 1000, "client.recvs": 1000, "client.read_chunks": 5,
+		"client.write_chunks": 0, "client.reply_chunks": 0, "client.local_inv": 0,
+		"server.sends": 1000, "server.rdma_reads": 5, "server.rdma_writes": 0, "server.remote_inv": 0,
+		"server.mallocs": 50_000, "server.cpu_ns": 1e9, "rxe.sent_pkts": 10, "rxe.rcvd_pkts": 10}
+	after := counters{}
+	for k, v := range before {
+		after[k] = v
+	}
+	for k, d := range map[string]uint64{"client.rpcs": 100, "client.sends": 100, "client.recvs": 100,
+		"client.read_chunks": 100, "server.sends": 100, "server.rdma_reads": 100, "server.mallocs": 2500,
+		"server.cpu_ns": 5e6, "rxe.sent_pkts": 300, "rxe.rcvd_pkts": 400} {
+		after[k] += d
+	}
+	lat := make([]time.Duration, 100)
+	for i := range lat {
+		lat[i] = time.Duration(i+1) * time.Microsecond
+	}
+	m := measurement{elapsed: 2 * time.Second, ops: 100, bytes: 100 * 2048, lat: lat}
+	var r Result
+	r.fill(m, after.sub(before))
+	want := map[string][2]float64{
+		"ops/s": {r.OpsPerS, 50}, "MB/s": {r.MBPerS, 0.1024}, "p50": {r.P50us, 50}, "p99": {r.P99us, 99},
+		"RPC/op": {r.RPCsPerOp, 1}, "sends": {r.Sends, 2}, "reads": {r.RDMAReads, 1}, "writes": {r.RDMAWrites, 0},
+		"read chunks": {r.ReadChunks, 1}, "pkts": {r.Packets, 7}, "cpu": {r.ServerCPUus, 50}, "allocs": {r.ServerAllocs, 25},
+	}
+	for name, gw := range want {
+		if math.Abs(gw[0]-gw[1]) > 1e-9 {
+			t.Errorf("%s = %v, want %v", name, gw[0], gw[1])
+		}
+	}
+	if rdmaOps(r) != 3 {
+		t.Errorf("RDMA ops per RPC = %v, want 3 (two Sends and one RDMA Read)", rdmaOps(r))
+	}
+}
+
+// TestFillNotCounted: what a peer does not count is NA, never 0; the
+// server's Sends fall back to the client's Receives.
+func TestFillNotCounted(t *testing.T) {
+	d := counters{"client.rpcs": 10, "client.sends": 10, "client.recvs": 10, "client.local_inv": 0}
+	var r Result
+	r.fill(measurement{elapsed: time.Second, ops: 10, firstErr: errors.New("boom"), errors: 1}, d)
+	if r.Sends != 2 {
+		t.Errorf("Sends = %v, want 2 from the client's Receives", r.Sends)
+	}
+	for name, v := range map[string]float64{"RDMAReads": r.RDMAReads, "RemoteInv": r.RemoteInv, "Packets": r.Packets,
+		"ServerCPUus": r.ServerCPUus, "ServerAllocs": r.ServerAllocs, "p50": r.P50us} {
+		if v != NA {
+			t.Errorf("%s = %v, want NA", name, v)
+		}
+	}
+	if r.LocalInv != 0 || r.Err != "boom" || r.Errors != 1 {
+		t.Errorf("LocalInv %v Err %q Errors %d", r.LocalInv, r.Err, r.Errors)
+	}
+	if rdmaOps(r) != NA {
+		t.Error("rdmaOps summed a kind that was not counted")
+	}
+}
+
+func TestFillRatios(t *testing.T) {
+	c := Cell{Client: ClientKernel, Server: ServerGo, Workload: WorkWrite, Size: 2048, InFlight: 8}
+	rs := []Result{{Cell: c, OpsPerS: 100}, {Cell: c, OpsPerS: 160}, {Cell: c, OpsPerS: 50}}
+	rs[0].Inline, rs[1].Inline, rs[2].Inline = 1024, 4096, 65536
+	other := c
+	other.InFlight, other.Inline = 1, 4096
+	rs = append(rs, Result{Cell: other, OpsPerS: 10})
+	fillRatios(rs)
+	for i, want := range []float64{1, 1.6, 0.5, NA} {
+		if math.Abs(rs[i].Vs1024-want) > 1e-9 {
+			t.Errorf("result %d: Vs1024 = %v, want %v", i, rs[i].Vs1024, want)
+		}
+	}
+}
+
+func TestSpecCells(t *testing.T) {
+	s := fullSpec()
+	go1 := s.Cells(ServerGo, 1024)
+	// NULL at 3 depths, READ and WRITE at 7 sizes, GETATTR, create.
+	if want := 3 + 3*(7+7+1+1); len(go1) != want {
+		t.Errorf("%d cells per server and inline, want %d", len(go1), want)
+	}
+	// knfsd over TCP: the kernel client's cells once, inline 0.
+	tcp := s.Cells(ServerKnfsdTCP, 1024)
+	if len(tcp) != 3*(7+7+1+1) || tcp[0].Inline != 0 || tcp[0].Client != ClientKernel || len(s.Cells(ServerKnfsdTCP, 4096)) != 0 {
+		t.Errorf("knfsd-tcp: %d cells at the first setting (inline %d), %d at the second", len(tcp), tcp[0].Inline, len(s.Cells(ServerKnfsdTCP, 4096)))
+	}
+	if n := len(s.AllCells()); n != 2*4*len(go1)+len(tcp) {
+		t.Errorf("%d cells in all, want %d", n, 2*4*len(go1)+len(tcp))
+	}
+	s.Provider = "soft"
+	for _, c := range s.AllCells() {
+		if c.Client != ClientGo || c.Server != ServerGo {
+			t.Fatalf("soft spec has cell %s", c.Label())
+		}
+	}
+	if err := quickSpec().Validate(); err != nil {
+		t.Error(err)
+	}
+	if err := demoSpec().Validate(); err != nil {
+		t.Error(err)
+	}
+	bad := quickSpec()
+	bad.Inlines = []int{512}
+	if bad.Validate() == nil {
+		t.Error("inline 512 accepted")
+	}
+}
+
+func TestParseBench(t *testing.T) {
+	s, _, err := parseBench([]string{"-quick", "-d", "250ms", "-inline", "1k,16KiB", "-sizes", "512,1MiB", "-inflight", "1,32",
+		"-workloads", "read,write", "-servers", "knfsd"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Duration != 250*time.Millisecond || s.Inlines[1] != 16384 || s.Sizes[1] != 1<<20 || s.InFlight[1] != 32 ||
+		len(s.Workloads) != 2 || s.Servers[0] != ServerKnfsd {
+		t.Errorf("%+v", s)
+	}
+	for _, args := range [][]string{{"-inline", "512"}, {"-workloads", "fsync"}, {"-inflight", "0"}, {"-provider", "ib"}, {"extra"}} {
+		if _, _, err := parseBench(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	c := Cell{Client: ClientKernel, Server: ServerGo, Workload: WorkRead, Size: 2048, InFlight: 8, Inline: 1024}
+	ok := Result{Cell: c, OpsPerS: 1234.5, Sends: 2, RDMAReads: 0, RDMAWrites: 1, LocalInv: 0, RemoteInv: 1,
+		ServerCPUus: NA, ServerAllocs: NA, Packets: NA, Vs1024: 1}
+	bad := Result{Cell: c, Err: "mount failed"}
+	bad.Server = ServerKnfsd
+	var tab bytes.Buffer
+	writeTable(&tab, []Result{ok, bad})
+	for _, want := range []string{"kernel→rdma-nfsd", "1234", "error: mount failed", "1.00x"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
+	var cb bytes.Buffer
+	if err := writeCSV(&cb, []Result{ok, bad}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&cb).ReadAll()
+	if err != nil || len(rows) != 3 || len(rows[1]) != len(csvHeader) {
+		t.Fatalf("csv: %d rows, %v", len(rows), err)
+	}
+	if rows[1][len(csvHeader)-5] != "" { // server_cpu_us_per_rpc: NA is empty
+		t.Errorf("NA written as %q", rows[1][len(csvHeader)-5])
+	}
+	var md bytes.Buffer
+	writeMarkdown(&md, Report{Date: "d", Provider: "p", Host: "h", Results: []Result{ok, bad}})
+	if n := strings.Count(md.String(), "\n| "); n != 3 {
+		t.Errorf("markdown has %d table lines after the header line, want 3:\n%s", n, md.String())
+	}
+}
