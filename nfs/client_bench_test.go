@@ -38,3 +38,30 @@ func BenchmarkClientRead4K(b *testing.B)  { benchIO(b, 4<<10, false) }
 func BenchmarkClientRead1M(b *testing.B)  { benchIO(b, 1<<20, false) }
 func BenchmarkClientWrite4K(b *testing.B) { benchIO(b, 4<<10, true) }
 func BenchmarkClientWrite1M(b *testing.B) { benchIO(b, 1<<20, true) }
+
+// BenchmarkServerNull and BenchmarkServerGetattr: the round trip of a
+// call the dispatch layer answers without go-nfs, through the client,
+// over the soft provider (compare transport's BenchmarkCall/null-inline
+// for the transport alone).
+func BenchmarkServerNull(b *testing.B) {
+	env := startClientEnv(b, nil)
+	c, ctx := env.exp.Client, b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Null(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkServerGetattr(b *testing.B) {
+	env := startClientEnv(b, nil)
+	c, ctx := env.exp.Client, b.Context()
+	root := env.exp.Root
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Getattr(ctx, root); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
