@@ -177,6 +177,9 @@ func (ss *session) dispatch(msg []byte) error {
 		if h.Proc > MountProcExport {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
+		if h.Proc == MountProcNull {
+			return ss.send(successReply(h.XID, nil))
+		}
 		if h.Proc == MountProcExport {
 			// go-nfs v0.0.4 has no EXPORT: it sends a reply without
 			// results.
@@ -212,8 +215,8 @@ func appendExports(b []byte, dirs []string) []byte {
 }
 
 // dispatchNFS handles an NFSv3 call: through the duplicate request cache if
-// it is not idempotent, then locally (LINK, COMMIT, READDIR and READDIRPLUS)
-// or by go-nfs.
+// it is not idempotent, then locally (NULL, LINK, COMMIT, READDIR,
+// READDIRPLUS, and the everyday calls of server.go's list) or by go-nfs.
 func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	var entry *drcEntry
 	if nonIdempotent(h.Proc) {
@@ -226,6 +229,10 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		entry = e
 	}
 	switch h.Proc {
+	case ProcNull:
+		// RFC 1813 §3.3.0: no work, a void result; not worth go-nfs's
+		// pipe and goroutines.
+		return ss.answer(entry, successReply(h.XID, nil))
 	case ProcLink:
 		reply := successReply(h.XID, ss.s.link(msg[args:]))
 		return ss.answer(entry, reply)
