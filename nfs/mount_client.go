@@ -3,12 +3,10 @@ package nfs
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -106,26 +104,6 @@ func (t *tcpRPC) call(ctx context.Context, prog, proc uint32, args []byte) (*xdr
 	return &r, nil
 }
 
-// dialTCP dials addr; as root from a reserved port (below 1024), which
-// mountd and knfsd's exports require unless "insecure" is set.
-func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
-	if os.Geteuid() == 0 {
-		for range 8 {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{Port: 600 + rand.IntN(424)}}
-			c, err := d.DialContext(ctx, "tcp", addr)
-			if err == nil {
-				return c, nil
-			}
-			var se *os.SyscallError
-			if !errors.As(err, &se) || se.Syscall != "bind" {
-				return nil, err
-			}
-		}
-	}
-	var d net.Dialer
-	return d.DialContext(ctx, "tcp", addr)
-}
-
 // GetPort asks the portmapper at addr ("host:port"; port 111 when
 // missing) for the TCP port of prog version vers (PMAPPROC_GETPORT, RFC
 // 1833 §3.2). A program not registered is an error.
@@ -133,7 +111,7 @@ func GetPort(ctx context.Context, addr string, prog, vers uint32) (int, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(addr, strconv.Itoa(DefaultPortmapPort))
 	}
-	conn, err := dialTCP(ctx, addr)
+	conn, err := dialReserved(ctx, addr)
 	if err != nil {
 		return 0, fmt.Errorf("nfs: portmapper %s: %w", addr, err)
 	}
@@ -183,7 +161,7 @@ func DialMount(ctx context.Context, addr string, auth *Auth) (*MountClient, erro
 		a := ProcessAuth()
 		auth = &a
 	}
-	conn, err := dialTCP(ctx, addr)
+	conn, err := dialReserved(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("nfs: mount %s: %w", addr, err)
 	}

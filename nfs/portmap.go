@@ -265,9 +265,10 @@ func (c *rpcbClient) pmapSet(proc uint32, m mapping) (bool, error) {
 	return c.boolCall(pmapVers, proc, b)
 }
 
-// dialReserved dials addr over TCP; as root, from a reserved port, which
-// rpcbind requires of SET and UNSET from a loopback address unless it runs
-// insecure (-i).
+// dialReserved dials addr over TCP; as root, from a reserved port (below
+// 1024), which rpcbind requires of SET and UNSET from a loopback address
+// unless it runs insecure (-i), and mountd and knfsd's exports of MOUNT
+// and NFS calls unless an export is "insecure".
 func dialReserved(ctx context.Context, addr string) (net.Conn, error) {
 	if os.Geteuid() == 0 {
 		for range 8 {
