@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,8 +41,8 @@ func TestInteropMatrix(t *testing.T) {
 	}
 	var rep struct {
 		Matrix []struct {
-			Client, Server, Status, Checks string
-			Inline                         int
+			Client, Server, Status, Checks, Ours string
+			Inline                               int
 			R                              bool
 		} `json:"matrix"`
 	}
@@ -61,6 +62,9 @@ func TestInteropMatrix(t *testing.T) {
 		}
 		if m.Status == "ok" && !strings.Contains(m.Checks, "negotiated, 7 files, chunks, invalidation") {
 			t.Errorf("%s × %s × %d × R=%v: checks %q", m.Client, m.Server, m.Inline, m.R, m.Checks)
+		}
+		if want := fmt.Sprintf("send/recv %d/%d R=%v ", m.Inline, m.Inline, m.R); m.Client == "go-nfs" && !strings.HasPrefix(m.Ours, want) {
+			t.Errorf("go-nfs × %s × %d × R=%v: the Go client reports %q, want %q...", m.Server, m.Inline, m.R, m.Ours, want)
 		}
 	}
 	if len(rep.Matrix) != 24 || count["ok"] != 21 || count["n/a"] != 3 || count["go-nfs"] != 12 {

@@ -136,6 +136,11 @@ func TestSpecCells(t *testing.T) {
 	if err := demoSpec().Validate(); err != nil {
 		t.Error(err)
 	}
+	// The demo: the kernel client's READ and WRITE, our NULL, no Go NFS
+	// cell.
+	if n := len(demoSpec().AllCells()); n != 10 {
+		t.Errorf("the demo has %d cells, want 10", n)
+	}
 	bad := quickSpec()
 	bad.Inlines = []int{512}
 	if bad.Validate() == nil {

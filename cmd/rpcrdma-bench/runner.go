@@ -109,7 +109,8 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 	defer g.close()
 	var sessions []goNFSSession
 	var openErrs []error
-	for _, gc := range goClientCells {
+	goClients := r.spec.goClients()
+	for _, gc := range goClients {
 		path, _ := srv.export()
 		s, err := gc.Open(ctx, goOpen{Provider: r.provider, Addr: srv.rdmaAddr(), MountAddr: mountAddrOf(srv), ExportPath: path, Inline: inline})
 		if err != nil {
@@ -125,7 +126,7 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 			continue
 		}
 		ran := false
-		for i, gc := range goClientCells {
+		for i, gc := range goClients {
 			if s := sessions[i]; s != nil && gc.Supports(c.Workload) && !ran {
 				op, undo, err := s.Ops(c)
 				if err != nil {
