@@ -43,7 +43,7 @@ func TestInteropMatrix(t *testing.T) {
 		Matrix []struct {
 			Client, Server, Status, Checks, Ours string
 			Inline                               int
-			R                              bool
+			R                                    bool
 		} `json:"matrix"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
