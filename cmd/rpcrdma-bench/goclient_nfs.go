@@ -25,10 +25,11 @@ import (
 // directly, each worker goroutine one call in flight):
 //
 //   - read: Client.Read of Size bytes at a random Size-aligned offset of a
-//     16 MiB file (one NFSv3 READ, as the kernel's O_DIRECT pread);
+//     16 MiB file (one NFSv3 READ up to rsize, as the kernel's O_DIRECT
+//     pread; larger sizes one READ of rsize after the other);
 //   - write: Client.Write of Size bytes, FILE_SYNC, each worker over a file
-//     of its own (one NFSv3 WRITE FILE_SYNC, as the kernel's O_DIRECT
-//     pwrite of at most wsize bytes, which Linux sends FILE_SYNC);
+//     of its own (one NFSv3 WRITE FILE_SYNC up to wsize, as the kernel's
+//     O_DIRECT pwrite of at most wsize bytes, which Linux sends FILE_SYNC);
 //   - getattr: Client.Getattr of the 16 MiB file (one GETATTR, as fstat on
 //     the noac mount);
 //   - create: CREATE GUARDED of a new file and a FILE_SYNC WRITE of Size
@@ -162,12 +163,7 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 		return func(w int) (int, error) {
 			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			defer cancel()
-			off := uint64(rngs[w].IntN(slots)) * uint64(c.Size)
-			n, _, err := s.c.Read(cctx, s.rfile, off, bufs[w])
-			if err == nil && n != c.Size {
-				err = fmt.Errorf("short READ: %d of %d bytes", n, c.Size)
-			}
-			return n, err
+			return s.readAt(cctx, s.rfile, uint64(rngs[w].IntN(slots))*uint64(c.Size), bufs[w])
 		}, undo, nil
 	case WorkWrite:
 		fhs := make([]nfs.FH, c.InFlight)
@@ -183,11 +179,7 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			defer cancel()
 			off := next[w] % uint64(slots) * uint64(c.Size)
 			next[w]++
-			res, err := s.c.Write(cctx, fhs[w], off, bufs[w], nfs.FileSync)
-			if err == nil && (res.Count != c.Size || res.Committed != nfs.FileSync) {
-				err = fmt.Errorf("WRITE: %d of %d bytes, committed %d", res.Count, c.Size, res.Committed)
-			}
-			return res.Count, err
+			return s.writeAt(cctx, fhs[w], off, bufs[w])
 		}, undo, nil
 	case WorkCreate:
 		name := fmt.Sprintf("create-%d-%d-%d", c.Inline, c.InFlight, s.cells)
@@ -205,14 +197,46 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			if err != nil {
 				return 0, err
 			}
-			res, err := s.c.Write(cctx, fh, 0, bufs[w], nfs.FileSync)
-			if err == nil && res.Count != c.Size {
-				err = fmt.Errorf("WRITE: %d of %d bytes", res.Count, c.Size)
-			}
-			return res.Count, err
+			return s.writeAt(cctx, fh, 0, bufs[w])
 		}, undo, nil
 	}
 	return nil, nil, fmt.Errorf("go-nfs: no %s workload", c.Workload)
+}
+
+// readAt fills p from off with READs of at most rsize, one after the
+// other (as the kernel splits an O_DIRECT pread larger than rsize).
+func (s *nfsSession) readAt(ctx context.Context, fh nfs.FH, off uint64, p []byte) (int, error) {
+	rsize, _ := s.c.IOSize()
+	done := 0
+	for done < len(p) {
+		n, eof, err := s.c.Read(ctx, fh, off+uint64(done), p[done:min(len(p), done+rsize)])
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if n == 0 || (eof && done < len(p)) {
+			return done, fmt.Errorf("short READ: %d of %d bytes", done, len(p))
+		}
+	}
+	return done, nil
+}
+
+// writeAt writes p at off with FILE_SYNC WRITEs of at most wsize, one after
+// the other (as the kernel splits an O_DIRECT pwrite larger than wsize).
+func (s *nfsSession) writeAt(ctx context.Context, fh nfs.FH, off uint64, p []byte) (int, error) {
+	_, wsize := s.c.IOSize()
+	done := 0
+	for done < len(p) {
+		res, err := s.c.Write(ctx, fh, off+uint64(done), p[done:min(len(p), done+wsize)], nfs.FileSync)
+		done += res.Count
+		if err != nil {
+			return done, err
+		}
+		if res.Count == 0 || res.Committed != nfs.FileSync {
+			return done, fmt.Errorf("WRITE: %d of %d bytes, committed %d", done, len(p), res.Committed)
+		}
+	}
+	return done, nil
 }
 
 // Counters are the connection's transport.Stats under fill's names: every
@@ -335,17 +359,9 @@ func (s *nfsSession) writeReadBack(ctx context.Context, name string, n int, disk
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	rsize, _ := s.c.IOSize()
 	got := make([]byte, n)
-	for off := 0; off < n; {
-		m, eof, err := s.c.Read(ctx, f.Handle(), uint64(off), got[off:min(n, off+rsize)])
-		if err != nil {
-			return fmt.Errorf("%s: READ at %d: %w", name, off, err)
-		}
-		off += m
-		if m == 0 || (eof && off < n) {
-			return fmt.Errorf("%s: READ: %d of %d bytes", name, off, n)
-		}
+	if _, err := s.readAt(ctx, f.Handle(), 0, got); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if !bytes.Equal(got, data) {
 		return fmt.Errorf("%s: the %d bytes READ back differ", name, n)
