@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,18 +12,20 @@ import (
 )
 
 // TestInteropMatrix runs the interoperability matrix (rpcrdma-bench
-// matrix) in one boot: {Linux kernel client, our requester} × {rdma-nfsd,
-// knfsd} × inline {1024, 4096, 65536} × {R on, off}. Each kernel cell
-// mounts, checks the thresholds both sides negotiated (the kernel's
-// xprtrdma_inline_thresh tracepoint and rdma-nfsd's connection line),
-// writes and reads back seven files with O_DIRECT and compares them with
-// the server's disk, checks from mountstats that a 2 KiB WRITE and READ
-// use a chunk at 1024 only and an 8 KiB READ below 65536 only, and that a
-// 128 KiB READ's Write chunk is invalidated by the server (R on) or by the
-// client (R off). kernel × knfsd × R off is n/a (knfsd has no such
-// setting). The Go rows check our requester's negotiation and 100 NULLs;
-// the Go NFS client (issue 11) adds its rows through goClientCells in
-// cmd/rpcrdma-bench. The table is logged.
+// matrix) in one boot: {Linux kernel client, Go NFS client (package nfs)}
+// × {rdma-nfsd, knfsd} × inline {1024, 4096, 65536} × {R on, off}. Each
+// cell mounts and checks the thresholds both sides negotiated (the
+// kernel's xprtrdma_inline_thresh tracepoint and rdma-nfsd's connection
+// line; the Go client's transport.Stats and its R bit), writes and reads
+// back seven files (kernel: O_DIRECT; Go: nfs.File's UNSTABLE WRITEs and
+// COMMIT, then direct READs and nfs.File's read-ahead) and compares them
+// with the server's disk, checks from the client's counters (mountstats;
+// transport.Stats) that a 2 KiB WRITE and READ use a chunk at 1024 only
+// and an 8 KiB READ below 65536 only, and that a 128 KiB READ's Write
+// chunk is invalidated by the server (R on) or by the client (R off).
+// kernel × knfsd × R off is n/a (knfsd has no such setting; the Go client
+// can refuse remote invalidation, so go-nfs × knfsd × R off runs). The
+// table is logged.
 func TestInteropMatrix(t *testing.T) {
 	vmtest.Require(t)
 	bin := buildBench(t)
@@ -38,9 +41,9 @@ func TestInteropMatrix(t *testing.T) {
 	}
 	var rep struct {
 		Matrix []struct {
-			Client, Server, Status, Checks string
-			Inline                         int
-			R                              bool
+			Client, Server, Status, Checks, Ours string
+			Inline                               int
+			R                                    bool
 		} `json:"matrix"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
@@ -53,12 +56,19 @@ func TestInteropMatrix(t *testing.T) {
 		if na != (m.Status == "n/a") {
 			t.Errorf("%s × %s × %d × R=%v: status %q", m.Client, m.Server, m.Inline, m.R, m.Status)
 		}
-		if m.Client == "kernel" && m.Status == "ok" && !strings.Contains(m.Checks, "7 files, chunks, invalidation") {
-			t.Errorf("%s × %s × %d: checks %q", m.Client, m.Server, m.Inline, m.Checks)
+		count[m.Client]++
+		if m.Client != "kernel" && m.Client != "go-nfs" {
+			t.Errorf("%s × %s × %d × R=%v: client %q, want kernel or go-nfs (the Go NFS client)", m.Client, m.Server, m.Inline, m.R, m.Client)
+		}
+		if m.Status == "ok" && !strings.Contains(m.Checks, "negotiated, 7 files, chunks, invalidation") {
+			t.Errorf("%s × %s × %d × R=%v: checks %q", m.Client, m.Server, m.Inline, m.R, m.Checks)
+		}
+		if want := fmt.Sprintf("send/recv %d/%d R=%v ", m.Inline, m.Inline, m.R); m.Client == "go-nfs" && !strings.HasPrefix(m.Ours, want) {
+			t.Errorf("go-nfs × %s × %d × R=%v: the Go client reports %q, want %q...", m.Server, m.Inline, m.R, m.Ours, want)
 		}
 	}
-	if len(rep.Matrix) != 24 || count["ok"] != 21 || count["n/a"] != 3 {
-		t.Errorf("%d cells: %v; want 24: 21 ok, 3 n/a", len(rep.Matrix), count)
+	if len(rep.Matrix) != 24 || count["ok"] != 21 || count["n/a"] != 3 || count["go-nfs"] != 12 {
+		t.Errorf("%d cells: %v; want 24: 21 ok, 3 n/a, 12 of the Go NFS client", len(rep.Matrix), count)
 	}
 	if !strings.Contains(out, "interoperability matrix") {
 		t.Error("no table printed")

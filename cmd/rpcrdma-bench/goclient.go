@@ -12,11 +12,11 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// goNFSClient is where the Go NFS client (issue 11) plugs in: each one
-// registered in goClientCells adds ClientGo rows to the bench (READ,
-// WRITE, GETATTR and create cells, against rdma-nfsd and knfsd) and to
-// the interoperability matrix. Until then the Go client's only rows are
-// RPC NULL through transport.Conn.Call (goRequester).
+// goNFSClient is where a Go NFS client plugs in: each one registered in
+// goClientCells adds ClientGo rows to the bench (READ, WRITE, GETATTR and
+// create cells, against rdma-nfsd and knfsd), and the first one the Go
+// rows of the interoperability matrix. package nfs's client is registered
+// (goclient_nfs.go); RPC NULL stays with goRequester (transport.Conn.Call).
 type goNFSClient interface {
 	// Supports reports whether the client runs workload w.
 	Supports(w string) bool
@@ -44,14 +44,15 @@ type goNFSSession interface {
 	Counters() map[string]uint64
 	// Negotiated is the connection's settings.
 	Negotiated() string
-	// Check writes files of every size class and reads them back (the
-	// matrix's data check).
-	Check(ctx context.Context) error
+	// Check is the matrix's test of the mount: the negotiated settings,
+	// files of every size class written and read back (and compared with
+	// the server's files under disk, when not ""), the chunks used and
+	// the invalidations. It returns what it checked.
+	Check(ctx context.Context, disk string) (string, error)
 	Close() error
 }
 
-// goClientCells are the Go NFS clients the bench runs (none before issue
-// 11).
+// goClientCells are the Go NFS clients the bench runs.
 var goClientCells []goNFSClient
 
 // goRequester is our requester (transport.Dial) making NFSv3 NULL calls:

@@ -17,13 +17,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ClientGoNFS names the Go NFS client's rows of the matrix.
+const ClientGoNFS = "go-nfs"
+
 // matrixInlines are the matrix's inline settings: the RFC 8166 default,
 // the Linux default and the largest the Linux client accepts.
 var matrixInlines = []int{1024, 4096, 65536}
 
 // MatrixRow is one cell of the interoperability matrix.
 type MatrixRow struct {
-	Client  string  `json:"client"` // "kernel", "go" (our requester: NULL), "go-nfs" (issue 11)
+	Client  string  `json:"client"` // "kernel", "go-nfs" (package nfs's client), "go" (our requester: NULL only)
 	Server  string  `json:"server"`
 	Inline  int     `json:"inline"`
 	R       bool    `json:"r"`      // remote invalidation offered
@@ -275,9 +278,11 @@ func writeReadBack(path, disk string, n int) error {
 	return nil
 }
 
-// matrixGoCell is the Go client's row: a registered Go NFS client (issue
-// 11) mounts and checks data; until then our requester connects, checks
-// the negotiated settings and makes 100 NULL calls.
+// matrixGoCell is the Go client's row: the first registered Go NFS client
+// (package nfs's) mounts and checks the negotiated settings, the data,
+// the chunks and the invalidations (goNFSSession.Check); without one, our
+// requester connects, checks the negotiated settings and makes 100 NULL
+// calls.
 func matrixGoCell(ctx context.Context, srv server, row *MatrixRow) {
 	fail := func(err error) { row.Status, row.Err = "FAIL", err.Error() }
 	if g, ok := srv.(*rdmaNfsd); ok && g.cmd == nil {
@@ -294,20 +299,21 @@ func matrixGoCell(ctx context.Context, srv server, row *MatrixRow) {
 	}
 	p := &rdmacore.Provider{LocalAddr: vmClientIP}
 	if len(goClientCells) > 0 {
-		gc := goClientCells[0] // the Go NFS client of issue 11
-		path, _ := srv.export()
-		s, err := gc.Open(ctx, goOpen{Provider: p, Addr: srv.rdmaAddr(), ExportPath: path, Inline: row.Inline, NoRI: !row.R})
+		gc := goClientCells[0]
+		path, disk := srv.export()
+		s, err := gc.Open(ctx, goOpen{Provider: p, Addr: srv.rdmaAddr(), MountAddr: mountAddrOf(srv), ExportPath: path, Inline: row.Inline, NoRI: !row.R})
 		if err != nil {
 			fail(err)
 			return
 		}
 		defer s.Close()
-		row.Client, row.Ours = "go-nfs", s.Negotiated()
-		if err := s.Check(ctx); err != nil {
+		row.Client, row.Ours = ClientGoNFS, s.Negotiated()
+		checks, err := s.Check(ctx, disk)
+		if err != nil {
 			fail(err)
 			return
 		}
-		row.Status, row.Checks = "ok", "negotiated, files"
+		row.Status, row.Checks = "ok", checks
 		return
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -331,5 +337,5 @@ func matrixGoCell(ctx context.Context, srv server, row *MatrixRow) {
 			return
 		}
 	}
-	row.Status, row.Checks = "ok", "negotiated, 100 NULL (NFS rows: the Go client of issue 11)"
+	row.Status, row.Checks = "ok", "negotiated, 100 NULL (no Go NFS client registered)"
 }

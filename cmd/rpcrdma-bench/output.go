@@ -142,22 +142,24 @@ func sorted(rs []Result) []Result {
 // tableHeader and tableRow are the columns of the terminal and Markdown
 // tables.
 var tableHeader = []string{"client→server", "work", "size", "×", "inline", "ops/s", "MB/s", "p50 µs", "p99 µs",
-	"RPC/op", "Send", "RdRd", "RdWr", "RInv", "LInv", "chunks R/W/Rp", "pkts", "srv µs", "srv allocs", "vs 1024"}
+	"RPC/op", "Send", "RdRd", "RdWr", "RInv", "LInv", "chunks R/W/Rp", "pkts", "srv µs", "srv allocs", "vs 1024", "vs kernel"}
 
 func tableRow(r Result) []string {
 	peers := r.Client + "→" + r.Server
 	if r.Err != "" {
 		return []string{peers, r.Workload, sizeName(r.Size), strconv.Itoa(r.InFlight), sizeName(r.Inline), "error: " + r.Err}
 	}
-	ratio := "-"
-	if r.Vs1024 != NA {
-		ratio = fmt.Sprintf("%.2fx", r.Vs1024)
+	ratio := func(v float64) string {
+		if v == NA {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", v)
 	}
 	return []string{peers, r.Workload, sizeName(r.Size), strconv.Itoa(r.InFlight), sizeName(r.Inline),
 		fmtNum(r.OpsPerS), fmtNum(r.MBPerS), fmtNum(r.P50us), fmtNum(r.P99us), fmtNum(r.RPCsPerOp),
 		fmtNum(r.Sends), fmtNum(r.RDMAReads), fmtNum(r.RDMAWrites), fmtNum(r.RemoteInv), fmtNum(r.LocalInv),
 		fmtNum(r.ReadChunks) + "/" + fmtNum(r.WriteChunks) + "/" + fmtNum(r.ReplyChunks),
-		fmtNum(r.Packets), fmtNum(r.ServerCPUus), fmtNum(r.ServerAllocs), ratio}
+		fmtNum(r.Packets), fmtNum(r.ServerCPUus), fmtNum(r.ServerAllocs), ratio(r.Vs1024), ratio(r.VsKernel)}
 }
 
 // writeTable prints the results as an aligned table.
@@ -170,7 +172,8 @@ func writeTable(w io.Writer, rs []Result) {
 	_ = tw.Flush()
 	fmt.Fprintln(w, "Send, RdRd (RDMA Read), RdWr (RDMA Write), RInv (Send With Invalidate), LInv (client's local invalidation),")
 	fmt.Fprintln(w, "chunks (Read/Write/Reply) and pkts (RoCEv2 packets) are per RPC; srv µs and srv allocs are rdma-nfsd's CPU")
-	fmt.Fprintln(w, "time and heap allocations per RPC; - is not counted for these peers; vs 1024: ops/s over the inline-1024 cell.")
+	fmt.Fprintln(w, "time and heap allocations per RPC; - is not counted for these peers; vs 1024: ops/s over the inline-1024 cell;")
+	fmt.Fprintln(w, "vs kernel: the Go client's ops/s over the kernel client's in the same cell (same server, workload, size, depth, inline).")
 }
 
 // writeServerRatios prints rdma-nfsd's ops/s over knfsd's for each cell
@@ -202,8 +205,8 @@ func writeServerRatios(w io.Writer, rs []Result) {
 		if !ok || k.OpsPerS == 0 {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("  %-9s %-7s %7s ×%-2d inline %-6s Go client/kernel client %.2fx",
-			r.Server, r.Workload, sizeName(r.Size), r.InFlight, sizeName(r.Inline), r.OpsPerS/k.OpsPerS))
+		lines = append(lines, fmt.Sprintf("  %-9s %-7s %7s ×%-2d inline %-6s Go client/kernel client %.2fx (%s vs %s ops/s)",
+			r.Server, r.Workload, sizeName(r.Size), r.InFlight, sizeName(r.Inline), r.OpsPerS/k.OpsPerS, fmtNum(r.OpsPerS), fmtNum(k.OpsPerS)))
 	}
 	for _, r := range sorted(rs) {
 		if r.Err != "" || r.Server != ServerKnfsd {
@@ -227,7 +230,7 @@ var csvHeader = []string{"provider", "client", "server", "workload", "size", "in
 	"errors", "ops_per_s", "mb_per_s", "p50_us", "p99_us", "rpcs", "rpcs_per_op", "sends_per_rpc", "rdma_reads_per_rpc",
 	"rdma_writes_per_rpc", "remote_inv_per_rpc", "local_inv_per_rpc", "read_chunks_per_rpc", "write_chunks_per_rpc",
 	"reply_chunks_per_rpc", "packets_per_rpc", "server_cpu_us_per_rpc", "server_allocs_per_rpc", "ops_vs_1024",
-	"negotiated", "error"}
+	"ops_vs_kernel_client", "negotiated", "error"}
 
 // writeCSV writes the results, one row each (NA as an empty field).
 func writeCSV(w io.Writer, rs []Result) error {
@@ -245,7 +248,7 @@ func writeCSV(w io.Writer, rs []Result) error {
 			f(r.OpsPerS), f(r.MBPerS), f(r.P50us), f(r.P99us), strconv.FormatUint(r.RPCs, 10), f(r.RPCsPerOp),
 			f(r.Sends), f(r.RDMAReads), f(r.RDMAWrites), f(r.RemoteInv), f(r.LocalInv), f(r.ReadChunks),
 			f(r.WriteChunks), f(r.ReplyChunks), f(r.Packets), f(r.ServerCPUus), f(r.ServerAllocs), f(r.Vs1024),
-			r.Negotiated, r.Err})
+			f(r.VsKernel), r.Negotiated, r.Err})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -96,6 +96,11 @@ type Result struct {
 	// Vs1024 is OpsPerS over the same cell's at inline 1024 in this run
 	// (NA when that cell was not run).
 	Vs1024 float64 `json:"ops_vs_1024"`
+	// VsKernel is, for a Go client's cell, OpsPerS over the kernel
+	// client's in the same cell (server, workload, size, depth, inline)
+	// of this run: the issue's "Go client's ratio to the kernel client"
+	// (NA for the kernel's cells and when that cell was not run).
+	VsKernel float64 `json:"ops_vs_kernel_client"`
 	// Negotiated is what the connection settled on, as the peers report
 	// it ("send/recv 4096/4096 R=1").
 	Negotiated string `json:"negotiated"`
@@ -107,18 +112,36 @@ type Result struct {
 }
 
 // fillRatios sets Vs1024 of every result from the 1024 cell of the same
-// workload, size, depth and peers.
+// workload, size, depth and peers, and VsKernel of the Go client's from
+// the kernel client's cell against the same server at the same setting.
 func fillRatios(rs []Result) {
 	base := map[string]float64{}
+	kernel := map[Cell]float64{}
 	for _, r := range rs {
-		if r.Inline == 1024 && r.Err == "" {
+		if r.Err != "" {
+			continue
+		}
+		if r.Inline == 1024 {
 			base[r.Key()] = r.OpsPerS
+		}
+		if r.Client == ClientKernel {
+			kernel[r.Cell] = r.OpsPerS
 		}
 	}
 	for i := range rs {
-		rs[i].Vs1024 = NA
-		if b, ok := base[rs[i].Key()]; ok && b > 0 && rs[i].Err == "" {
+		rs[i].Vs1024, rs[i].VsKernel = NA, NA
+		if rs[i].Err != "" {
+			continue
+		}
+		if b, ok := base[rs[i].Key()]; ok && b > 0 {
 			rs[i].Vs1024 = rs[i].OpsPerS / b
+		}
+		if rs[i].Client == ClientGo {
+			k := rs[i].Cell
+			k.Client = ClientKernel
+			if b, ok := kernel[k]; ok && b > 0 {
+				rs[i].VsKernel = rs[i].OpsPerS / b
+			}
 		}
 	}
 }

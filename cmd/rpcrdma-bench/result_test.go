@@ -79,10 +79,23 @@ func TestFillRatios(t *testing.T) {
 	other := c
 	other.InFlight, other.Inline = 1, 4096
 	rs = append(rs, Result{Cell: other, OpsPerS: 10})
+	// The Go client's cells: against the kernel's same cell, none for
+	// the 65536 cell whose kernel cell failed, nor for another server's.
+	g := c
+	g.Client = ClientGo
+	rs = append(rs, Result{Cell: g, OpsPerS: 50}, Result{Cell: g, OpsPerS: 320}, Result{Cell: g, OpsPerS: 30}, Result{Cell: g, OpsPerS: 7})
+	rs[4].Inline, rs[5].Inline, rs[6].Inline, rs[7].Inline = 1024, 4096, 65536, 1024
+	rs[7].Server = ServerKnfsd
+	rs[2].Err = "boom"
 	fillRatios(rs)
-	for i, want := range []float64{1, 1.6, 0.5, NA} {
+	for i, want := range []float64{1, 1.6, NA, NA, 1, 6.4, 0.6, 1} {
 		if math.Abs(rs[i].Vs1024-want) > 1e-9 {
 			t.Errorf("result %d: Vs1024 = %v, want %v", i, rs[i].Vs1024, want)
+		}
+	}
+	for i, want := range []float64{NA, NA, NA, NA, 0.5, 2, NA, NA} {
+		if math.Abs(rs[i].VsKernel-want) > 1e-9 {
+			t.Errorf("result %d (%s): VsKernel = %v, want %v", i, rs[i].Label(), rs[i].VsKernel, want)
 		}
 	}
 }
@@ -90,9 +103,18 @@ func TestFillRatios(t *testing.T) {
 func TestSpecCells(t *testing.T) {
 	s := fullSpec()
 	go1 := s.Cells(ServerGo, 1024)
-	// NULL at 3 depths, READ and WRITE at 7 sizes, GETATTR, create.
-	if want := 3 + 3*(7+7+1+1); len(go1) != want {
+	// At 3 depths: NULL (our requester), and READ and WRITE at 7 sizes,
+	// GETATTR and create for each client (the Go NFS client and the
+	// kernel's).
+	if want := 3 + 2*3*(7+7+1+1); len(go1) != want {
 		t.Errorf("%d cells per server and inline, want %d", len(go1), want)
+	}
+	perClient := map[string]int{}
+	for _, c := range go1 {
+		perClient[c.Client+"/"+c.Workload]++
+	}
+	if perClient["go/read"] != 21 || perClient["go/create"] != 3 || perClient["kernel/getattr"] != 3 || perClient["go/null"] != 3 {
+		t.Errorf("cells by client and workload: %v", perClient)
 	}
 	// knfsd over TCP: the kernel client's cells once, inline 0.
 	tcp := s.Cells(ServerKnfsdTCP, 1024)
@@ -113,6 +135,11 @@ func TestSpecCells(t *testing.T) {
 	}
 	if err := demoSpec().Validate(); err != nil {
 		t.Error(err)
+	}
+	// The demo: the kernel client's READ and WRITE, our NULL, no Go NFS
+	// cell.
+	if n := len(demoSpec().AllCells()); n != 10 {
+		t.Errorf("the demo has %d cells, want 10", n)
 	}
 	bad := quickSpec()
 	bad.Inlines = []int{512}
@@ -141,30 +168,40 @@ func TestParseBench(t *testing.T) {
 func TestOutputs(t *testing.T) {
 	c := Cell{Client: ClientKernel, Server: ServerGo, Workload: WorkRead, Size: 2048, InFlight: 8, Inline: 1024}
 	ok := Result{Cell: c, OpsPerS: 1234.5, Sends: 2, RDMAReads: 0, RDMAWrites: 1, LocalInv: 0, RemoteInv: 1,
-		ServerCPUus: NA, ServerAllocs: NA, Packets: NA, Vs1024: 1}
+		ServerCPUus: NA, ServerAllocs: NA, Packets: NA, Vs1024: 1, VsKernel: NA}
+	gc := ok
+	gc.Client, gc.OpsPerS, gc.VsKernel = ClientGo, 987, 0.8
 	bad := Result{Cell: c, Err: "mount failed"}
 	bad.Server = ServerKnfsd
 	var tab bytes.Buffer
-	writeTable(&tab, []Result{ok, bad})
-	for _, want := range []string{"kernel→rdma-nfsd", "1234", "error: mount failed", "1.00x"} {
+	writeTable(&tab, []Result{ok, bad, gc})
+	for _, want := range []string{"kernel→rdma-nfsd", "1234", "error: mount failed", "1.00x", "vs kernel", "0.80x"} {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tab.String())
 		}
 	}
 	var cb bytes.Buffer
-	if err := writeCSV(&cb, []Result{ok, bad}); err != nil {
+	if err := writeCSV(&cb, []Result{ok, bad, gc}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&cb).ReadAll()
-	if err != nil || len(rows) != 3 || len(rows[1]) != len(csvHeader) {
+	if err != nil || len(rows) != 4 || len(rows[1]) != len(csvHeader) {
 		t.Fatalf("csv: %d rows, %v", len(rows), err)
 	}
-	if rows[1][len(csvHeader)-5] != "" { // server_cpu_us_per_rpc: NA is empty
-		t.Errorf("NA written as %q", rows[1][len(csvHeader)-5])
+	col := map[string]int{}
+	for i, h := range csvHeader {
+		col[h] = i
+	}
+	// sorted: kernel's rows first, then the Go client's.
+	if rows[1][col["server_cpu_us_per_rpc"]] != "" || rows[1][col["ops_vs_kernel_client"]] != "" { // NA is empty
+		t.Errorf("NA written as %q, %q", rows[1][col["server_cpu_us_per_rpc"]], rows[1][col["ops_vs_kernel_client"]])
+	}
+	if rows[3][col["client"]] != ClientGo || rows[3][col["ops_vs_kernel_client"]] != "0.8" {
+		t.Errorf("the Go client's row: %v", rows[3])
 	}
 	var md bytes.Buffer
-	writeMarkdown(&md, Report{Date: "d", Provider: "p", Host: "h", Results: []Result{ok, bad}})
-	if n := strings.Count(md.String(), "\n| "); n != 3 {
-		t.Errorf("markdown has %d table lines after the header line, want 3:\n%s", n, md.String())
+	writeMarkdown(&md, Report{Date: "d", Provider: "p", Host: "h", Results: []Result{ok, bad, gc}})
+	if n := strings.Count(md.String(), "\n| "); n != 4 {
+		t.Errorf("markdown has %d table lines after the header line, want 4:\n%s", n, md.String())
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -107,11 +108,13 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 	}
 	defer g.close()
 	var sessions []goNFSSession
-	for _, gc := range goClientCells {
+	var openErrs []error
+	goClients := r.spec.goClients()
+	for _, gc := range goClients {
 		path, _ := srv.export()
-		s, err := gc.Open(ctx, goOpen{Provider: r.provider, Addr: srv.rdmaAddr(), ExportPath: path, Inline: inline})
+		s, err := gc.Open(ctx, goOpen{Provider: r.provider, Addr: srv.rdmaAddr(), MountAddr: mountAddrOf(srv), ExportPath: path, Inline: inline})
 		if err != nil {
-			sessions = append(sessions, nil)
+			sessions, openErrs = append(sessions, nil), append(openErrs, err)
 			continue
 		}
 		defer s.Close()
@@ -123,7 +126,7 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 			continue
 		}
 		ran := false
-		for i, gc := range goClientCells {
+		for i, gc := range goClients {
 			if s := sessions[i]; s != nil && gc.Supports(c.Workload) && !ran {
 				op, undo, err := s.Ops(c)
 				if err != nil {
@@ -136,7 +139,11 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 			}
 		}
 		if !ran {
-			r.report(Result{Cell: c, Provider: r.label, Err: "no Go NFS client could open the export"})
+			msg := "no Go NFS client could open the export"
+			if len(openErrs) > 0 {
+				msg += ": " + errors.Join(openErrs...).Error()
+			}
+			r.report(Result{Cell: c, Provider: r.label, Err: msg})
 		}
 	}
 }

@@ -69,6 +69,7 @@ type rdmaNfsd struct {
 	metrics             string // -metrics (host:port; port 0 picks one)
 	rdmaPort, tcpPort   int    // 0 picks one
 	metricsURL, bound   string // what the running server reports
+	boundMountTCP       string // MOUNT's TCP address, as the running server reports it
 }
 
 func newRdmaNfsd(bin, provider, addr, dir string) *rdmaNfsd {
@@ -123,9 +124,12 @@ func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {
 		log, _ := os.ReadFile(s.logPath)
 		if m := metricsURLRE.FindSubmatch(log); m != nil {
 			s.metricsURL = string(m[1])
-			s.bound = ""
+			s.bound, s.boundMountTCP = "", ""
 			if b := servingRE.FindSubmatch(log); b != nil {
 				s.bound = string(b[1])
+			}
+			if b := mountTCPRE.FindSubmatch(log); b != nil {
+				s.boundMountTCP = string(b[1])
 			}
 			return nil
 		}
@@ -211,7 +215,12 @@ const clockTicks = 100
 var (
 	metricsURLRE = regexp.MustCompile(`rdma-nfsd: metrics" url=(http://\S+)`)
 	servingRE    = regexp.MustCompile(`rdma-nfsd: serving" .*nfs_rdma=(\S+)`)
+	mountTCPRE   = regexp.MustCompile(`rdma-nfsd: serving" .*mount_tcp=(\S+)`)
 )
+
+// boundMount is the MOUNT service's TCP address the running server
+// reported ("" before it did).
+func (s *rdmaNfsd) boundMount() string { return s.boundMountTCP }
 
 // acceptedRE picks the settings out of the transport's "rpcrdma:
 // accepted" log line.

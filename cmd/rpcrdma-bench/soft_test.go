@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,89 @@ func TestSoftNull(t *testing.T) {
 		}
 		if !strings.HasPrefix(res.Negotiated, want) {
 			t.Errorf("%s: negotiated %q, want %s", res.Label(), res.Negotiated, want)
+		}
+	}
+}
+
+// readReplyBound is more than the largest overhead of a READ reply beside
+// its data (RPC-over-RDMA header, reply header with the largest verifier,
+// READ3resok's status, post_op_attr, count, eof and length) and less than
+// 1 KiB: where a READ takes a Write chunk at 1024 and 4096.
+const readReplyBound = 600
+
+// TestSoftGoNFS runs the Go NFS client's cells (package nfs) on the soft
+// provider against rdma-nfsd built from this checkout: READ and WRITE of
+// 512 B, 2 KiB and 64 KiB, GETATTR and the 2 KiB create, 1 and 4 in
+// flight, at inline 1024 and 4096. Every cell must run without an error,
+// and the counted RDMA operations per RPC must be the minimum of each size
+// class: 2 Sends; a READ whose reply does not fit inline one RDMA Write
+// (the Write chunk), a WRITE whose call does not fit one RDMA Read (the
+// Read chunk), each chunk invalidated by the server's Send With
+// Invalidate and none by the client; the create's 2 RPCs (CREATE and
+// WRITE) half an RDMA Read per RPC at 1024 and none at 4096. A READ's
+// reply fits inline when its bound does (RFC 8166 §3.5.3): nfs.Binding
+// bounds it by the data and readReplyBound, whose largest verifier (400
+// bytes, RFC 5531 §8.2) makes even a 512 B READ take a Write chunk at
+// 1024.
+func TestSoftGoNFS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/rdma-nfsd")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "rdma-nfsd")
+	cmd := exec.Command("go", "build", "-o", bin, "../rdma-nfsd")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	srv := newRdmaNfsd(bin, "soft", "127.0.0.1", filepath.Join(dir, "export"))
+	srv.logPath = filepath.Join(dir, "rdma-nfsd.log")
+	srv.metrics, srv.rdmaPort, srv.tcpPort = "127.0.0.1:0", 0, 0
+	spec := Spec{Provider: "soft", Duration: 150 * time.Millisecond, Rounds: 1, Inlines: []int{1024, 4096},
+		Sizes: []int{512, 2 << 10, 64 << 10}, InFlight: []int{1, 4}, CreateSize: 2 << 10,
+		Workloads: []string{WorkRead, WorkWrite, WorkGetattr, WorkCreate}, Servers: []string{ServerGo}, Clients: []string{ClientGo}}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var results []Result
+	r := &runner{spec: spec, label: "soft", provider: &soft.Provider{}, servers: map[string]server{ServerGo: srv},
+		emit: func(res Result) { results = append(results, res) }}
+	if err := r.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 32 {
+		t.Fatalf("%d results, want 32 (2 inline settings × (3 READ + 3 WRITE sizes + GETATTR + create) × 2 depths)", len(results))
+	}
+	for _, res := range results {
+		t.Logf("%s: %s ops/s, %.2f RPC/op, per RPC %.2f Sends %.2f RdRd %.2f RdWr %.2f RInv %.2f LInv; %s",
+			res.Label(), fmtNum(res.OpsPerS), res.RPCsPerOp, res.Sends, res.RDMAReads, res.RDMAWrites, res.RemoteInv, res.LocalInv, res.Negotiated)
+		if res.Err != "" || res.Ops == 0 || res.Errors != 0 {
+			t.Errorf("%s: %d ops, %d errors, %q", res.Label(), res.Ops, res.Errors, res.Err)
+			continue
+		}
+		rpcsPerOp, reads, writes := 1.0, 0.0, 0.0
+		chunk := res.Size > res.Inline-512 // the call's NFS header does not fit beside the data
+		switch {
+		case res.Workload == WorkRead && res.Size+readReplyBound > res.Inline:
+			writes = 1
+		case res.Workload == WorkWrite && chunk:
+			reads = 1
+		case res.Workload == WorkCreate:
+			rpcsPerOp = 2
+			if chunk {
+				reads = 0.5
+			}
+		}
+		if res.RPCsPerOp != rpcsPerOp || res.Sends != 2 || res.RDMAReads != reads || res.RDMAWrites != writes ||
+			res.RemoteInv != reads+writes || res.LocalInv != 0 {
+			t.Errorf("%s: %v RPCs/op; per RPC %v Sends, %v RDMA Reads, %v RDMA Writes, %v/%v remote/local invalidations; want %v, 2, %v, %v, %v/0",
+				res.Label(), res.RPCsPerOp, res.Sends, res.RDMAReads, res.RDMAWrites, res.RemoteInv, res.LocalInv, rpcsPerOp, reads, writes, reads+writes)
+		}
+		if want := fmt.Sprintf("send/recv %d/%d R=true", res.Inline, res.Inline); !strings.HasPrefix(res.Negotiated, want) {
+			t.Errorf("%s: negotiated %q, want %s", res.Label(), res.Negotiated, want)
+		}
+		if res.Workload != WorkGetattr && res.MBPerS <= 0 {
+			t.Errorf("%s: %v MB/s", res.Label(), res.MBPerS)
 		}
 	}
 }
