@@ -4,45 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// xprtFields name the 27 numbers of the "xprt: rdma" line of
-// /proc/self/mountstats in Linux 6.1, in order (xprt_rdma_print_stats in
-// net/sunrpc/xprtrdma/transport.c). The same list is in
-// e2e/internal/nfsdguest, which a command cannot import.
-var xprtFields = []string{"srcport", "bind_count", "connect_count", "connect_time", "idle_time", "sends", "recvs",
-	"bad_xids", "req_u", "bklog_u", "read_chunk_count", "write_chunk_count", "reply_chunk_count",
-	"total_rdma_request", "total_rdma_reply", "pullup_copy_count", "fixup_copy_count", "hardway_register_count",
-	"failed_marshal_count", "bad_reply_count", "nomsg_call_count", "mrs_recycled", "mrs_orphaned",
-	"mrs_allocated", "local_inv_needed", "empty_sendctx_q", "reply_waits_for_send"}
+	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
+)
 
 // parseXprt returns the "xprt: rdma" numbers of the mount on mnt from the
 // text of /proc/self/mountstats, and the line itself.
-func parseXprt(mountstats, mnt string) (map[string]uint64, string, error) {
-	in := false
-	for _, l := range strings.Split(mountstats, "\n") {
-		f := strings.Fields(l)
-		if len(f) > 0 && f[0] == "device" {
-			in = strings.Contains(l, " mounted on "+mnt+" ")
-			continue
-		}
-		if !in || len(f) < 2 || f[0] != "xprt:" || f[1] != "rdma" {
-			continue
-		}
-		if len(f)-2 != len(xprtFields) {
-			return nil, "", fmt.Errorf("mountstats of %s: %d numbers in the xprt line, want %d (Linux 6.1)", mnt, len(f)-2, len(xprtFields))
-		}
-		x := map[string]uint64{}
-		for i, v := range f[2:] {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				return nil, "", fmt.Errorf("mountstats of %s: field %s: %w", mnt, xprtFields[i], err)
-			}
-			x[xprtFields[i]] = n
-		}
-		return x, strings.TrimSpace(l), nil
-	}
-	return nil, "", fmt.Errorf("mountstats: no RDMA mount on %s", mnt)
+func parseXprt(stats, mnt string) (map[string]uint64, string, error) {
+	x, line, err := mountstats.ParseXprtLine(stats, mnt)
+	return x, line, err
 }
 
 // xprtTCPFields name the numbers of the "xprt: tcp" line (Linux 6.1,

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
 )
 
 // The tests of this file run in one boot for TestRdmaNfsdVsKnfsd
@@ -138,9 +140,9 @@ type server struct {
 	// per workload: throughput of each repetition, per-op calls and xprt
 	// counters summed over the repetitions
 	rates map[string][]float64
-	ops   map[string]Ops
-	reps  map[string][]Ops // each repetition's calls
-	xprt  map[string]Xprt
+	ops   map[string]mountstats.Ops
+	reps  map[string][]mountstats.Ops // each repetition's calls
+	xprt  map[string]mountstats.Xprt
 }
 
 // workload is one measured job: prepare (not timed) leaves the client
@@ -293,7 +295,7 @@ var workloads = []workload{
 
 // measure runs w once on s: prepare, then run timed, with the client's
 // per-op and xprt counters before and after added to s's.
-func measure(t *testing.T, s *server, w workload) (float64, Ops) {
+func measure(t *testing.T, s *server, w workload) (float64, mountstats.Ops) {
 	t.Helper()
 	w.prepare(t, s)
 	raw0, _ := os.ReadFile("/proc/self/mountstats")
@@ -305,23 +307,23 @@ func measure(t *testing.T, s *server, w workload) (float64, Ops) {
 		d = time.Since(t0)
 	})
 	raw1, _ := os.ReadFile("/proc/self/mountstats")
-	o0, err0 := ParseOps(string(raw0), compareMount)
-	o1, err1 := ParseOps(string(raw1), compareMount)
-	x0, err2 := ParseXprt(string(raw0), compareMount)
-	x1, err3 := ParseXprt(string(raw1), compareMount)
+	o0, err0 := mountstats.ParseOps(string(raw0), compareMount)
+	o1, err1 := mountstats.ParseOps(string(raw1), compareMount)
+	x0, err2 := mountstats.ParseXprt(string(raw0), compareMount)
+	x1, err3 := mountstats.ParseXprt(string(raw1), compareMount)
 	for _, err := range []error{err0, err1, err2, err3} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	if s.ops[w.name] == nil {
-		s.ops[w.name] = Ops{}
+		s.ops[w.name] = mountstats.Ops{}
 	}
 	do := o1.Sub(o0)
 	s.ops[w.name].Add(do)
 	dx := x1.Sub(x0)
 	if s.xprt[w.name] == nil {
-		s.xprt[w.name] = Xprt{}
+		s.xprt[w.name] = mountstats.Xprt{}
 	}
 	for k, v := range dx {
 		s.xprt[w.name][k] += v
@@ -343,7 +345,7 @@ func watched(t *testing.T, name, mnt string, f func()) {
 }
 
 // medianCalls is the median over reps of the calls of procedure p.
-func medianCalls(reps []Ops, p string) uint64 {
+func medianCalls(reps []mountstats.Ops, p string) uint64 {
 	v := make([]float64, len(reps))
 	for i, o := range reps {
 		v[i] = float64(o[p].Ops)
@@ -398,7 +400,7 @@ func TestVsKnfsd(t *testing.T) {
 	srv := launchNfsd(t, oursExport, compareMount, "compare", "-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false")
 	all := []*server{knfsd, ours}
 	for _, s := range all {
-		s.rates, s.ops, s.xprt, s.reps = map[string][]float64{}, map[string]Ops{}, map[string]Xprt{}, map[string][]Ops{}
+		s.rates, s.ops, s.xprt, s.reps = map[string][]float64{}, map[string]mountstats.Ops{}, map[string]mountstats.Xprt{}, map[string][]mountstats.Ops{}
 	}
 	for rep := range compareReps {
 		for _, s := range all {
@@ -474,14 +476,14 @@ func rates(v []float64) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
-func xtra(x Xprt) string {
+func xtra(x mountstats.Xprt) string {
 	return fmt.Sprintf(" fixup_copy_count=%d failed_marshal_count=%d bad_reply_count=%d",
 		x["fixup_copy_count"], x["failed_marshal_count"], x["bad_reply_count"])
 }
 
 // execString lists the procedures' cumulative execute times (ms), the
 // client's view of where the time of a workload went.
-func execString(o Ops) string {
+func execString(o mountstats.Ops) string {
 	var names []string
 	for k, v := range o {
 		if v.Ops > 0 {

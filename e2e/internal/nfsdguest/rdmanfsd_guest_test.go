@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/nfsworkload"
+	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
 )
 
 // The VM's addresses (e2e/README.md): rxe0 on 10.0.0.1 serves, the kernel
@@ -188,13 +189,13 @@ func dropCaches(t *testing.T) {
 	sh(t, "sync; echo 3 > /proc/sys/vm/drop_caches")
 }
 
-func xprt(t *testing.T, mnt string) Xprt {
+func xprt(t *testing.T, mnt string) mountstats.Xprt {
 	t.Helper()
 	raw, err := os.ReadFile("/proc/self/mountstats")
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := ParseXprt(string(raw), mnt)
+	x, err := mountstats.ParseXprt(string(raw), mnt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,8 +429,8 @@ func TestMountstats(t *testing.T) {
 	if err := os.WriteFile(local, k1, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	small := map[string]Xprt{}
-	big := map[string]Xprt{}
+	small := map[string]mountstats.Xprt{}
+	big := map[string]mountstats.Xprt{}
 	for _, c := range []xprtCase{
 		{"default", nil},
 		{"inline1024", []string{"-inline-send", "1024", "-inline-recv", "1024"}},
@@ -502,7 +503,7 @@ func TestMountstats(t *testing.T) {
 	}
 }
 
-func chunkString(d Xprt) string {
+func chunkString(d mountstats.Xprt) string {
 	var b strings.Builder
 	for _, k := range []string{"sends", "read_chunk_count", "write_chunk_count", "reply_chunk_count",
 		"total_rdma_request", "total_rdma_reply", "local_inv_needed", "connect_count"} {

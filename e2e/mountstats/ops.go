@@ -1,4 +1,4 @@
-package nfsdguest
+package mountstats
 
 import (
 	"fmt"

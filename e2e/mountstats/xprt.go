@@ -1,4 +1,4 @@
-package nfsdguest
+package mountstats
 
 import (
 	"fmt"
@@ -23,6 +23,12 @@ type Xprt map[string]uint64
 // ParseXprt finds the mount on mnt in the text of /proc/self/mountstats
 // and parses its "xprt: rdma" line.
 func ParseXprt(mountstats, mnt string) (Xprt, error) {
+	x, _, err := ParseXprtLine(mountstats, mnt)
+	return x, err
+}
+
+// ParseXprtLine is ParseXprt that also returns the line, trimmed.
+func ParseXprtLine(mountstats, mnt string) (Xprt, string, error) {
 	in, found := false, false
 	for _, l := range strings.Split(mountstats, "\n") {
 		f := strings.Fields(l)
@@ -35,23 +41,23 @@ func ParseXprt(mountstats, mnt string) (Xprt, error) {
 			continue
 		}
 		if len(f)-2 != len(XprtFields) {
-			return nil, fmt.Errorf("mountstats of %s: %d numbers in the xprt line, want %d (Linux 6.1): %q",
+			return nil, "", fmt.Errorf("mountstats of %s: %d numbers in the xprt line, want %d (Linux 6.1): %q",
 				mnt, len(f)-2, len(XprtFields), l)
 		}
 		x := Xprt{}
 		for i, v := range f[2:] {
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("mountstats of %s: field %s: %w", mnt, XprtFields[i], err)
+				return nil, "", fmt.Errorf("mountstats of %s: field %s: %w", mnt, XprtFields[i], err)
 			}
 			x[XprtFields[i]] = n
 		}
-		return x, nil
+		return x, strings.TrimSpace(l), nil
 	}
 	if !found {
-		return nil, fmt.Errorf("mountstats: no mount on %s", mnt)
+		return nil, "", fmt.Errorf("mountstats: no mount on %s", mnt)
 	}
-	return nil, fmt.Errorf("mountstats: the mount on %s has no xprt: rdma line", mnt)
+	return nil, "", fmt.Errorf("mountstats: the mount on %s has no xprt: rdma line", mnt)
 }
 
 // Sub returns the growth of each counter from before to x (0 where a
