@@ -27,15 +27,7 @@ import (
 //	READ3resfail: post_op_attr file_attributes;
 func (s *Server) read(xid uint32, args []byte) (reply []byte, ok bool) {
 	r := xdr.NewReader(args)
-	fh, err := r.Opaque(nfs3FHSize)
-	if err != nil {
-		return nil, false
-	}
-	offset, err := r.Uint64()
-	if err != nil {
-		return nil, false
-	}
-	count, err := r.Uint32()
+	fh, offset, count, err := decodeFileRange(&r)
 	if err != nil {
 		return nil, false
 	}

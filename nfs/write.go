@@ -57,11 +57,8 @@ type writeCall struct {
 // file, offset, count, stable.
 func decodeWriteCall(args []byte) (writeCall, bool) {
 	r := xdr.NewReader(args)
-	fh, err := r.Opaque(nfs3FHSize)
+	fh, _, _, err := decodeFileRange(&r)
 	if err != nil {
-		return writeCall{}, false
-	}
-	if err := r.Skip(12); err != nil {
 		return writeCall{}, false
 	}
 	stable, err := r.Uint32()
@@ -142,14 +139,8 @@ func skipWcc(r *xdr.Reader) error {
 //	COMMIT3resfail: wcc_data file_wcc;
 func (s *Server) commit(args []byte) (results []byte, ok bool) {
 	r := xdr.NewReader(args)
-	fh, err := r.Opaque(nfs3FHSize)
+	fh, _, _, err := decodeFileRange(&r)
 	if err != nil {
-		return nil, false
-	}
-	if _, err := r.Uint64(); err != nil {
-		return nil, false
-	}
-	if _, err := r.Uint32(); err != nil {
 		return nil, false
 	}
 	var b bytes.Buffer
