@@ -96,6 +96,9 @@ func TestParseOps(t *testing.T) {
 	if s := o.String(); s != "GETATTR=10 NULL=1 READDIRPLUS=7" {
 		t.Errorf("String: %q", s)
 	}
+	if s := o.Format(func(op Op) uint64 { return op.ExecuteMs }); s != "GETATTR=5 NULL=0 READDIRPLUS=22" {
+		t.Errorf("Format (execute ms): %q", s)
+	}
 	if b, err := ParseOps(opsSample, "/mnt/b"); err != nil || b["GETATTR"].Ops != 99 {
 		t.Errorf("the second mount: %v, %v", b, err)
 	}

@@ -94,7 +94,11 @@ func sub(a, b uint64) uint64 {
 }
 
 // String lists the procedures that were called, by name: NAME=calls.
-func (o Ops) String() string {
+func (o Ops) String() string { return o.Format(func(op Op) uint64 { return op.Ops }) }
+
+// Format lists the procedures that were called, by name, with the number
+// value picks of each: NAME=value.
+func (o Ops) Format(value func(Op) uint64) string {
 	var names []string
 	for k, v := range o {
 		if v.Ops > 0 {
@@ -107,7 +111,7 @@ func (o Ops) String() string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%d", k, o[k].Ops)
+		fmt.Fprintf(&b, "%s=%d", k, value(o[k]))
 	}
 	return b.String()
 }

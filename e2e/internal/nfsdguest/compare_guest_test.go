@@ -484,19 +484,5 @@ func xtra(x mountstats.Xprt) string {
 // execString lists the procedures' cumulative execute times (ms), the
 // client's view of where the time of a workload went.
 func execString(o mountstats.Ops) string {
-	var names []string
-	for k, v := range o {
-		if v.Ops > 0 {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, k := range names {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s=%d", k, o[k].ExecuteMs)
-	}
-	return b.String()
+	return o.Format(func(op mountstats.Op) uint64 { return op.ExecuteMs })
 }
