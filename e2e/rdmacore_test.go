@@ -67,8 +67,21 @@ func TestRdmacore(t *testing.T) {
 		Args:    []string{"-test.bench=.", "-test.benchtime=2000x", "-test.timeout=9m"},
 		Options: vm.Options{Timeout: 10 * time.Minute},
 	})
-	perf := map[string][]string{}
-	bench := map[string][]string{}
+	perf, bench := perfAndBench(r)
+	for _, name := range []string{"BenchmarkSendRecvPingPong/Wait", "BenchmarkSendRecvPingPong/BusyPoll", "BenchmarkRDMAWrite64K",
+		"BenchmarkSoftSendRecvPingPong", "BenchmarkSoftRDMAWrite64K"} {
+		if bench[name] == nil {
+			t.Errorf("no result for %s in the guest output", name)
+		}
+	}
+	t.Log("rdmacore and perftest on rxe (TCG VM):\n" + sideBySide(bench, perf))
+}
+
+// perfAndBench collects a guest run's results: perftest's rows (the
+// fields after "PERFTEST <name>") and Go benchmarks' (the fields after the
+// name, which loses its "-GOMAXPROCS" suffix), each by name.
+func perfAndBench(r *vmtest.Result) (perf, bench map[string][]string) {
+	perf, bench = map[string][]string{}, map[string][]string{}
 	for _, l := range r.Lines() {
 		f := strings.Fields(l)
 		switch {
@@ -78,13 +91,7 @@ func TestRdmacore(t *testing.T) {
 			bench[trimProcs(f[0])] = f[1:]
 		}
 	}
-	for _, name := range []string{"BenchmarkSendRecvPingPong/Wait", "BenchmarkSendRecvPingPong/BusyPoll", "BenchmarkRDMAWrite64K",
-		"BenchmarkSoftSendRecvPingPong", "BenchmarkSoftRDMAWrite64K"} {
-		if bench[name] == nil {
-			t.Errorf("no result for %s in the guest output", name)
-		}
-	}
-	t.Log("rdmacore and perftest on rxe (TCG VM):\n" + sideBySide(bench, perf))
+	return perf, bench
 }
 
 // trimProcs drops the "-GOMAXPROCS" suffix of a benchmark's name.
@@ -107,15 +114,7 @@ func sideBySide(bench, perf map[string][]string) string {
 	}
 	// Benchmark fields: N, ns/op value, "ns/op", then value and unit of
 	// each metric (ReportMetric's are sorted by unit).
-	metric := func(name, unit string) string {
-		f := bench[name]
-		for i := 1; i < len(f); i++ {
-			if f[i] == unit {
-				return f[i-1]
-			}
-		}
-		return "?"
-	}
+	metric := func(name, unit string) string { return benchField(bench[name], unit) }
 	row("", "rdmacore (Go benchmark)", "perftest")
 	for _, m := range []struct{ what, bench, perf, flag string }{
 		{"64 B Send, busy polling", "BenchmarkSendRecvPingPong/BusyPoll", "send_lat", ""},

@@ -30,17 +30,7 @@ func TestRdmacoreTransport(t *testing.T) {
 		Args:    []string{"-test.run=^$", "-test.bench=^BenchmarkRdmacore", "-test.benchtime=2000x", "-test.timeout=5m"},
 		Options: vm.Options{Timeout: 7 * time.Minute},
 	})
-	perf := map[string][]string{}
-	bench := map[string][]string{}
-	for _, l := range r.Lines() {
-		f := strings.Fields(l)
-		switch {
-		case len(f) >= 2 && f[0] == "PERFTEST":
-			perf[f[1]] = f[2:]
-		case len(f) >= 3 && strings.HasPrefix(f[0], "BenchmarkRdmacore"):
-			bench[trimProcs(f[0])] = f[1:]
-		}
-	}
+	perf, bench := perfAndBench(r)
 	var b strings.Builder
 	row := func(what, ours, theirs, ratio string) {
 		fmt.Fprintf(&b, "  %-44s %-14s %-38s %s\n", what, ours, theirs, ratio)
@@ -77,16 +67,22 @@ func TestRdmacoreTransport(t *testing.T) {
 	t.Log("the transport over rdma-core against perftest on rxe (TCG VM):\n" + b.String())
 }
 
-// benchMetric returns the value of a benchmark result's unit (fields after
-// the name: N, then value-unit pairs), or 0.
-func benchMetric(f []string, unit string) float64 {
+// benchField returns the value of a benchmark result's unit as printed
+// (fields after the name: N, ns/op value, "ns/op", then value-unit
+// pairs), or "?".
+func benchField(f []string, unit string) string {
 	for i := 1; i < len(f); i++ {
 		if f[i] == unit {
-			v, _ := strconv.ParseFloat(f[i-1], 64)
-			return v
+			return f[i-1]
 		}
 	}
-	return 0
+	return "?"
+}
+
+// benchMetric is benchField's value as a number, or 0.
+func benchMetric(f []string, unit string) float64 {
+	v, _ := strconv.ParseFloat(benchField(f, unit), 64)
+	return v
 }
 
 // perfField returns field i of a perftest result row, or 0.
