@@ -107,13 +107,9 @@ func (s *nfsSession) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 1<<20)
-	_, _ = crand.Read(buf)
-	for off := 0; off < readFileSize; off += len(buf) {
-		if _, err := f.Write(buf); err != nil {
-			f.Close()
-			return err
-		}
+	if err := writeReadFile(f); err != nil {
+		f.Close()
+		return err
 	}
 	if err := f.Close(); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -93,6 +94,19 @@ func (k *kernelClient) snapshot() (map[string]uint64, error) {
 		"reply_chunks": x["reply_chunk_count"], "local_inv": x["local_inv_needed"]}, nil
 }
 
+// writeReadFile writes the readFileSize bytes of random data that READ
+// cells read, in 1 MiB writes.
+func writeReadFile(w io.Writer) error {
+	buf := make([]byte, 1<<20)
+	_, _ = crand.Read(buf)
+	for off := 0; off < readFileSize; off += len(buf) {
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // prepare creates the files the cells of one mount use: the file READ
 // cells read.
 func (k *kernelClient) prepare() error {
@@ -100,13 +114,9 @@ func (k *kernelClient) prepare() error {
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 1<<20)
-	_, _ = crand.Read(buf)
-	for off := 0; off < readFileSize; off += len(buf) {
-		if _, err := f.Write(buf); err != nil {
-			f.Close()
-			return err
-		}
+	if err := writeReadFile(f); err != nil {
+		f.Close()
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
