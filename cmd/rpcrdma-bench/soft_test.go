@@ -13,11 +13,11 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
-// TestSoftNull runs the bench's NULL cells on the soft provider: rdma-nfsd
-// (built from this checkout) as a child process, our requester here, each
-// inline setting negotiated, and the counted RDMA operations exact: a NULL
-// is one Send each way, nothing else.
-func TestSoftNull(t *testing.T) {
+// softRdmaNfsd builds cmd/rdma-nfsd from this checkout (without cgo) and
+// returns it set up to serve a scratch export on the soft provider, on
+// loopback ports of its choosing. It skips the test under -short.
+func softRdmaNfsd(t *testing.T) *rdmaNfsd {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds cmd/rdma-nfsd")
 	}
@@ -31,6 +31,15 @@ func TestSoftNull(t *testing.T) {
 	srv := newRdmaNfsd(bin, "soft", "127.0.0.1", filepath.Join(dir, "export"))
 	srv.logPath = filepath.Join(dir, "rdma-nfsd.log")
 	srv.metrics, srv.rdmaPort, srv.tcpPort = "127.0.0.1:0", 0, 0
+	return srv
+}
+
+// TestSoftNull runs the bench's NULL cells on the soft provider: rdma-nfsd
+// (built from this checkout) as a child process, our requester here, each
+// inline setting negotiated, and the counted RDMA operations exact: a NULL
+// is one Send each way, nothing else.
+func TestSoftNull(t *testing.T) {
+	srv := softRdmaNfsd(t)
 	spec := Spec{Provider: "soft", Duration: 200 * time.Millisecond, Rounds: 2, Inlines: []int{1024, 4096},
 		InFlight: []int{1, 4}, Workloads: []string{WorkNull}, Servers: []string{ServerGo}, Clients: []string{ClientGo}}
 	if err := spec.Validate(); err != nil {
@@ -95,19 +104,7 @@ const readReplyBound = 600
 // bytes, RFC 5531 §8.2) makes even a 512 B READ take a Write chunk at
 // 1024.
 func TestSoftGoNFS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds cmd/rdma-nfsd")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "rdma-nfsd")
-	cmd := exec.Command("go", "build", "-o", bin, "../rdma-nfsd")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	srv := newRdmaNfsd(bin, "soft", "127.0.0.1", filepath.Join(dir, "export"))
-	srv.logPath = filepath.Join(dir, "rdma-nfsd.log")
-	srv.metrics, srv.rdmaPort, srv.tcpPort = "127.0.0.1:0", 0, 0
+	srv := softRdmaNfsd(t)
 	spec := Spec{Provider: "soft", Duration: 150 * time.Millisecond, Rounds: 1, Inlines: []int{1024, 4096},
 		Sizes: []int{512, 2 << 10, 64 << 10}, InFlight: []int{1, 4}, CreateSize: 2 << 10,
 		Workloads: []string{WorkRead, WorkWrite, WorkGetattr, WorkCreate}, Servers: []string{ServerGo}, Clients: []string{ClientGo}}
