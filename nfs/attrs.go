@@ -146,12 +146,10 @@ func (s *Server) failedWcc(reply []byte, at int, f *attrFix) []byte {
 //	CREATE3resok (and MKDIR, SYMLINK, MKNOD): nfsstat3 status; post_op_fh3
 //	obj; post_op_attr obj_attributes; wcc_data dir_wcc;
 func (s *Server) finishAttrs(reply []byte, f *attrFix) []byte {
-	var rh xdr.ReplyHeader
-	off, err := rh.Unmarshal(reply)
-	if err != nil || rh.Stat != xdr.MsgAccepted || rh.AcceptStat != xdr.AcceptSuccess {
+	r, off, ok := successResults(reply)
+	if !ok {
 		return reply
 	}
-	r := xdr.NewReader(reply[off:])
 	status, err := r.Uint32()
 	if err != nil {
 		return reply

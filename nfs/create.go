@@ -40,11 +40,7 @@ func (s *Server) create(xid uint32, args []byte) (reply []byte, ok bool) {
 		return nil, false
 	}
 	r := xdr.NewReader(args)
-	dirFH, err := r.Opaque(nfs3FHSize)
-	if err != nil {
-		return nil, false
-	}
-	nameb, err := r.Opaque(MaxPathLen)
+	dirFH, nameb, err := decodeDirOp(&r)
 	if err != nil {
 		return nil, false
 	}

@@ -379,6 +379,19 @@ func (ss *session) send(reply []byte) error {
 	return ss.c.WriteMsg(reply)
 }
 
+// successResults returns a reader of the results of reply, an RPC reply
+// go-nfs made, and their offset in reply; ok is false unless the reply is
+// MSG_ACCEPTED with SUCCESS (RFC 5531 §9), which is all the dispatch
+// layer ever rewrites.
+func successResults(reply []byte) (r xdr.Reader, off int, ok bool) {
+	var rh xdr.ReplyHeader
+	off, err := rh.Unmarshal(reply)
+	if err != nil || rh.Stat != xdr.MsgAccepted || rh.AcceptStat != xdr.AcceptSuccess {
+		return xdr.Reader{}, 0, false
+	}
+	return xdr.NewReader(reply[off:]), off, true
+}
+
 // acceptedReply is an MSG_ACCEPTED reply other than SUCCESS (RFC 5531 §9);
 // mm is sent with PROG_MISMATCH only.
 func acceptedReply(xid uint32, stat xdr.AcceptStat, mm xdr.Mismatch) []byte {

@@ -55,11 +55,7 @@ func (s *Server) getattr(xid uint32, args []byte) (reply []byte, ok bool) {
 //	LOOKUP3resfail: post_op_attr dir_attributes;
 func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
 	r := xdr.NewReader(args)
-	dirFH, err := r.Opaque(nfs3FHSize)
-	if err != nil {
-		return nil, false
-	}
-	nameb, err := r.Opaque(MaxPathLen)
+	dirFH, nameb, err := decodeDirOp(&r)
 	if err != nil {
 		return nil, false
 	}

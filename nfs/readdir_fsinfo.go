@@ -1,10 +1,6 @@
 package nfs
 
-import (
-	"encoding/binary"
-
-	"github.com/go-rpcrdma/rpcrdma/xdr"
-)
+import "encoding/binary"
 
 // maxDtpref is the largest dtpref FSINFO offers: 1 MiB, knfsd's usual
 // max_blocksize and the Linux client's NFS_MAX_FILE_IO_SIZE.
@@ -27,12 +23,10 @@ func (s *Server) dtpref() uint32 {
 //	rtmax, rtpref, rtmult, wtmax, wtpref, wtmult, dtpref; size3
 //	maxfilesize; nfstime3 time_delta; uint32 properties;
 func (s *Server) finishFsinfo(reply []byte) []byte {
-	var rh xdr.ReplyHeader
-	off, err := rh.Unmarshal(reply)
-	if err != nil || rh.Stat != xdr.MsgAccepted || rh.AcceptStat != xdr.AcceptSuccess {
+	r, off, ok := successResults(reply)
+	if !ok {
 		return reply
 	}
-	r := xdr.NewReader(reply[off:])
 	if status, err := r.Uint32(); err != nil || status != nfs3OK {
 		return reply
 	}

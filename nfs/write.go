@@ -78,12 +78,10 @@ func decodeWriteCall(args []byte) (writeCall, bool) {
 //	WRITE3resok: wcc_data file_wcc; count3 count; stable_how committed;
 //	writeverf3 verf;
 func (s *Server) finishWrite(reply []byte, w *writeCall) []byte {
-	var rh xdr.ReplyHeader
-	off, err := rh.Unmarshal(reply)
-	if err != nil || rh.Stat != xdr.MsgAccepted || rh.AcceptStat != xdr.AcceptSuccess {
+	r, off, ok := successResults(reply)
+	if !ok {
 		return reply
 	}
-	r := xdr.NewReader(reply[off:])
 	if status, err := r.Uint32(); err != nil || status != nfs3OK {
 		return reply
 	}
