@@ -28,9 +28,17 @@ func benchServe(c *Conn) {
 	})
 }
 
+// benchPair connects a requester to a benchServe responder, both on the
+// software provider over loopback.
 func benchPair(b *testing.B, cfg *Config) *Conn {
 	cfg = softConfig(cfg)
-	l, err := Listen("127.0.0.1:0", cfg)
+	return servePair(b, "127.0.0.1:0", cfg, cfg)
+}
+
+// servePair listens on laddr with lcfg, serves the first connection with
+// benchServe, and returns the requester dialled to it with dcfg.
+func servePair(b *testing.B, laddr string, lcfg, dcfg *Config) *Conn {
+	l, err := Listen(laddr, lcfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,7 +49,7 @@ func benchPair(b *testing.B, cfg *Config) *Conn {
 			_ = c.Close()
 		}
 	}()
-	c, err := Dial(b.Context(), l.Addr().String(), cfg)
+	c, err := Dial(b.Context(), l.Addr().String(), dcfg)
 	if err != nil {
 		b.Fatal(err)
 	}

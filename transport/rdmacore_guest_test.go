@@ -23,26 +23,10 @@ import (
 // rdmacorePair connects a requester on rxe1 to a benchServe responder on
 // rxe0.
 func rdmacorePair(b *testing.B, cfg Config, spin time.Duration) *Conn {
-	scfg := cfg
+	scfg, dcfg := cfg, cfg
 	scfg.Provider = &rdmacore.Provider{PollBeforeWait: spin}
-	l, err := Listen("10.0.0.1:0", &scfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		c, err := l.AcceptRDMA()
-		if err == nil {
-			benchServe(c)
-			_ = c.Close()
-		}
-	}()
-	cfg.Provider = &rdmacore.Provider{LocalAddr: "10.0.0.2", PollBeforeWait: spin}
-	c, err := Dial(b.Context(), l.Addr().String(), &cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close(); _ = l.Close() })
-	return c
+	dcfg.Provider = &rdmacore.Provider{LocalAddr: "10.0.0.2", PollBeforeWait: spin}
+	return servePair(b, "10.0.0.1:0", &scfg, &dcfg)
 }
 
 // BenchmarkRdmacoreNull: one NULL RPC at a time through Conn.Call, the
