@@ -69,3 +69,19 @@ func WithKey(rkey uint32, key uint8) uint32 { return rkey&^0xff | uint32(key) }
 type MemoryMeter interface {
 	RegisteredBytes() int64
 }
+
+// Registrar is implemented by connections that can register memory the
+// caller already owns (ibv_reg_mr of an existing buffer, pinned for as long
+// as it is registered), so that the peer's RDMA Writes place data straight
+// into it through a window bound to it: direct data placement into the
+// upper layer's buffer (RFC 8166 §3.5.5), with no copy out of a bounce
+// buffer. The Region's Bytes is p itself; its Close deregisters and unpins
+// p without freeing it, and fails while a window is bound to it, as for
+// AllocRegion's regions. Closing the connection deregisters it too.
+//
+// The caller must not let p be read or written by anyone else while a
+// window bound to it may be used by the peer: a peer's RDMA Write lands at
+// any time until the window is invalidated.
+type Registrar interface {
+	RegisterRegion(p []byte) (Region, error)
+}

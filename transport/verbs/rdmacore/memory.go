@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -32,6 +33,10 @@ type region struct {
 	base uint64 // the mapping's virtual address: the iova of the MR
 	// closed is set under c.mu; Bytes reads it without.
 	closed atomic.Bool
+	// pin is set for the caller's memory (RegisterRegion): it keeps the
+	// Go object in place, and reachable, while the NIC may write it; the
+	// region then unpins it instead of unmapping.
+	pin *runtime.Pinner
 }
 
 // Bytes returns the region's memory, or nil once it is closed.
@@ -82,6 +87,10 @@ func (r *region) free() error {
 
 func (r *region) unmap() error {
 	r.closed.Store(true)
+	if r.pin != nil {
+		r.pin.Unpin()
+		return nil
+	}
 	if err := syscall.Munmap(r.mem); err != nil {
 		return fmt.Errorf("rdmacore: munmap: %w", err)
 	}
@@ -127,6 +136,40 @@ func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 	c.p.registered.Add(int64(size))
 	return r, nil
 }
+
+// RegisterRegion registers p, the caller's memory (verbs.Registrar): it
+// pins p's Go object (runtime.Pinner: cgo lets C keep a pointer to pinned
+// memory, and the garbage collector neither moves nor frees it) and
+// registers exactly p with ibv_reg_mr for local write and window binds,
+// as AllocRegion's regions are. The NIC then writes the peer's data
+// straight into p. No MADV_DONTFORK: that works on whole pages, which p
+// shares with other Go objects; a Go program forks only to exec, and
+// kernels since 5.8 copy pinned pages for a forked child anyway.
+func (c *conn) RegisterRegion(p []byte) (verbs.Region, error) {
+	if len(p) == 0 {
+		return nil, errRegionSize
+	}
+	pin := new(runtime.Pinner)
+	pin.Pin(&p[0])
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.dev == nil {
+		pin.Unpin()
+		return nil, errConnClosed
+	}
+	var cerr C.int
+	mr := C.rc_reg_mr(c.dev.pd, unsafe.Pointer(&p[0]), C.size_t(len(p)), &cerr)
+	if mr == nil {
+		pin.Unpin()
+		return nil, fmt.Errorf("rdmacore: ibv_reg_mr of %d bytes of caller memory: %w", len(p), syscall.Errno(cerr))
+	}
+	r := &region{c: c, mem: p, size: len(p), mr: mr, lkey: uint32(C.rc_mr_lkey(mr)), base: uint64(uintptr(unsafe.Pointer(&p[0]))), pin: pin}
+	c.regions[r] = struct{}{}
+	c.p.registered.Add(int64(len(p)))
+	return r, nil
+}
+
+var _ verbs.Registrar = (*conn)(nil)
 
 // window is a type 2 memory window (ibv_alloc_mw(IBV_MW_TYPE_2)). Its rkey
 // is what the last posted bind gave it (verbs.BindRKey of the previous one).

@@ -26,6 +26,20 @@ type region struct {
 	closed atomic.Bool
 	// bound counts the windows bound to the region (guarded by c.mu).
 	bound int
+	// user: the memory is the caller's (RegisterRegion), not a mapping of
+	// ours: closing the region forgets it instead of unmapping it.
+	user bool
+}
+
+// release frees the region's memory if it is ours.
+func (r *region) release() error {
+	if r.user {
+		return nil
+	}
+	if err := syscall.Munmap(r.mem); err != nil {
+		return fmt.Errorf("soft: munmap: %w", err)
+	}
+	return nil
 }
 
 // Bytes returns the region's memory, or nil once it is closed.
@@ -130,6 +144,29 @@ func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 	return r, nil
 }
 
+// RegisterRegion registers p, the caller's memory, as a region
+// (verbs.Registrar): the peer's RDMA Writes through a window bound to it
+// copy straight into p.
+func (c *conn) RegisterRegion(p []byte) (verbs.Region, error) {
+	if len(p) == 0 {
+		return nil, errRegionSize
+	}
+	r := &region{c: c, mem: p, size: len(p), user: true}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errConnClosed
+	}
+	r.iova = c.nextIOVA
+	n := (len(p) + pageSize - 1) / pageSize * pageSize
+	c.nextIOVA += uint64(n) + uint64(pageSize)
+	c.regions[r] = struct{}{}
+	c.p.registered.Add(int64(r.size))
+	return r, nil
+}
+
+var _ verbs.Registrar = (*conn)(nil)
+
 // AllocWindow allocates an unbound type 2 memory window. Its index (the
 // upper 24 bits of its rkeys) is drawn at random among those the
 // connection does not use, and so is its first key byte, so that the
@@ -192,10 +229,7 @@ func (c *conn) closeRegion(r *region) error {
 	delete(c.regions, r)
 	c.p.registered.Add(-int64(r.size))
 	c.mu.Unlock()
-	if err := syscall.Munmap(r.mem); err != nil {
-		return fmt.Errorf("soft: munmap: %w", err)
-	}
-	return nil
+	return r.release()
 }
 
 // freeMemory unmaps every region and frees every window of the
@@ -215,8 +249,8 @@ func (c *conn) freeMemory() error {
 		r.closed.Store(true)
 		r.bound = 0
 		c.p.registered.Add(-int64(r.size))
-		if err := syscall.Munmap(r.mem); err != nil {
-			errs = append(errs, fmt.Errorf("soft: munmap: %w", err))
+		if err := r.release(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	clear(c.regions)

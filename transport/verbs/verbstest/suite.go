@@ -94,6 +94,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Disconnect", testDisconnect},
 		{"QueueFull", testQueueFull},
 		{"MemoryMeter", testMemoryMeter},
+		{"RegisterRegion", testRegisterRegion},
 		{"WaitContext", testWaitContext},
 		{"ManyConnections", testManyConnections},
 		{"TenThousandOperations", testTenThousandOperations},
