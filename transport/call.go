@@ -52,49 +52,177 @@ var callHeaders = sync.Pool{New: func() any { return new(xdr.CallHeader) }}
 // error: a *RemoteError (RDMA_ERROR) or one wrapping ErrCallLost. The write
 // deadline bounds the wait for a credit as it does for Write.
 func (c *Conn) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
+	reply, _, err := c.call(ctx, msg, reply, nil)
+	return reply, err
+}
+
+// CallInto is Call for a reply whose DDP-eligible result (RFC 8166 §6.1:
+// the data of an NFS READ, as Config.Binding locates it) goes to data
+// rather than into the reply: the RPC layer gets the data where it wants
+// it, with no copy out of the transport's memory when possible.
+//
+// When the call offers a Write chunk (the result may not fit inline) of at
+// least Config.DirectPlacementMin bytes and data holds all of it, data
+// itself is registered and exposed as the Write chunk: the responder's RDMA
+// Write places the result straight into data (Stats.DirectPlacements), and
+// the buffer is deregistered before CallInto returns. Otherwise the result
+// is copied once into data, from the call's chunk memory or the inline
+// reply (Stats.PlacementCopies). Either way the result, its XDR pad
+// included, is cut out of the returned reply: item.Present says there was
+// one, its item.N bytes are data[:item.N], and item.Off is where they were:
+// reply[item.Off-4:item.Off] is their length word and the rest of the
+// reply follows from reply[item.Off:]. A result larger than data fails the
+// call.
+//
+// data belongs to the call until CallInto returns: the responder may write
+// to it at any time before. When ctx ends first, CallInto invalidates the
+// Write chunk's window and waits for that to complete (a local operation)
+// before it returns, as the Linux client does (frwr_unmap_sync); an RDMA
+// Write of the responder that comes later fails and takes the connection
+// down, and a reconnection follows if ReconnectPolicy allows. A lost
+// connection is closed, and so data deregistered, before its calls fail or
+// are retransmitted.
+func (c *Conn) CallInto(ctx context.Context, msg, reply, data []byte) ([]byte, DataItem, error) {
+	if data == nil {
+		data = []byte{}
+	}
+	return c.call(ctx, msg, reply, data)
+}
+
+// call is Call and, with dst not nil, CallInto.
+func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataItem, error) {
 	if c.role != cmpriv.Requester {
-		return reply[:0], c.opError("call", ErrNotRequester)
+		return reply[:0], DataItem{}, c.opError("call", ErrNotRequester)
 	}
 	if len(msg) > c.cfg.MaxRPCSize {
-		return reply[:0], c.opError("call", ErrMessageTooLarge)
+		return reply[:0], DataItem{}, c.opError("call", ErrMessageTooLarge)
 	}
 	h := callHeaders.Get().(*xdr.CallHeader)
-	slot, err := c.reqState.sendCall(msg, h, true, ctx.Done())
+	slot, err := c.reqState.sendCall(msg, h, true, dst, ctx.Done())
 	callHeaders.Put(h)
 	if err == errCancelled {
-		return reply[:0], c.opError("call", ctx.Err())
+		return reply[:0], DataItem{}, c.opError("call", ctx.Err())
 	}
 	if err != nil {
-		return reply[:0], err
+		return reply[:0], DataItem{}, err
 	}
 	c.mu.Lock()
 	call := &c.reqState.calls[slot]
 	done := call.done
 	c.mu.Unlock()
+	closed, cancel := c.done, ctx.Done()
 	for {
 		select {
 		case <-done:
-		case <-ctx.Done():
-		case <-c.done:
-			return reply[:0], c.opError("call", net.ErrClosed)
+		case <-cancel:
+		case <-closed:
 		}
 		c.mu.Lock()
+		if call.placedOn != nil {
+			// The peer may still write dst: wait until its window is
+			// invalidated (by the reply's processing, or by us if the
+			// caller gives up) or its connection closed; both wake us.
+			if ctx.Err() != nil {
+				if !call.cancelling && !call.replied {
+					c.reqState.cancelPlacedLocked(slot)
+				}
+				cancel = nil
+			}
+			if isDone(closed) {
+				closed = nil
+			}
+			c.mu.Unlock()
+			continue
+		}
 		if call.queued {
 			// The reply (or the call's failure) is here.
-			v := call.view()
-			reply = v.appendTo(reply[:0])
+			var item DataItem
 			err := call.err
+			if call.cancelling {
+				err = c.opError("call", ctx.Err())
+				reply = reply[:0]
+			} else if dst == nil || err != nil {
+				v := call.view()
+				reply = v.appendTo(reply[:0])
+			} else {
+				reply, item, err = c.reqState.placeReplyLocked(slot, reply)
+			}
 			c.reqState.replyConsumedLocked(slot)
 			c.mu.Unlock()
-			return reply, err
+			return reply, item, err
+		}
+		if isDone(c.done) {
+			c.mu.Unlock()
+			return reply[:0], DataItem{}, c.opError("call", net.ErrClosed)
 		}
 		if ctx.Err() != nil {
 			call.abandoned = true
 			c.mu.Unlock()
-			return reply[:0], c.opError("call", ctx.Err())
+			return reply[:0], DataItem{}, c.opError("call", ctx.Err())
 		}
 		c.mu.Unlock()
 	}
+}
+
+// cancelPlacedLocked starts the invalidation of the window over slot's
+// caller buffer: its CallInto's context ended before the reply came.
+func (s *requester) cancelPlacedLocked(slot int) {
+	call := &s.calls[slot]
+	call.cancelling = true
+	ep := s.c.ep
+	if ep == nil || call.placedOn != ep || !ep.appendLocalInv(slot, exposeData) {
+		return // its connection's close, or an invalidation on its way, releases it
+	}
+	call.invPending++
+	if err := ep.post(); err != nil {
+		// Not posted: the connection is failing, and its close will
+		// release the buffer.
+		call.invPending--
+		ep.chunkMem[slot].data.invalidating = false
+	}
+}
+
+// errPlacedTooLarge fails a CallInto whose reply carries a larger
+// DDP-eligible result than its buffer holds.
+var errPlacedTooLarge = errors.New("rpcrdma: the reply's DDP-eligible result is larger than the CallInto buffer")
+
+// placeReplyLocked returns slot's reply for CallInto: the reply without its
+// DDP-eligible result, which is in call.dst (placed there by the responder,
+// or copied now).
+func (s *requester) placeReplyLocked(slot int, reply []byte) ([]byte, DataItem, error) {
+	c := s.c
+	call := &s.calls[slot]
+	if call.data != nil {
+		// From a Write chunk: call.reply is the reply without it.
+		item := DataItem{Off: call.dataOff, N: len(call.data), Present: true}
+		if !call.placed {
+			if len(call.data) > len(call.dst) {
+				return reply[:0], DataItem{}, c.opError("call", errPlacedTooLarge)
+			}
+			copy(call.dst, call.data)
+			c.stats.placementCopies.Add(1)
+		}
+		return append(reply[:0], call.reply...), item, nil
+	}
+	// Inline (or through the Reply chunk): find the result in the reply.
+	msg := call.reply
+	var rh xdr.ReplyHeader
+	results, err := rh.Unmarshal(msg)
+	if err != nil {
+		return append(reply[:0], msg...), DataItem{}, nil
+	}
+	item := c.cfg.Binding.ReplyData(&call.hdr, msg, results)
+	if !item.Present || item.Off < 0 || item.N < 0 || item.Off > len(msg)-item.N {
+		return append(reply[:0], msg...), DataItem{}, nil
+	}
+	if item.N > len(call.dst) {
+		return reply[:0], DataItem{}, c.opError("call", errPlacedTooLarge)
+	}
+	copy(call.dst, msg[item.Off:item.Off+item.N])
+	c.stats.placementCopies.Add(1)
+	end := min(item.Off+xdr.RoundUp(item.N), len(msg))
+	reply = append(reply[:0], msg[:item.Off]...)
+	return append(reply, msg[end:]...), item, nil
 }
 
 // failDirectCallsLocked fails every Call still waiting for its reply: the

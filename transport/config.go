@@ -21,6 +21,8 @@ const (
 	// DefaultMaxRPCSize bounds one RPC message: 1 MiB of payload and a
 	// few pages of headers, as Linux's svcrdma (RPCSVC_MAXPAYLOAD).
 	DefaultMaxRPCSize = 1<<20 + 16<<10
+	// DefaultDirectPlacementMin is Config.DirectPlacementMin's default.
+	DefaultDirectPlacementMin = 32 << 10
 	// DefaultCallTimeout is ReconnectPolicy.CallTimeout's default: the
 	// Linux NFS client's timeo over RDMA (600 deciseconds).
 	DefaultCallTimeout = 60 * time.Second
@@ -75,6 +77,19 @@ type Config struct {
 	// Linux client copies an inline reply into its pages, counted as
 	// fixup_copy_count) and the Send may invalidate the call's rkey.
 	InlineReplies bool
+
+	// DirectPlacementMin is, for a requester, the smallest Write chunk for
+	// which CallInto registers the caller's buffer, so that the
+	// responder's RDMA Write places the DDP-eligible result (the data of
+	// an NFS READ) straight into it (RFC 8166 §3.5.5; Linux's xprtrdma
+	// registers the pages of the request the same way). A smaller Write
+	// chunk is exposed from the call's slot memory, registered once, and
+	// copied into the buffer: registering and deregistering the caller's
+	// memory (ibv_reg_mr and ibv_dereg_mr: system calls that pin and
+	// unpin its pages) costs more than copying a few KiB. The provider
+	// must implement verbs.Registrar (both of ours do). 0 means
+	// DefaultDirectPlacementMin; negative never registers.
+	DirectPlacementMin int
 
 	// Memory bounds a responder's memory for chunk data (Read chunks
 	// pulled, replies staged for RDMA Write); zero fields take defaults
@@ -260,6 +275,9 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	}
 	if cfg.MaxRPCSize == 0 {
 		cfg.MaxRPCSize = DefaultMaxRPCSize
+	}
+	if cfg.DirectPlacementMin == 0 {
+		cfg.DirectPlacementMin = DefaultDirectPlacementMin
 	}
 	cfg.Memory = cfg.Memory.withDefaults(cfg.MaxRPCSize)
 	if cfg.Binding == nil {

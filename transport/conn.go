@@ -294,7 +294,7 @@ func (c *Conn) send(msg []byte) error {
 		if len(msg) > c.cfg.MaxRPCSize {
 			return c.opError("write", ErrMessageTooLarge)
 		}
-		_, err := c.reqState.sendCall(msg, &c.reqState.scratchH, false, nil)
+		_, err := c.reqState.sendCall(msg, &c.reqState.scratchH, false, nil, nil)
 		return err
 	}
 	return c.svcState.sendReply(msg)
@@ -352,6 +352,12 @@ func (c *Conn) Close() error {
 	c.mu.Unlock()
 	if ep != nil {
 		ep.shutdown()
+		if c.role == cmpriv.Requester {
+			// The callers' buffers registered on ep went with it.
+			c.mu.Lock()
+			c.reqState.forgetPlacedLocked(ep)
+			c.mu.Unlock()
+		}
 	}
 	// A reconnection in progress sees c.done (its dial is cancelled too)
 	// and ends; wait for it so that nothing of the Conn outlives Close.

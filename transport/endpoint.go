@@ -296,6 +296,17 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 	c.keepSettingsLocked(ep)
 	c.cfg.Logger.Debug("rpcrdma: connection lost", "role", c.role.String(), "err", err)
 	if c.role == cmpriv.Requester {
+		// Copy the replies' data out of ep's chunk memory, then close
+		// ep's connection before its calls are failed or resent: that
+		// deregisters the callers' buffers registered on it (CallInto),
+		// so that no late RDMA Write of the peer reaches a buffer whose
+		// call has returned. The queue pair may still be alive (a call
+		// timeout): only closing it stops the peer. With c.ep nil, no
+		// completion of ep is handled meanwhile.
+		c.reqState.materializeLocked()
+		c.mu.Unlock()
+		_ = ep.vc.Close()
+		c.mu.Lock()
 		c.reqState.lostLocked(ep, err)
 	} else {
 		c.svcState.releaseAllMemLocked()

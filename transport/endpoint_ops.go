@@ -16,18 +16,25 @@ import (
 // write-only (as Linux's xprtrdma registers them, DMA_TO_DEVICE and
 // DMA_FROM_DEVICE), so that a responder can neither overwrite a call's
 // arguments nor read what the slot held before.
+//
+// A call of CallInto may place its DDP-eligible result in the caller's own
+// buffer instead: dataRegion registers that buffer for the call, exposed
+// write-only through a third window (data), and is deregistered as soon as
+// that window is invalidated.
 type chunkBuf struct {
-	region      verbs.Region
-	size        int
-	read, write exposure
+	region            verbs.Region
+	size              int
+	read, write, data exposure
+	dataRegion        verbs.Region
 }
 
-// exposure is one window of a slot: its current rkey and whether it is
-// bound (the peer may use it).
+// exposure is one window of a slot: its current rkey, whether it is bound
+// (the peer may use it) and whether its Local Invalidate was posted.
 type exposure struct {
-	win   verbs.Window
-	rkey  uint32
-	bound bool
+	win          verbs.Window
+	rkey         uint32
+	bound        bool
+	invalidating bool
 }
 
 // Which window of a slot a Bind or Local Invalidate is for (the buffer
@@ -35,14 +42,56 @@ type exposure struct {
 const (
 	exposeRead = iota
 	exposeWrite
+	exposeData // the Write chunk in the caller's buffer (CallInto)
+	numExposures
 )
 
 // exposure returns slot's window which.
 func (cb *chunkBuf) exposure(which int) *exposure {
-	if which == exposeRead {
+	switch which {
+	case exposeRead:
 		return &cb.read
+	case exposeWrite:
+		return &cb.write
 	}
-	return &cb.write
+	return &cb.data
+}
+
+// registerData registers p, the caller's buffer, as slot's data region
+// (verbs.Registrar), with a window to expose it.
+func (ep *endpoint) registerData(slot int, p []byte) error {
+	reg, ok := ep.vc.(verbs.Registrar)
+	if !ok {
+		return fmt.Errorf("rpcrdma: provider cannot register the caller's memory: %w", verbs.ErrNotSupported)
+	}
+	cb := &ep.chunkMem[slot]
+	if cb.data.win == nil {
+		w, err := ep.vc.AllocWindow()
+		if err != nil {
+			return fmt.Errorf("rpcrdma: memory window: %w", err)
+		}
+		cb.data.win, cb.data.rkey = w, w.RKey()
+	}
+	r, err := reg.RegisterRegion(p)
+	if err != nil {
+		return err
+	}
+	cb.dataRegion = r
+	return nil
+}
+
+// releaseData deregisters slot's data region, whose window is no longer
+// bound (invalidated, or its bind never posted): the caller's buffer is
+// the caller's again.
+func (ep *endpoint) releaseData(slot int) {
+	cb := &ep.chunkMem[slot]
+	if cb.dataRegion == nil {
+		return
+	}
+	if err := cb.dataRegion.Close(); err != nil {
+		ep.c.cfg.Logger.Warn("rpcrdma: deregistering the caller's buffer", "err", err)
+	}
+	cb.dataRegion = nil
 }
 
 // chunk returns slot's chunk memory with at least n bytes, growing it.
@@ -86,41 +135,57 @@ func (ep *endpoint) appendBind(slot, which, off, n int, access verbs.Access) uin
 		key++
 	}
 	x.rkey = verbs.WithKey(x.rkey, key)
-	x.bound = true
+	x.bound, x.invalidating = true, false
+	r := cb.region
+	if which == exposeData {
+		r = cb.dataRegion
+	}
 	ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrBind, slot, which), Op: verbs.OpBindWindow,
-		Window: x.win, RKey: x.rkey, Bind: verbs.SGE{Region: cb.region, Offset: off, Length: n}, Access: access})
+		Window: x.win, RKey: x.rkey, Bind: verbs.SGE{Region: r, Offset: off, Length: n}, Access: access})
 	return x.rkey
 }
 
-// appendLocalInv invalidates slot's window which, if bound, and reports
-// whether it did.
+// appendLocalInv invalidates slot's window which, if bound and not being
+// invalidated already, and reports whether it did.
 func (ep *endpoint) appendLocalInv(slot, which int) bool {
 	x := ep.chunkMem[slot].exposure(which)
-	if !x.bound {
+	if !x.bound || x.invalidating {
 		return false
 	}
+	x.invalidating = true
 	ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrLocalInv, slot, which), Op: verbs.OpLocalInvalidate, InvalidateRKey: x.rkey})
 	return true
 }
 
 // remoteInvalidated marks the window of slot that rkey names as no longer
-// bound, after the peer's Send With Invalidate; false if rkey is not one of
-// the slot's bound windows.
+// bound, after the peer's Send With Invalidate (and releases the caller's
+// buffer if it was that one); false if rkey is not one of the slot's bound
+// windows.
 func (ep *endpoint) remoteInvalidated(slot int, rkey uint32) bool {
 	cb := &ep.chunkMem[slot]
-	for _, x := range []*exposure{&cb.read, &cb.write} {
-		if x.bound && x.rkey == rkey {
-			x.bound = false
+	for which := range numExposures {
+		if x := cb.exposure(which); x.bound && x.rkey == rkey {
+			if x.invalidating {
+				// Our own Local Invalidate of it is on its way (a
+				// cancelled CallInto): its completion unbinds it.
+				return true
+			}
+			ep.unbind(slot, which)
 			return true
 		}
 	}
 	return false
 }
 
-// unbind forgets slot's bindings: their batch was not posted, or their
-// invalidation completed.
+// unbind forgets slot's binding which: its batch was not posted, or its
+// invalidation completed. The caller's buffer behind the data window is
+// deregistered.
 func (ep *endpoint) unbind(slot, which int) {
-	ep.chunkMem[slot].exposure(which).bound = false
+	x := ep.chunkMem[slot].exposure(which)
+	x.bound, x.invalidating = false, false
+	if which == exposeData {
+		ep.releaseData(slot)
+	}
 }
 
 // appendSend sends n bytes of Send buffer buf (with Send With Invalidate of

@@ -50,6 +50,18 @@ type reqCall struct {
 	err     error  // what reading the reply reports besides it (*RemoteError, ErrCallLost)
 	msg     []byte // the call, kept for retransmission
 
+	// dst is CallInto's buffer for the reply's DDP-eligible result.
+	// placed: the Write chunk of the call's last Send was dst itself (the
+	// data, if any, is in dst); placedOn: the endpoint on which dst is
+	// registered and exposed, until its window is invalidated or that
+	// connection is closed: while it is set the peer may write dst, and
+	// CallInto does not return. cancelling: CallInto's context ended and
+	// it is invalidating dst's window before it returns.
+	dst        []byte
+	placed     bool
+	placedOn   *endpoint
+	cancelling bool
+
 	// direct: the call was made by Call, whose goroutine waits on done
 	// for the reply instead of Read; abandoned: that caller gave up, and
 	// the reply is dropped when it comes.
@@ -96,7 +108,7 @@ func (s *requester) init() {
 // slot, plans the call, and posts it. h is scratch for its header; a direct
 // call (Call) is answered through its slot's done channel, not Read, and
 // its slot is returned. done, if not nil, ends the wait for a credit.
-func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-chan struct{}) (int, error) {
+func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []byte, done <-chan struct{}) (int, error) {
 	c := s.c
 	args, err := h.Unmarshal(msg)
 	if err != nil {
@@ -122,7 +134,7 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, done <-
 			s.free = s.free[:len(s.free)-1]
 			call := &s.calls[slot]
 			*call = reqCall{busy: true, xid: h.XID, hdr: *h, reply: call.reply[:0], msg: call.msg[:0],
-				direct: direct, done: call.done}
+				direct: direct, done: call.done, dst: dst}
 			if c.cfg.Reconnect.Enabled && c.cfg.Reconnect.Retransmit {
 				call.msg = append(call.msg, msg...)
 			}
@@ -184,7 +196,7 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	if plan.Form == marshal.CallLong {
 		hdr.Proc = chunks.ProcNoMsg
 	}
-	total, err := s.exposeChunksLocked(ep, slot, hdr, msg)
+	exposed, err := s.exposeChunksLocked(ep, slot, hdr, msg)
 	if err != nil {
 		return err
 	}
@@ -203,15 +215,13 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	}
 	if len(b) > ep.sendSize || len(b) > ep.settings.SendInline {
 		ep.discard()
-		ep.unbind(slot, exposeRead)
-		ep.unbind(slot, exposeWrite)
+		s.unexposeLocked(ep, slot)
 		return fmt.Errorf("rpcrdma: internal error: planned call of %d bytes exceeds the inline threshold %d", len(b), ep.settings.SendInline)
 	}
 	ep.appendSend(wrID(wrSend, slot, buf), verbs.OpSend, buf, len(b), 0)
 	if err := ep.post(); err != nil {
-		if total > 0 {
-			ep.unbind(slot, exposeRead)
-			ep.unbind(slot, exposeWrite)
+		if exposed {
+			s.unexposeLocked(ep, slot)
 		}
 		return err
 	}
@@ -223,26 +233,75 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	return nil
 }
 
-// exposeChunksLocked lays out the chunks of slot's call in its memory,
-// [Read chunk | Write chunk | Reply chunk], each 4-byte aligned, copies what
-// the Read chunk carries there, appends the binds that expose them and
-// lists them in hdr; it returns the bytes laid out. The Read chunk is
-// exposed read-only, exactly its bytes; the Write and Reply chunks
-// write-only: a window each, so a call with both has two rkeys (and no Send
-// With Invalidate, RFC 8797 §4.1).
-func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Header, msg []byte) (int, error) {
+// unexposeLocked forgets the binds of slot's call that were appended but
+// not posted, and deregisters the caller's buffer if it was registered.
+func (s *requester) unexposeLocked(ep *endpoint, slot int) {
+	for which := range numExposures {
+		ep.unbind(slot, which)
+	}
+	ep.releaseData(slot)
+	call := &s.calls[slot]
+	if call.placedOn == ep {
+		call.placedOn = nil
+	}
+}
+
+// placeDirect reports whether slot's call exposes its Write chunk in the
+// caller's buffer (CallInto): the buffer holds the whole chunk and the
+// chunk is at least Config.DirectPlacementMin bytes. It then registers the
+// buffer; if that fails the chunk goes to the slot's memory.
+func (s *requester) placeDirect(ep *endpoint, slot int) bool {
 	c := s.c
 	call := &s.calls[slot]
 	plan := &call.plan
+	if call.dst == nil || plan.Reply&marshal.ReplyWrite == 0 || c.cfg.DirectPlacementMin < 0 ||
+		plan.WriteLen < c.cfg.DirectPlacementMin || len(call.dst) < plan.WriteLen {
+		return false
+	}
+	if err := ep.registerData(slot, call.dst[:plan.WriteLen]); err != nil {
+		c.stats.directErr.Add(1)
+		c.cfg.Logger.Debug("rpcrdma: registering the caller's buffer", "xid", call.xid, "err", err)
+		return false
+	}
+	return true
+}
+
+// exposeChunksLocked lays out the chunks of slot's call in its memory,
+// [Read chunk | Write chunk | Reply chunk], each 4-byte aligned, copies what
+// the Read chunk carries there, appends the binds that expose them and
+// lists them in hdr; it reports whether it exposed anything. The Read
+// chunk is exposed read-only, exactly its bytes; the Write and Reply chunks
+// write-only: a window each, so a call with both has two rkeys (and no Send
+// With Invalidate, RFC 8797 §4.1). A Write chunk placed in the caller's
+// buffer (placeDirect) is not in the slot's memory: it has a window of
+// its own over that buffer, exactly the chunk's bytes.
+func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Header, msg []byte) (bool, error) {
+	c := s.c
+	call := &s.calls[slot]
+	plan := &call.plan
+	call.placed = s.placeDirect(ep, slot)
+	writeLen := plan.WriteLen
+	if call.placed {
+		writeLen = 0
+		call.placedOn = ep
+		rkey := ep.appendBind(slot, exposeData, 0, plan.WriteLen, verbs.AccessRemoteWrite)
+		hdr.WriteList = ep.oneWriteChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: ep.chunkMem[slot].dataRegion.Addr(0)})
+		c.stats.writeChunks.Add(1)
+		c.stats.directPlacements.Add(1)
+		c.stats.chunksOffered.Add(uint64(plan.WriteLen))
+	}
 	call.writeOff = xdr.RoundUp(plan.ChunkLen)
-	call.replyOff = call.writeOff + xdr.RoundUp(plan.WriteLen)
+	call.replyOff = call.writeOff + xdr.RoundUp(writeLen)
 	total := call.replyOff + xdr.RoundUp(plan.ReplyLen)
 	if total == 0 {
-		return 0, nil
+		return call.placed, nil
 	}
 	cb, err := ep.chunk(slot, total)
 	if err != nil {
-		return 0, err
+		if call.placed {
+			s.unexposeLocked(ep, slot)
+		}
+		return false, err
 	}
 	switch mem := cb.region.Bytes(); plan.Form {
 	case marshal.CallReadChunk:
@@ -261,9 +320,9 @@ func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Heade
 			Segment: chunks.Segment{Handle: rkey, Length: uint32(plan.ChunkLen), Offset: base}})
 		c.stats.readChunks.Add(1)
 	}
-	if plan.Reply&(marshal.ReplyWrite|marshal.ReplyLong) != 0 {
+	if plan.Reply&marshal.ReplyLong != 0 || plan.Reply&marshal.ReplyWrite != 0 && !call.placed {
 		rkey := ep.appendBind(slot, exposeWrite, call.writeOff, total-call.writeOff, verbs.AccessRemoteWrite)
-		if plan.Reply&marshal.ReplyWrite != 0 {
+		if plan.Reply&marshal.ReplyWrite != 0 && !call.placed {
 			hdr.WriteList = ep.oneWriteChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: base + uint64(call.writeOff)})
 			c.stats.writeChunks.Add(1)
 		}
@@ -274,7 +333,7 @@ func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Heade
 		}
 	}
 	c.stats.chunksOffered.Add(uint64(total))
-	return total, nil
+	return true, nil
 }
 
 // ErrCallTimeout is the cause of a connection dropped because a call had no
@@ -329,6 +388,7 @@ func (s *requester) completionLocked(ep *endpoint, kind uint64, slot, buf int, w
 		call := &s.calls[slot]
 		call.invPending--
 		ep.unbind(slot, buf)
+		s.releasedLocked(ep, slot)
 		s.queueReplyLocked(slot)
 	case wrRecv:
 		c.stats.recvs.Add(1)
@@ -395,7 +455,8 @@ func (s *requester) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Compl
 
 	// What the responder did not invalidate, we invalidate ourselves
 	// before the call completes, so the peer cannot touch the memory again.
-	for which := range 2 {
+	s.releasedLocked(ep, slot) // by the Send With Invalidate
+	for which := range numExposures {
 		if ep.appendLocalInv(slot, which) {
 			call.invPending++
 		}
@@ -461,9 +522,15 @@ func (s *requester) buildReplyLocked(ep *endpoint, slot int, inline []byte) erro
 			return errors.New("write chunk data does not match the reply's DDP-eligible item")
 		}
 		// The data stays where the responder placed it until the reply
-		// is read (the slot and its memory are the call's until then).
+		// is read (the slot and its memory are the call's until then),
+		// or it is in the caller's buffer already.
 		call.reply = append(call.reply[:0], msg...)
-		call.data, call.dataOff = mem[call.writeOff:call.writeOff+item.N:call.writeOff+item.N], item.Off
+		if call.placed {
+			call.data = call.dst[:item.N:item.N]
+		} else {
+			call.data = mem[call.writeOff : call.writeOff+item.N : call.writeOff+item.N]
+		}
+		call.dataOff = item.Off
 		return nil
 	default:
 		return errors.New("more than one write chunk in a reply")
@@ -483,6 +550,19 @@ func (s *requester) failCallLocked(call *reqCall, err error) {
 	call.data = nil
 	rh := xdr.ReplyHeader{XID: call.xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSystemErr}
 	call.reply = rh.Append(call.reply[:0])
+}
+
+// releasedLocked notes that the caller's buffer of slot's call is no
+// longer exposed on ep (its window was invalidated and the buffer
+// deregistered), and wakes a cancelled CallInto waiting for that.
+func (s *requester) releasedLocked(ep *endpoint, slot int) {
+	call := &s.calls[slot]
+	if call.placedOn == ep && ep.chunkMem[slot].dataRegion == nil {
+		call.placedOn = nil
+		if call.cancelling {
+			wake(call.done)
+		}
+	}
 }
 
 // queueReplyLocked hands slot's reply to Read, or to the Call waiting for
@@ -511,6 +591,7 @@ func (s *requester) replyConsumedLocked(slot int) {
 	call.queued, call.busy = false, false
 	call.direct, call.abandoned = false, false
 	call.data, call.err = nil, nil
+	call.dst, call.placed, call.cancelling = nil, false, false
 	s.maybeFreeCallLocked(slot)
 }
 
@@ -527,15 +608,41 @@ func (s *requester) maybeFreeCallLocked(slot int) {
 	wake(c.writeWake)
 }
 
+// materializeLocked copies the data of every reply still in the chunk
+// memory out of it, before the connection and its memory go; data placed
+// in the caller's buffer stays there.
+func (s *requester) materializeLocked() {
+	for slot := range s.calls {
+		if call := &s.calls[slot]; !call.placed {
+			call.materialize()
+		}
+	}
+}
+
+// forgetPlacedLocked forgets the callers' buffers registered on ep, whose
+// connection is closed (which deregistered them), and wakes the CallIntos
+// waiting for that.
+func (s *requester) forgetPlacedLocked(ep *endpoint) {
+	for slot := range s.calls {
+		if call := &s.calls[slot]; call.placedOn == ep {
+			call.placedOn = nil
+			wake(call.done)
+		}
+		ep.chunkMem[slot].dataRegion = nil
+	}
+}
+
 // requesterLostLocked handles the loss of the requester's connection.
 func (s *requester) lostLocked(ep *endpoint, err error) {
 	c := s.c
+	// Conn.endpointDied closed ep's connection, which deregistered the
+	// callers' buffers registered on it.
+	s.forgetPlacedLocked(ep)
 	for slot := range s.calls {
 		call := &s.calls[slot]
 		call.sending = false
-		// A reply's data still in the chunk memory is copied out: the
-		// memory goes with the connection.
-		call.materialize()
+		// A reply's data still in the chunk memory was copied out
+		// (materializeLocked): the memory goes with the connection.
 		if call.busy && call.replied && !call.queued {
 			// Its reply is complete but waits for a Local Invalidate, or
 			// never got one because posting it failed: the connection is
