@@ -274,19 +274,29 @@ func doCall(ctx context.Context, conn caller, prog, proc uint32, msg, reply []by
 	if err != nil {
 		return nil, reply, callErr(ProcName(prog, 3, proc), err)
 	}
+	off, err := checkReply(prog, proc, msg, reply)
+	if err != nil {
+		return nil, reply, err
+	}
+	return reply[off:], reply, nil
+}
+
+// checkReply checks that reply answers msg (its XID) with MSG_ACCEPTED,
+// SUCCESS and returns the offset of its results.
+func checkReply(prog, proc uint32, msg, reply []byte) (int, error) {
 	var h xdr.ReplyHeader
 	off, err := h.Unmarshal(reply)
 	if err != nil {
-		return nil, reply, badReply(ProcName(prog, 3, proc), err)
+		return 0, badReply(ProcName(prog, 3, proc), err)
 	}
 	if h.XID != binary.BigEndian.Uint32(msg) {
-		return nil, reply, badReply(ProcName(prog, 3, proc), errors.New("reply XID does not match the call's"))
+		return 0, badReply(ProcName(prog, 3, proc), errors.New("reply XID does not match the call's"))
 	}
 	if h.Stat != xdr.MsgAccepted || h.AcceptStat != xdr.AcceptSuccess {
 		h.Verf.Body = nil
-		return nil, reply, &RPCError{Proc: ProcName(prog, 3, proc), Header: h}
+		return 0, &RPCError{Proc: ProcName(prog, 3, proc), Header: h}
 	}
-	return reply[off:], reply, nil
+	return off, nil
 }
 
 // simpleCall makes a call of proc with args (appended by the caller after

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -67,10 +68,17 @@ var (
 // Read calls NFSPROC3_READ (RFC 1813 §3.3.6) for len(p) bytes at off (at
 // most the Client's rsize) and returns how many it placed in p and
 // whether they end the file. The server writes the data into the Write
-// chunk the transport offers (RFC 8267 §4.2); the reply, data included,
-// is copied once out of it and the data once more into p (a File's
-// read-ahead keeps the reply instead: one copy). It does not allocate.
+// chunk the transport offers (RFC 8267 §4.2). Over a *transport.Conn (an
+// IntoCaller) that chunk is p itself from
+// transport.Config.DirectPlacementMin bytes on: the server's RDMA Write
+// places the data straight into p, with no copy at all; a smaller READ is
+// copied once into p. Over another Caller the reply, data included, is
+// copied once by the Caller and the data once more into p. It does not
+// allocate.
 func (c *Client) Read(ctx context.Context, fh FH, off uint64, p []byte) (n int, eof bool, err error) {
+	if ic, ok := c.rpc.(IntoCaller); ok {
+		return c.readInto(ctx, ic, fh, off, p)
+	}
 	b := getIOBuf(len(p))
 	defer putIOBuf(b)
 	data, eof, reply, err := c.readReply(ctx, fh, off, len(p), b)
@@ -79,6 +87,67 @@ func (c *Client) Read(ctx context.Context, fh FH, off uint64, p []byte) (n int, 
 		return 0, false, err
 	}
 	return copy(p, data), eof, nil
+}
+
+// IntoCaller is a Caller that can place a reply's DDP-eligible result (the
+// data of a READ) in a buffer of the caller's instead of the reply, as
+// *transport.Conn's CallInto does: the result is cut out of the returned
+// reply, item says where it was and its length, and its bytes are in
+// data[:item.N].
+type IntoCaller interface {
+	Caller
+	CallInto(ctx context.Context, msg, reply, data []byte) ([]byte, transport.DataItem, error)
+}
+
+// readInto is Read over an IntoCaller: the data goes to p directly.
+func (c *Client) readInto(ctx context.Context, ic IntoCaller, fh FH, off uint64, p []byte) (n int, eof bool, err error) {
+	rsize, _ := c.IOSize()
+	count := min(len(p), rsize)
+	b := getIOBuf(0)
+	defer putIOBuf(b)
+	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcRead)
+	msg = xdr.AppendUint64(appendFH(msg, fh), off)
+	msg = xdr.AppendUint32(msg, uint32(count))
+	b.msg = msg
+	reply, item, err := ic.CallInto(ctx, msg, grow(b.reply, ioOverhead), p[:count])
+	b.reply = reply
+	if err != nil {
+		return 0, false, callErr(ProcName(ProgNFS, 3, ProcRead), err)
+	}
+	results, err := checkReply(ProgNFS, ProcRead, msg, reply)
+	if err != nil {
+		return 0, false, err
+	}
+	r := xdr.NewReader(reply[results:])
+	st, err := r.Uint32()
+	if err != nil {
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	if Status(st) != StatusOK {
+		return 0, false, &Error{Proc: "NFS3 READ", Status: Status(st)}
+	}
+	if _, err := decodePostOpAttr(&r, nil); err != nil {
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	got, err := r.Uint32()
+	if err != nil {
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	if eof, err = r.Bool(); err != nil {
+		return 0, false, badReply("NFS3 READ", err)
+	}
+	dataLen, err := r.Uint32()
+	switch {
+	case err != nil:
+		return 0, false, badReply("NFS3 READ", err)
+	case !item.Present || item.Off != results+r.Offset():
+		return 0, false, badReply("NFS3 READ", errors.New("the data is not where the binding placed it"))
+	case int(dataLen) != item.N || int(got) != item.N:
+		return 0, false, badReply("NFS3 READ", errCountData)
+	case item.N > count:
+		return 0, false, badReply("NFS3 READ", errShortRead)
+	}
+	return item.N, eof, nil
 }
 
 // readReply makes a READ of count bytes at off (at most rsize) with the

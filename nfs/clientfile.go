@@ -60,8 +60,10 @@ type File struct {
 // commits them.
 const commitEvery = 64 << 20
 
-// raBlock is one read-ahead READ. Its data is in the reply buffer of io,
-// where the transport copied the reply out of the Write chunk.
+// raBlock is one read-ahead READ. Its data is in the reply buffer of io:
+// over a *transport.Conn the server's RDMA Write placed it there (direct
+// data placement, Client.Read); over another Caller, the reply was copied
+// there.
 type raBlock struct {
 	off  int64
 	io   *ioBuf
@@ -282,8 +284,17 @@ func (f *File) fillRA() {
 		b := &raBlock{off: off, io: getIOBuf(f.rsize), done: make(chan struct{})}
 		f.ra = append(f.ra, b)
 		go func() {
+			defer close(b.done)
+			if _, ok := f.c.rpc.(IntoCaller); ok {
+				// The server's RDMA Write places the data in the
+				// block's buffer: Read copies it once, into p.
+				buf := grow(b.io.reply, f.rsize)[:f.rsize]
+				var n int
+				n, b.eof, b.err = f.c.Read(f.ctx, f.fh, uint64(b.off), buf)
+				b.io.reply, b.data = buf, buf[:n]
+				return
+			}
 			b.data, b.eof, b.io.reply, b.err = f.c.readReply(f.ctx, f.fh, uint64(b.off), f.rsize, b.io)
-			close(b.done)
 		}()
 	}
 }

@@ -218,8 +218,9 @@ func (s *requester) placeReplyLocked(slot int, reply []byte) ([]byte, DataItem, 
 	if item.N > len(call.dst) {
 		return reply[:0], DataItem{}, c.opError("call", errPlacedTooLarge)
 	}
-	copy(call.dst, msg[item.Off:item.Off+item.N])
-	c.stats.placementCopies.Add(1)
+	if copy(call.dst, msg[item.Off:item.Off+item.N]) > 0 {
+		c.stats.placementCopies.Add(1)
+	}
 	end := min(item.Off+xdr.RoundUp(item.N), len(msg))
 	reply = append(reply[:0], msg[:item.Off]...)
 	return append(reply, msg[end:]...), item, nil

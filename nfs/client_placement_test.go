@@ -1,0 +1,54 @@
+package nfs_test
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestClientReadPlacement: Client.Read over the transport places a READ's
+// data straight into the caller's buffer from DirectPlacementMin (32 KiB)
+// on — the server's RDMA Write lands in p (transport.Stats.DirectPlacements)
+// — and copies a smaller one once (PlacementCopies); short reads at the end
+// of the file and reads past it report eof and leave the rest of p alone.
+func TestClientReadPlacement(t *testing.T) {
+	env := startClientEnv(t, nil)
+	const size = 300<<10 + 123
+	want := pattern(size, 7)
+	require.NoError(t, os.WriteFile(env.path("f"), want, 0o644))
+	fh, _, err := env.exp.Lookup(env.ctx, "f", true)
+	require.NoError(t, err)
+	c := env.exp.Client
+	conn := c.Conn()
+	before := conn.Stats()
+
+	for _, tc := range []struct {
+		off, n       int
+		direct, copy uint64
+		wantN        int
+		wantEOF      bool
+	}{
+		{0, 64 << 10, 1, 0, 64 << 10, false},
+		{100 << 10, 256 << 10, 1, 0, size - 100<<10, true}, // short: the end of the file
+		{1000, 4 << 10, 0, 1, 4 << 10, false},
+		{size - 10, 64 << 10, 1, 0, 10, true},
+		{size + 10, 64 << 10, 1, 0, 0, true},
+	} {
+		p := bytes.Repeat([]byte{0xcc}, tc.n)
+		st0 := conn.Stats()
+		n, eof, err := c.Read(env.ctx, fh, uint64(tc.off), p)
+		require.NoError(t, err)
+		require.Equal(t, tc.wantN, n, "read %d at %d", tc.n, tc.off)
+		require.Equal(t, tc.wantEOF, eof, "eof of read %d at %d", tc.n, tc.off)
+		if n > 0 {
+			require.True(t, bytes.Equal(want[tc.off:tc.off+n], p[:n]), "data of read %d at %d", tc.n, tc.off)
+		}
+		require.Equal(t, bytes.Repeat([]byte{0xcc}, tc.n-n), p[n:], "bytes past the data changed")
+		st := conn.Stats()
+		require.Equal(t, tc.direct, st.DirectPlacements-st0.DirectPlacements, "direct placements of read %d at %d", tc.n, tc.off)
+		require.Equal(t, tc.copy, st.PlacementCopies-st0.PlacementCopies, "copies of read %d at %d", tc.n, tc.off)
+	}
+	require.Zero(t, conn.Stats().DirectPlacementErrors-before.DirectPlacementErrors)
+}
