@@ -41,8 +41,8 @@ func benchIOPlaced(b *testing.B, size int, write bool, min int) {
 	}
 }
 
-func BenchmarkClientRead4K(b *testing.B)  { benchIO(b, 4<<10, false) }
-func BenchmarkClientRead1M(b *testing.B)  { benchIO(b, 1<<20, false) }
+func BenchmarkClientRead4K(b *testing.B) { benchIO(b, 4<<10, false) }
+func BenchmarkClientRead1M(b *testing.B) { benchIO(b, 1<<20, false) }
 
 // BenchmarkClientReadPlacement compares READs whose data the server's RDMA
 // Write places straight into the caller's buffer (registered for the call:
