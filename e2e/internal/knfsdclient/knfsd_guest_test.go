@@ -342,6 +342,7 @@ func TestKnfsdReadMax(t *testing.T) {
 				require.EqualValues(t, 3, cs.ReplyChunks, "FSINFO, LOOKUP, READ")
 			} else {
 				require.EqualValues(t, 1, cs.WriteChunks, "the READ's Write chunk")
+				require.EqualValues(t, 1, cs.DirectPlacements, "the Write chunk was the caller's buffer")
 			}
 			requireClean(t, cs)
 			s.serverEvents(t)
@@ -545,6 +546,14 @@ func TestKnfsdDDP(t *testing.T) {
 	cs = s.conn.Stats()
 	t.Logf("requester stats with the NFSv3 binding: %+v", cs)
 	require.EqualValues(t, 5, cs.WriteChunks, "Write chunks offered (every READ over the inline threshold)")
+	// The two READs of 64 KiB and more offered the caller's own buffer as
+	// the Write chunk (transport.Config.DirectPlacementMin): knfsd's RDMA
+	// Write placed their data there, no copy. The smaller ones were copied
+	// once into it: 5001 and 10 bytes from the slot's chunk memory, 3000
+	// from the inline reply (nothing at EOF).
+	require.EqualValues(t, 2, cs.DirectPlacements, "READs placed straight into the caller's buffer")
+	require.EqualValues(t, 3, cs.PlacementCopies, "READs copied once into the caller's buffer")
+	require.Zero(t, cs.DirectPlacementErrors)
 	require.Zero(t, cs.LocalInvalidations, "knfsd invalidated every rkey")
 	requireClean(t, cs)
 
