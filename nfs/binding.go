@@ -19,8 +19,8 @@ import (
 // DDP-eligible, in NFSv3 or in MOUNT and NFSACL.
 //
 // Reply bounds (RFC 8166 §3.5.3): for every NFSv3 procedure the largest
-// reply RFC 1813 §3.3 allows, with the largest verifier (RFC 5531 §8.2) and
-// handles of NFS3_FHSIZE bytes: fixed for most, from the count of READ and
+// reply RFC 1813 §3.3 allows, with handles of NFS3_FHSIZE bytes and the
+// reply verifier replyHeader plans for the call's credential flavor: fixed for most, from the count of READ and
 // READDIR and the maxcount of READDIRPLUS, and from MaxPathLen for
 // READLINK; MOUNT version 3 (RFC 1813 §5.2) MNT, UMNT and UMNTALL; NFSACL
 // version 3 SETACL. A requester offers a Reply chunk exactly when that bound
@@ -50,22 +50,44 @@ func (Binding) Call(h *xdr.CallHeader, msg []byte, args int) transport.CallInfo 
 	}
 	switch h.Prog {
 	case ProgNFS:
-		return nfs3Call(h.Proc, msg, args)
+		return nfs3Call(replyHeader(h), h.Proc, msg, args)
 	case ProgMount:
 		if h.Proc < uint32(len(mount3ResultMax)) && mount3ResultMax[h.Proc] >= 0 {
-			return transport.CallInfo{MaxReply: replyMax(mount3ResultMax[h.Proc])}
+			return transport.CallInfo{MaxReply: replyMax(replyHeader(h), mount3ResultMax[h.Proc])}
 		}
 	case ProgNFSACL:
 		if h.Proc == aclProcSetacl {
-			return transport.CallInfo{MaxReply: replyMax(setacl3ResultMax)}
+			return transport.CallInfo{MaxReply: replyMax(replyHeader(h), setacl3ResultMax)}
 		}
 	}
 	return transport.NullBinding{}.Call(h, msg, args)
 }
 
+// replyHeader is the largest reply header (RFC 5531 §9: xid, msg_type,
+// reply_stat, verifier, accept_stat) the binding plans for a call with
+// header h. To AUTH_NONE and AUTH_SYS credentials servers answer with an
+// AUTH_NONE verifier (knfsd, go-nfs, NFS-Ganesha), and the Linux client
+// plans for exactly that: the au_rslack of its auth_null and auth_unix is
+// the verifier's flavor and length words alone, raised only once a reply
+// has carried a larger verifier (unx_validate). We plan the same, so that
+// the same calls go inline as Linux's (a 3.5 KiB READ at a 4096-byte
+// threshold, a 512-byte one at 1024). The risk is Linux's too: a server
+// that answers AUTH_SYS with a long AUTH_SHORT verifier, in a reply that
+// then no longer fits inline and was offered no chunk, fails that call
+// (RDMA_ERROR, ERR_CHUNK). Any other flavor (RPCSEC_GSS, whose verifier is
+// a MIC) gets the largest verifier RFC 5531 §8.2 allows.
+func replyHeader(h *xdr.CallHeader) int {
+	switch h.Cred.Flavor {
+	case xdr.FlavorNone, xdr.FlavorSys:
+		return replyHeaderMin
+	}
+	return replyHeaderMax
+}
+
 // nfs3Call is Call for an NFSv3 procedure other than NULL whose arguments
-// start at args, a multiple of 4 within msg.
-func nfs3Call(proc uint32, msg []byte, args int) transport.CallInfo {
+// start at args, a multiple of 4 within msg; hdr is the reply header
+// planned (replyHeader).
+func nfs3Call(hdr int, proc uint32, msg []byte, args int) transport.CallInfo {
 	r := xdr.NewReader(msg[args:])
 	switch proc {
 	case ProcRead:
@@ -78,10 +100,10 @@ func nfs3Call(proc uint32, msg []byte, args int) transport.CallInfo {
 			return transport.CallInfo{}
 		}
 		// READ3resok: file_attributes, count, eof, data<count>.
-		return sizedReply(statusSize+postOpAttrMax+4+4+4, count, true)
+		return sizedReply(hdr, statusSize+postOpAttrMax+4+4+4, count, true)
 	case ProcWrite:
 		// WRITE3args (§3.3.7): file, offset, count, stable, data.
-		info := transport.CallInfo{MaxReply: replyMax(nfs3ResultMax[ProcWrite])}
+		info := transport.CallInfo{MaxReply: replyMax(hdr, nfs3ResultMax[ProcWrite])}
 		if skipFH(&r) != nil || r.Skip(8+4+4) != nil {
 			return info
 		}
@@ -90,14 +112,14 @@ func nfs3Call(proc uint32, msg []byte, args int) transport.CallInfo {
 	case ProcSymlink:
 		// SYMLINK3args (§3.3.10): where (dir, name), symlink
 		// (symlink_attributes, symlink_data).
-		info := transport.CallInfo{MaxReply: replyMax(nfs3ResultMax[ProcSymlink])}
+		info := transport.CallInfo{MaxReply: replyMax(hdr, nfs3ResultMax[ProcSymlink])}
 		if skipFH(&r) != nil || skipOpaque(&r) != nil || skipSattr3(&r) != nil {
 			return info
 		}
 		info.Arg = opaqueItem(&r, args)
 		return info
 	case ProcReadlink:
-		return transport.CallInfo{MaxReply: replyMax(nfs3ResultMax[ProcReadlink]), ReplyData: MaxPathLen}
+		return transport.CallInfo{MaxReply: replyMax(hdr, nfs3ResultMax[ProcReadlink]), ReplyData: MaxPathLen}
 	case ProcReaddir, ProcReaddirplus:
 		// READDIR3args (§3.3.16): dir, cookie, cookieverf, count;
 		// READDIRPLUS3args (§3.3.17): dir, cookie, cookieverf,
@@ -117,19 +139,20 @@ func nfs3Call(proc uint32, msg []byte, args int) transport.CallInfo {
 		if err != nil {
 			return transport.CallInfo{}
 		}
-		return sizedReply(readdirExtra, count, false)
+		return sizedReply(hdr, readdirExtra, count, false)
 	}
 	if proc < uint32(len(nfs3ResultMax)) {
-		return transport.CallInfo{MaxReply: replyMax(nfs3ResultMax[proc])}
+		return transport.CallInfo{MaxReply: replyMax(hdr, nfs3ResultMax[proc])}
 	}
 	return transport.CallInfo{}
 }
 
-// sizedReply is the CallInfo of a reply of fixed bytes and at most count
-// more, rounded up to XDR words; data says whether those count bytes are a
-// DDP-eligible result. A bound that overflows int is unknown.
-func sizedReply(fixed int, count uint32, data bool) transport.CallInfo {
-	total := uint64(replyHeaderMax+fixed) + (uint64(count)+3)&^3
+// sizedReply is the CallInfo of a reply with a header of hdr bytes, fixed
+// bytes of results and at most count more, rounded up to XDR words; data
+// says whether those count bytes are a DDP-eligible result. A bound that
+// overflows int is unknown.
+func sizedReply(hdr, fixed int, count uint32, data bool) transport.CallInfo {
+	total := uint64(hdr+fixed) + (uint64(count)+3)&^3
 	if total > uint64(maxInt) {
 		return transport.CallInfo{}
 	}

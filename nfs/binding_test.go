@@ -3,6 +3,7 @@ package nfs_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -132,11 +133,23 @@ func procCases(t testing.TB) []procCase {
 // largest DDP-eligible result, and a reply bound that a real reply of the
 // largest size reaches exactly (with the largest verifier).
 func TestBindingCall(t *testing.T) {
+	for _, flavor := range []xdr.AuthFlavor{xdr.FlavorSys, xdr.FlavorNone, 6 /* RPCSEC_GSS */} {
+		// An AUTH_NONE verifier is planned for AUTH_SYS and AUTH_NONE
+		// calls, as Linux does; the largest for any other flavor.
+		header := minHeader
+		if flavor == 6 {
+			header = maxHeader
+		}
+		t.Run(fmt.Sprintf("flavor%d", flavor), func(t *testing.T) { testBindingCall(t, flavor, header) })
+	}
+}
+
+func testBindingCall(t *testing.T, flavor xdr.AuthFlavor, header int) {
 	b := nfs.Binding{}
 	for _, c := range procCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			msg, args := encodeCall(t, c.prog, 3, c.proc, c.args)
-			info := b.Call(&xdr.CallHeader{Prog: c.prog, Vers: 3, Proc: c.proc}, msg, args)
+			info := b.Call(&xdr.CallHeader{Prog: c.prog, Vers: 3, Proc: c.proc, Cred: xdr.OpaqueAuth{Flavor: flavor}}, msg, args)
 			require.Equal(t, c.replyData, info.ReplyData)
 			if c.arg == nil {
 				require.False(t, info.Arg.Present)
@@ -152,7 +165,7 @@ func TestBindingCall(t *testing.T) {
 				require.Zero(t, info.MaxReply, "unknown size")
 				return
 			}
-			largest := maxHeader + len(encode(t, c.largest))
+			largest := header + len(encode(t, c.largest))
 			require.GreaterOrEqual(t, info.MaxReply, largest, "the largest reply fits the bound")
 			require.LessOrEqual(t, info.MaxReply, largest+c.slack, "the bound is tight")
 		})

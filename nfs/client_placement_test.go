@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
 
 // TestClientReadPlacement: Client.Read over the transport places a READ's
@@ -51,4 +53,34 @@ func TestClientReadPlacement(t *testing.T) {
 		require.Equal(t, tc.copy, st.PlacementCopies-st0.PlacementCopies, "copies of read %d at %d", tc.n, tc.off)
 	}
 	require.Zero(t, conn.Stats().DirectPlacementErrors-before.DirectPlacementErrors)
+}
+
+// TestClientInline4096NoChunks: with 4096 bytes negotiated each way (the
+// transport's default), READs and WRITEs of 1 to 3.5 KiB move inline, with
+// no chunk of any kind (issue 12): the binding plans the AUTH_NONE reply
+// verifier an AUTH_SYS call gets, as the Linux client does, so a 3.5 KiB
+// READ's reply bound fits 4096.
+func TestClientInline4096NoChunks(t *testing.T) {
+	env := startClientEnv(t, nil)
+	c := env.exp.Client
+	fh, _, err := c.Create(env.ctx, env.exp.Root, "f", nfs.CreateHow{Mode: nfs.Unchecked})
+	require.NoError(t, err)
+	conn := c.Conn()
+	require.Equal(t, 4096, conn.Stats().Negotiated.SendInline)
+	require.Equal(t, 4096, conn.Stats().Negotiated.RecvInline)
+	for _, n := range []int{1 << 10, 2 << 10, 3<<10 + 512} {
+		data := pattern(n, byte(n))
+		st0 := conn.Stats()
+		res, err := c.Write(env.ctx, fh, 0, data, nfs.FileSync)
+		require.NoError(t, err)
+		require.Equal(t, n, res.Count)
+		got := make([]byte, n)
+		k, _, err := c.Read(env.ctx, fh, 0, got)
+		require.NoError(t, err)
+		require.Equal(t, data, got[:k])
+		st := conn.Stats()
+		require.Zero(t, st.ReadChunks-st0.ReadChunks+st.WriteChunks-st0.WriteChunks+st.ReplyChunks-st0.ReplyChunks,
+			"chunks for the WRITE and READ of %d bytes", n)
+		require.EqualValues(t, 2, st.InlineCalls-st0.InlineCalls, "inline calls for %d bytes", n)
+	}
 }

@@ -89,5 +89,5 @@ func ExampleBinding_Call() {
 	info := nfs.Binding{}.Call(&h, msg, args)
 	fmt.Printf("%+v %q, reply at most %d bytes\n", info.Arg, msg[info.Arg.Off:info.Arg.Off+info.Arg.N], info.MaxReply)
 	// Output:
-	// {Off:68 N:3 Present:true} "abc", reply at most 560 bytes
+	// {Off:68 N:3 Present:true} "abc", reply at most 160 bytes
 }

@@ -52,6 +52,9 @@ func encode(t testing.TB, v io.WriterTo) []byte {
 var maxHeader = (&xdr.ReplyHeader{Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess,
 	Verf: xdr.OpaqueAuth{Body: make([]byte, xdr.MaxAuthBytes)}}).EncodedLen()
 
+// minHeader is an accepted reply header with an AUTH_NONE verifier.
+var minHeader = (&xdr.ReplyHeader{Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}).EncodedLen()
+
 // writerFunc adapts a function to io.WriterTo.
 type writerFunc func(io.Writer) (int64, error)
 

@@ -47,6 +47,9 @@ const (
 	// xid, msg_type, reply_stat, a verifier of the largest size RFC 5531
 	// §8.2 allows, and accept_stat.
 	replyHeaderMax = 6*4 + xdr.MaxAuthBytes
+	// replyHeaderMin is an accepted reply header with an AUTH_NONE
+	// verifier (no body).
+	replyHeaderMin = 6 * 4
 	// mismatchInfo is what follows the accept_stat of a PROG_MISMATCH
 	// reply (RFC 5531 §9): the bound of a procedure whose results are
 	// smaller.
@@ -106,8 +109,8 @@ const (
 	setacl3ResultMax = statusSize + postOpAttrMax
 )
 
-// replyMax is the largest reply whose results are at most res bytes: the
-// largest accepted header, and the results or the mismatch_info of
+// replyMax is the largest reply whose results are at most res bytes: an
+// accepted header of hdr bytes (replyHeader), and the results or the mismatch_info of
 // PROG_MISMATCH, whichever is larger. Rejected replies (RFC 5531 §9) are
 // shorter than any of these.
-func replyMax(res int) int { return replyHeaderMax + max(res, mismatchInfo) }
+func replyMax(hdr, res int) int { return hdr + max(res, mismatchInfo) }
