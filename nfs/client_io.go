@@ -136,11 +136,26 @@ func (c *Client) readInto(ctx context.Context, ic IntoCaller, fh FH, off uint64,
 	if eof, err = r.Bool(); err != nil {
 		return 0, false, badReply("NFS3 READ", err)
 	}
+	if !item.Present {
+		// The connection's binding does not know READ's data (not
+		// nfs.Binding): the reply is whole, the data in it.
+		data, err := r.Opaque(count)
+		if err != nil {
+			if err == xdr.ErrTooLong {
+				err = errShortRead
+			}
+			return 0, false, badReply("NFS3 READ", err)
+		}
+		if int(got) != len(data) {
+			return 0, false, badReply("NFS3 READ", errCountData)
+		}
+		return copy(p, data), eof, nil
+	}
 	dataLen, err := r.Uint32()
 	switch {
 	case err != nil:
 		return 0, false, badReply("NFS3 READ", err)
-	case !item.Present || item.Off != results+r.Offset():
+	case item.Off != results+r.Offset():
 		return 0, false, badReply("NFS3 READ", errors.New("the data is not where the binding placed it"))
 	case int(dataLen) != item.N || int(got) != item.N:
 		return 0, false, badReply("NFS3 READ", errCountData)

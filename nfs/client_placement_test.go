@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/transport"
 )
 
 // TestClientReadPlacement: Client.Read over the transport places a READ's
@@ -83,4 +84,29 @@ func TestClientInline4096NoChunks(t *testing.T) {
 			"chunks for the WRITE and READ of %d bytes", n)
 		require.EqualValues(t, 2, st.InlineCalls-st0.InlineCalls, "inline calls for %d bytes", n)
 	}
+}
+
+// TestClientReadNullBinding: over a connection whose binding does not know
+// NFS (transport.NullBinding: the reply comes whole, through the Reply
+// chunk when large), Client.Read still returns the data, copied out of the
+// reply.
+func TestClientReadNullBinding(t *testing.T) {
+	env := startClientEnv(t, func(_ *nfs.ServerConfig, mo *nfs.MountOptions) {
+		mo.Client.Transport.Binding = transport.NullBinding{}
+	})
+	want := pattern(100<<10, 3)
+	require.NoError(t, os.WriteFile(env.path("f"), want, 0o644))
+	fh, _, err := env.exp.Lookup(env.ctx, "f", true)
+	require.NoError(t, err)
+	for _, n := range []int{100, 64 << 10, 200 << 10} {
+		p := make([]byte, n)
+		k, eof, err := env.exp.Client.Read(env.ctx, fh, 0, p)
+		require.NoError(t, err)
+		require.Equal(t, min(n, len(want)), k)
+		require.Equal(t, n >= len(want), eof)
+		require.Equal(t, want[:k], p[:k])
+	}
+	st := env.exp.Client.Conn().Stats()
+	require.Zero(t, st.DirectPlacements+st.PlacementCopies+st.WriteChunks, "nothing placed without nfs.Binding")
+	require.NotZero(t, st.ReplyChunks)
 }
