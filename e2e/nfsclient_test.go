@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +48,7 @@ var nfsClientGuestTests = []string{
 // program, against knfsd. The
 // guest's NFSCLIENT lines are the report, logged here.
 func TestNFSClientKnfsd(t *testing.T) {
+	root := filepath.Dir(t.TempDir()) // the share is a sibling: vmtest.ShareDir
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
 		Pkg: "./internal/nfsclientguest",
 		CGO: true,
@@ -65,4 +68,18 @@ func TestNFSClientKnfsd(t *testing.T) {
 		}
 	}
 	t.Logf("the Go NFS client against knfsd (VM run %.0f s):\n  %s", r.Elapsed.Seconds(), strings.Join(report, "\n  "))
+
+	// The Go client's CPU profiles of TestKnfsdVsKernel's profiled pass.
+	profiles, _ := filepath.Glob(filepath.Join(root, "*", "goclient-*.pprof"))
+	if guestRunArgs() == nil && len(profiles) != 2 {
+		t.Errorf("%d Go client profiles in the share, want 2 (write and read)", len(profiles))
+	}
+	for _, p := range profiles {
+		out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", p).CombinedOutput()
+		if err != nil {
+			t.Errorf("go tool pprof %s: %v\n%s", p, err, out)
+			continue
+		}
+		t.Logf("%s:\n%s", filepath.Base(p), out)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -125,6 +126,22 @@ func TestKnfsdVsKernel(t *testing.T) {
 	for range benchRounds {
 		goIOPS = max(goIOPS, randomReads(t, goRand))
 		kIOPS = max(kIOPS, randomReads(t, kRand))
+	}
+
+	// Where the Go client's time goes: one more write and read each under
+	// the CPU profiler, read on the host (e2e's TestNFSClientKnfsd
+	// prints go tool pprof -top of both).
+	for _, p := range []struct {
+		name string
+		run  func() time.Duration
+	}{{"write", goWrite}, {"read", goRead}} {
+		f, err := os.Create("/host/goclient-" + p.name + ".pprof")
+		require.NoError(t, err)
+		require.NoError(t, pprof.StartCPUProfile(f))
+		d := p.run()
+		pprof.StopCPUProfile()
+		require.NoError(t, f.Close())
+		report(t, "profiled seq %s 32 MiB: Go %.1f MiB/s (goclient-%s.pprof)", p.name, benchSize/(1<<20)/d.Seconds(), p.name)
 	}
 
 	mibs := func(d time.Duration) float64 { return benchSize / (1 << 20) / d.Seconds() }
