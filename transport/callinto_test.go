@@ -52,30 +52,42 @@ func TestCallIntoPlacement(t *testing.T) {
 	b := testBinding{ddp: true}
 	for _, tc := range []struct {
 		name           string
-		min, n         int
+		min, cache, n  int
 		direct, copies uint64
 	}{
-		{"direct-64KiB", 0, 64 << 10, 1, 0},
-		{"direct-1MiB-min-4KiB", 4 << 10, 1 << 20, 1, 0},
-		{"writechunk-4KiB", 0, 4 << 10, 0, 1},
-		{"inline-100B", 0, 100, 0, 1},
-		{"off-64KiB", -1, 64 << 10, 0, 1},
+		{"direct-64KiB", 0, 0, 64 << 10, 1, 0},
+		{"direct-1MiB-min-4KiB", 4 << 10, 0, 1 << 20, 1, 0},
+		{"direct-64KiB-uncached", 0, -1, 64 << 10, 1, 0},
+		{"writechunk-4KiB", 0, 0, 4 << 10, 0, 1},
+		{"inline-100B", 0, 0, 100, 0, 1},
+		{"off-64KiB", -1, 0, 64 << 10, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPair(t, &Config{Binding: b}, &Config{Binding: b, DirectPlacementMin: tc.min})
+			p := newPair(t, &Config{Binding: b}, &Config{Binding: b, DirectPlacementMin: tc.min, DirectPlacementCache: tc.cache})
 			before := registered(t, p.client.cfg.Provider)
+			// The same buffer three times: registered once and
+			// cached, or (uncached) registered for each call and
+			// deregistered before CallInto returns.
+			dst := make([]byte, tc.n+8)
 			for i := range 3 {
-				dst := make([]byte, tc.n+8)
-				item := callInto(t, p.client, uint32(10+i), tc.n, dst)
+				clear(dst)
+				callInto(t, p.client, uint32(10+i), tc.n, dst)
 				require.Equal(t, make([]byte, 8), dst[tc.n:], "bytes past the result changed")
-				_ = item
 				if tc.direct > 0 {
-					// Deregistered before CallInto returned.
-					require.Equal(t, before, registered(t, p.client.cfg.Provider), "the caller's buffer is still registered")
+					want := before + int64(tc.n)
+					if tc.cache < 0 {
+						want = before
+					}
+					require.Equal(t, want, registered(t, p.client.cfg.Provider), "registered bytes after the call")
 				}
 			}
 			st := p.client.Stats()
 			assert.Equal(t, 3*tc.direct, st.DirectPlacements, "direct placements")
+			regs := tc.direct
+			if tc.cache < 0 {
+				regs *= 3
+			}
+			assert.Equal(t, regs, st.DirectRegistrations, "registrations")
 			assert.Equal(t, 3*tc.copies, st.PlacementCopies, "copies")
 			assert.Zero(t, st.DirectPlacementErrors)
 			if tc.direct > 0 {

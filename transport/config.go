@@ -23,6 +23,8 @@ const (
 	DefaultMaxRPCSize = 1<<20 + 16<<10
 	// DefaultDirectPlacementMin is Config.DirectPlacementMin's default.
 	DefaultDirectPlacementMin = 32 << 10
+	// DefaultDirectPlacementCache is Config.DirectPlacementCache's default.
+	DefaultDirectPlacementCache = 32 << 20
 	// DefaultCallTimeout is ReconnectPolicy.CallTimeout's default: the
 	// Linux NFS client's timeo over RDMA (600 deciseconds).
 	DefaultCallTimeout = 60 * time.Second
@@ -90,6 +92,16 @@ type Config struct {
 	// must implement verbs.Registrar (both of ours do). 0 means
 	// DefaultDirectPlacementMin; negative never registers.
 	DirectPlacementMin int
+	// DirectPlacementCache bounds the bytes of callers' buffers a
+	// requester keeps registered after their calls, to reuse the
+	// registration when the same buffer (or a part of it) comes again (a
+	// File's read-ahead blocks, a loop's buffer): registering costs more
+	// than copying a few hundred KiB under TCG (README). A cached buffer
+	// stays pinned, and so alive, until evicted (least recently used
+	// first) or the connection closes; the peer cannot reach it without a
+	// window bound for a call. 0 means DefaultDirectPlacementCache;
+	// negative keeps none.
+	DirectPlacementCache int
 
 	// Memory bounds a responder's memory for chunk data (Read chunks
 	// pulled, replies staged for RDMA Write); zero fields take defaults
@@ -278,6 +290,9 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	}
 	if cfg.DirectPlacementMin == 0 {
 		cfg.DirectPlacementMin = DefaultDirectPlacementMin
+	}
+	if cfg.DirectPlacementCache == 0 {
+		cfg.DirectPlacementCache = DefaultDirectPlacementCache
 	}
 	cfg.Memory = cfg.Memory.withDefaults(cfg.MaxRPCSize)
 	if cfg.Binding == nil {

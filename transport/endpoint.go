@@ -57,6 +57,8 @@ type endpoint struct {
 	chunkMem []chunkBuf
 	// responder: registered buffers for data in motion.
 	pool chunkPool
+	// requester: registrations of CallInto's buffers.
+	regs regCache
 
 	// scratch, reused under c.mu
 	writeSeg  [1]chunks.Segment
@@ -88,6 +90,7 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 	ep.keys = rand.NewChaCha8(seed)
 	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize}
 	ep.pool.onTrim = ep.trimPool
+	ep.regs.limit = max(ep.c.cfg.DirectPlacementCache, 0)
 	var err error
 	if ep.recvRegion, err = vc.AllocRegion(nRecv * recvSize); err != nil {
 		return fmt.Errorf("rpcrdma: receive buffers: %w", err)

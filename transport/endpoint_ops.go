@@ -18,14 +18,16 @@ import (
 // arguments nor read what the slot held before.
 //
 // A call of CallInto may place its DDP-eligible result in the caller's own
-// buffer instead: dataRegion registers that buffer for the call, exposed
-// write-only through a third window (data), and is deregistered as soon as
-// that window is invalidated.
+// buffer instead: dataRegion is the registration holding that buffer (from
+// the endpoint's regCache), at dataOff, exposed write-only through a third
+// window (data) and given back to the cache as soon as that window is
+// invalidated.
 type chunkBuf struct {
 	region            verbs.Region
 	size              int
 	read, write, data exposure
 	dataRegion        verbs.Region
+	dataOff           int
 }
 
 // exposure is one window of a slot: its current rkey, whether it is bound
@@ -58,7 +60,8 @@ func (cb *chunkBuf) exposure(which int) *exposure {
 }
 
 // registerData registers p, the caller's buffer, as slot's data region
-// (verbs.Registrar), with a window to expose it.
+// (verbs.Registrar, through the endpoint's regCache), with a window to
+// expose it.
 func (ep *endpoint) registerData(slot int, p []byte) error {
 	reg, ok := ep.vc.(verbs.Registrar)
 	if !ok {
@@ -72,23 +75,27 @@ func (ep *endpoint) registerData(slot int, p []byte) error {
 		}
 		cb.data.win, cb.data.rkey = w, w.RKey()
 	}
-	r, err := reg.RegisterRegion(p)
+	r, off, cached, err := ep.regs.get(reg, p)
 	if err != nil {
 		return err
 	}
-	cb.dataRegion = r
+	if !cached {
+		ep.c.stats.directRegs.Add(1)
+	}
+	cb.dataRegion, cb.dataOff = r, off
 	return nil
 }
 
-// releaseData deregisters slot's data region, whose window is no longer
-// bound (invalidated, or its bind never posted): the caller's buffer is
-// the caller's again.
+// releaseData gives slot's data region back to the cache, its window no
+// longer bound (invalidated, or its bind never posted): the caller's
+// buffer is the caller's again (still registered if cached: the peer
+// cannot reach it without a bound window).
 func (ep *endpoint) releaseData(slot int) {
 	cb := &ep.chunkMem[slot]
 	if cb.dataRegion == nil {
 		return
 	}
-	if err := cb.dataRegion.Close(); err != nil {
+	if err := ep.regs.put(cb.dataRegion); err != nil {
 		ep.c.cfg.Logger.Warn("rpcrdma: deregistering the caller's buffer", "err", err)
 	}
 	cb.dataRegion = nil
@@ -138,7 +145,7 @@ func (ep *endpoint) appendBind(slot, which, off, n int, access verbs.Access) uin
 	x.bound, x.invalidating = true, false
 	r := cb.region
 	if which == exposeData {
-		r = cb.dataRegion
+		r, off = cb.dataRegion, cb.dataOff+off
 	}
 	ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrBind, slot, which), Op: verbs.OpBindWindow,
 		Window: x.win, RKey: x.rkey, Bind: verbs.SGE{Region: r, Offset: off, Length: n}, Access: access})

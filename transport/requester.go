@@ -285,7 +285,7 @@ func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Heade
 		writeLen = 0
 		call.placedOn = ep
 		rkey := ep.appendBind(slot, exposeData, 0, plan.WriteLen, verbs.AccessRemoteWrite)
-		hdr.WriteList = ep.oneWriteChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: ep.chunkMem[slot].dataRegion.Addr(0)})
+		hdr.WriteList = ep.oneWriteChunk(chunks.Segment{Handle: rkey, Length: uint32(plan.WriteLen), Offset: ep.chunkMem[slot].dataRegion.Addr(ep.chunkMem[slot].dataOff)})
 		c.stats.writeChunks.Add(1)
 		c.stats.directPlacements.Add(1)
 		c.stats.chunksOffered.Add(uint64(plan.WriteLen))
@@ -630,6 +630,7 @@ func (s *requester) forgetPlacedLocked(ep *endpoint) {
 		}
 		ep.chunkMem[slot].dataRegion = nil
 	}
+	ep.regs.forget()
 }
 
 // requesterLostLocked handles the loss of the requester's connection.

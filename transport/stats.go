@@ -53,11 +53,14 @@ type Stats struct {
 	CallTimeouts uint64
 	// DirectPlacements counts Write chunks a requester exposed in the
 	// caller's own buffer (CallInto, Config.DirectPlacementMin), and
-	// PlacementCopies the DDP-eligible results CallInto copied into the
-	// caller's buffer instead (from the slot's chunk memory or from an
-	// inline reply); DirectPlacementErrors counts registrations of the
-	// caller's buffer that failed (the call then used its slot memory).
-	DirectPlacements, PlacementCopies, DirectPlacementErrors uint64
+	// DirectRegistrations how many of those registered the buffer anew
+	// (the others reused a cached registration:
+	// Config.DirectPlacementCache); PlacementCopies counts the
+	// DDP-eligible results CallInto copied into the caller's buffer
+	// instead (from the slot's chunk memory or from an inline reply);
+	// DirectPlacementErrors counts registrations of the caller's buffer
+	// that failed (the call then used its slot memory).
+	DirectPlacements, DirectRegistrations, PlacementCopies, DirectPlacementErrors uint64
 
 	// Negotiated holds the settings of the current connection.
 	Negotiated Negotiated
@@ -94,6 +97,7 @@ type counters struct {
 	errVers, errChunk, dropped                   atomic.Uint64
 	creditStalls, reconnects, callTimeouts       atomic.Uint64
 	directPlacements, placementCopies, directErr atomic.Uint64
+	directRegs                                   atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -107,7 +111,7 @@ func (c *counters) snapshot() Stats {
 		BadReplies: c.badReplies.Load(), RemoteErrors: c.remoteErrors.Load(),
 		ErrVersSent: c.errVers.Load(), ErrChunkSent: c.errChunk.Load(), Dropped: c.dropped.Load(),
 		CreditStalls: c.creditStalls.Load(), Reconnects: c.reconnects.Load(), CallTimeouts: c.callTimeouts.Load(),
-		DirectPlacements: c.directPlacements.Load(), PlacementCopies: c.placementCopies.Load(), DirectPlacementErrors: c.directErr.Load(),
+		DirectPlacements: c.directPlacements.Load(), DirectRegistrations: c.directRegs.Load(), PlacementCopies: c.placementCopies.Load(), DirectPlacementErrors: c.directErr.Load(),
 	}
 }
 
