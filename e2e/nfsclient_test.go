@@ -25,6 +25,7 @@ var nfsClientGuestTests = []string{
 	"TestKnfsdInline/4096",
 	"TestKnfsdInline/65536",
 	"TestKnfsdVsKernel",
+	"TestKnfsdPlacement",
 	"TestRdmaNfsdPutGet",
 	"TestRdmaNfsdInline",
 	"TestRdmaNfsdInline/1024",

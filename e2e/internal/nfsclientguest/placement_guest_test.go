@@ -1,0 +1,78 @@
+//go:build e2eguest
+
+package nfsclientguest
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+)
+
+// TestKnfsdPlacement measures what placing READ data straight into the
+// caller's buffer buys against knfsd, in one boot: 32 MiB read with
+// Client.Read in READs of rsize into one buffer (its registration cached
+// after the first READ), on a connection placing directly (the default)
+// and on one copying once out of the Write chunk's slot memory
+// (transport.Config.DirectPlacementMin -1); the two alternate, best of
+// three each. It checks the data, that the direct connection registered
+// the buffer once and placed every READ, and that the copying one placed
+// none; it reports the ratio, not a target (TCG timing is noisy).
+func TestKnfsdPlacement(t *testing.T) {
+	direct := mount(t, nil)
+	copying := mount(t, func(o *nfs.MountOptions) { o.Client.Transport.DirectPlacementMin = -1 })
+	ctx := testCtx(t)
+	dir, local := scratch(t, "placement")
+	data := pattern(benchSize, 9)
+	require.NoError(t, os.WriteFile(local+"/f", data, 0o644))
+
+	read := func(exp *nfs.Export) (time.Duration, int) {
+		fh, _, err := exp.Lookup(ctx, dir+"/f", true)
+		require.NoError(t, err)
+		rsize, _ := exp.Client.IOSize()
+		buf := make([]byte, rsize)
+		got := make([]byte, 0, benchSize)
+		start := time.Now()
+		reads := 0
+		for off := 0; off < benchSize; {
+			n, eof, err := exp.Client.Read(ctx, fh, uint64(off), buf)
+			require.NoError(t, err)
+			reads++
+			got = append(got, buf[:n]...)
+			off += n
+			if eof {
+				break
+			}
+		}
+		d := time.Since(start)
+		requireData(t, data, got)
+		return d, reads
+	}
+	var bd, bc time.Duration
+	reads := 0
+	for range 3 {
+		d, n := read(direct)
+		bd = min(bd, d)
+		if bd == 0 {
+			bd = d
+		}
+		reads += n
+		c, _ := read(copying)
+		bc = min(bc, c)
+		if bc == 0 {
+			bc = c
+		}
+	}
+	ds, cs := direct.Client.Conn().Stats(), copying.Client.Conn().Stats()
+	t.Logf("direct: %+v", ds)
+	require.EqualValues(t, reads, ds.DirectPlacements, "every READ placed in the caller's buffer")
+	require.LessOrEqual(t, ds.DirectRegistrations, uint64(3), "the buffer registered once per pass at most (cached)")
+	require.Zero(t, cs.DirectPlacements)
+	mibs := func(d time.Duration) float64 { return benchSize / (1 << 20) / d.Seconds() }
+	rsize, _ := direct.Client.IOSize()
+	report(t, "placement: seq read 32 MiB in READs of %d KiB: placed directly %.1f MiB/s (%d registrations for %d READs), copied once %.1f MiB/s, ratio %.2f",
+		rsize>>10, mibs(bd), ds.DirectRegistrations, reads, mibs(bc), mibs(bd)/mibs(bc))
+}
