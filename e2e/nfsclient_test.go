@@ -72,8 +72,8 @@ func TestNFSClientKnfsd(t *testing.T) {
 
 	// The Go client's CPU profiles of TestKnfsdVsKernel's profiled pass.
 	profiles, _ := filepath.Glob(filepath.Join(root, "*", "goclient-*.pprof"))
-	if guestRunArgs() == nil && len(profiles) != 2 {
-		t.Errorf("%d Go client profiles in the share, want 2 (write and read)", len(profiles))
+	if guestRunArgs() == nil && len(profiles) != 3 {
+		t.Errorf("%d Go client profiles in the share, want 3 (write, read, random)", len(profiles))
 	}
 	for _, p := range profiles {
 		out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", p).CombinedOutput()
