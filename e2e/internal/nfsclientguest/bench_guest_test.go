@@ -137,7 +137,9 @@ func TestKnfsdVsKernel(t *testing.T) {
 		name string
 		run  func() string
 	}{
-		{"write", func() string { return fmt.Sprintf("seq write 32 MiB: %.1f MiB/s", benchSize/(1<<20)/goWrite().Seconds()) }},
+		{"write", func() string {
+			return fmt.Sprintf("seq write 32 MiB: %.1f MiB/s", benchSize/(1<<20)/goWrite().Seconds())
+		}},
 		{"read", func() string { return fmt.Sprintf("seq read 32 MiB: %.1f MiB/s", benchSize/(1<<20)/goRead().Seconds()) }},
 		{"random", func() string { return fmt.Sprintf("random 4 KiB reads x16: %.0f IOPS", randomReads(t, goRand)) }},
 	} {
