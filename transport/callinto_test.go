@@ -158,30 +158,20 @@ func TestCallIntoCancel(t *testing.T) {
 	release := make(chan struct{})
 	var held sync.Once
 	heldCh := make(chan struct{})
-	var srv sync.WaitGroup
-	srv.Add(1)
-	go func() {
-		defer srv.Done()
-		for {
-			c, err := l.AcceptRDMA()
-			if err != nil {
-				return
-			}
-			srv.Add(1)
-			go func() {
-				defer srv.Done()
-				defer c.Close()
-				_ = serveCalls(c, nil, nil, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
-					if h.XID == 7 {
-						held.Do(func() { close(heldCh) })
-						<-release
-					}
-					return testResults(h, args, out)
-				})
-			}()
+	acceptServing(t, l, nil, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
+		if h.XID == 7 {
+			held.Do(func() { close(heldCh) })
+			<-release
 		}
-	}()
-	t.Cleanup(func() { _ = l.Close(); srv.Wait() })
+		return testResults(h, args, out)
+	})
+	t.Cleanup(func() { // before acceptServing's: never leave its server held
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
 	cfg := &Config{Binding: b, Reconnect: rcPolicy(false)}
 	c := rcDial(t, l.Addr().String(), cfg)
 
@@ -224,45 +214,15 @@ func TestCallIntoConnectionLost(t *testing.T) {
 			conns := make(chan *Conn, 4)
 			first := make(chan struct{})
 			var once sync.Once
-			var srv sync.WaitGroup
-			srv.Add(1)
-			go func() {
-				defer srv.Done()
-				for {
-					c, err := l.AcceptRDMA()
-					if err != nil {
-						return
+			acceptServing(t, l, conns, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
+				if h.XID == 9 {
+					fresh := false
+					once.Do(func() { close(first); fresh = true })
+					if fresh {
+						return out, false, nil // the first one stays unanswered
 					}
-					conns <- c
-					srv.Add(1)
-					go func() {
-						defer srv.Done()
-						defer c.Close()
-						_ = serveCalls(c, nil, nil, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
-							if h.XID == 9 {
-								fresh := false
-								once.Do(func() { close(first); fresh = true })
-								if fresh {
-									return out, false, nil // the first one stays unanswered
-								}
-							}
-							return testResults(h, args, out)
-						})
-					}()
 				}
-			}()
-			t.Cleanup(func() {
-				_ = l.Close()
-				for {
-					select {
-					case c := <-conns:
-						_ = c.Close()
-						continue
-					default:
-					}
-					break
-				}
-				srv.Wait()
+				return testResults(h, args, out)
 			})
 			c := rcDial(t, l.Addr().String(), &Config{Binding: b, Reconnect: rcPolicy(retransmit)})
 			const n = 128 << 10
@@ -320,4 +280,44 @@ func TestCallIntoClose(t *testing.T) {
 	case <-time.After(rcGuard):
 		t.Fatal("CallInto did not return after Close")
 	}
+}
+
+// acceptServing accepts every connection of l until l closes and serves
+// each with results (serveCalls), sending it to conns first if conns is
+// not nil. The test's cleanup closes l and every connection, and waits for
+// the servers.
+func acceptServing(t *testing.T, l *Listener, conns chan<- *Conn, results callResults) {
+	var mu sync.Mutex
+	var all []*Conn
+	var srv sync.WaitGroup
+	srv.Add(1)
+	go func() {
+		defer srv.Done()
+		for {
+			c, err := l.AcceptRDMA()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			all = append(all, c)
+			mu.Unlock()
+			if conns != nil {
+				conns <- c
+			}
+			srv.Add(1)
+			go func() {
+				defer srv.Done()
+				_ = serveCalls(c, nil, nil, results)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		for _, c := range all {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		srv.Wait()
+	})
 }
