@@ -74,12 +74,22 @@ func (c *Conn) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
 // reply follows from reply[item.Off:]. A result larger than data fails the
 // call.
 //
-// data belongs to the call until CallInto returns: the responder may write
-// to it at any time before. When ctx ends first, CallInto invalidates the
+// Likewise, for Call and CallInto, a Read chunk (a DDP-eligible argument,
+// or the whole message of a Long Call) of at least DirectPlacementMin
+// bytes is exposed read-only where it is, in msg, instead of being copied
+// into the call's chunk memory (Stats.ReadChunksInPlace); with
+// retransmission on, msg is kept by reference, not copied, for a resend.
+// Caller memory is exposed only when ctx cannot end (its Done is nil) or
+// the Conn reconnects (ReconnectPolicy.Enabled): cancelling such a call
+// costs a reconnection (below); otherwise everything is copied.
+//
+// data and msg belong to the call until CallInto returns: the responder
+// may access them at any time before. When ctx ends first, CallInto invalidates the
 // Write chunk's window and waits for that to complete (a local operation)
 // before it returns, as the Linux client does (frwr_unmap_sync); an RDMA
-// Write of the responder that comes later fails and takes the connection
-// down, and a reconnection follows if ReconnectPolicy allows. A lost
+// access of the responder that comes later fails, as does its Send With
+// Invalidate of that window, and takes the connection down: a reconnection
+// follows. A lost
 // connection is closed, and so data deregistered, before its calls fail or
 // are retransmitted.
 func (c *Conn) CallInto(ctx context.Context, msg, reply, data []byte) ([]byte, DataItem, error) {
@@ -97,8 +107,15 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 	if len(msg) > c.cfg.MaxRPCSize {
 		return reply[:0], DataItem{}, c.opError("call", ErrMessageTooLarge)
 	}
+	// Caller memory (dst, or msg's Read chunk in place) is exposed only
+	// when cancelling the call cannot cost the Conn: cancelling
+	// invalidates its windows, and the responder's RDMA access or Send
+	// With Invalidate that comes later then fails and takes the
+	// connection down; so the context must be one that never ends, or the
+	// Conn must reconnect.
+	mayExpose := ctx.Done() == nil || c.cfg.Reconnect.Enabled
 	h := callHeaders.Get().(*xdr.CallHeader)
-	slot, err := c.reqState.sendCall(msg, h, true, dst, ctx.Done())
+	slot, err := c.reqState.sendCall(msg, h, true, dst, mayExpose, ctx.Done())
 	callHeaders.Put(h)
 	if err == errCancelled {
 		return reply[:0], DataItem{}, c.opError("call", ctx.Err())
@@ -164,21 +181,32 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 	}
 }
 
-// cancelPlacedLocked starts the invalidation of the window over slot's
-// caller buffer: its CallInto's context ended before the reply came.
+// cancelPlacedLocked starts the invalidation of the windows over slot's
+// caller memory (CallInto's buffer, a Call's message): its context ended
+// before the reply came.
 func (s *requester) cancelPlacedLocked(slot int) {
 	call := &s.calls[slot]
 	call.cancelling = true
 	ep := s.c.ep
-	if ep == nil || call.placedOn != ep || !ep.appendLocalInv(slot, exposeData) {
-		return // its connection's close, or an invalidation on its way, releases it
+	if ep == nil || call.placedOn != ep {
+		return // its connection's close releases it
 	}
-	call.invPending++
+	cb := &ep.chunkMem[slot]
+	n := 0
+	for _, which := range []int{exposeData, exposeRead} {
+		if (which == exposeData && cb.dataRegion != nil || which == exposeRead && cb.argRegion != nil) && ep.appendLocalInv(slot, which) {
+			n++
+		}
+	}
+	if n == 0 {
+		return // invalidations on their way release it
+	}
+	call.invPending += n
 	if err := ep.post(); err != nil {
 		// Not posted: the connection is failing, and its close will
-		// release the buffer.
-		call.invPending--
-		ep.chunkMem[slot].data.invalidating = false
+		// release the memory.
+		call.invPending -= n
+		cb.data.invalidating, cb.read.invalidating = false, false
 	}
 }
 

@@ -53,17 +53,25 @@ func TestCallIntoPlacement(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		min, cache, n  int
+		noReconnect    bool
 		direct, copies uint64
 	}{
-		{"direct-64KiB", 0, 0, 64 << 10, 1, 0},
-		{"direct-1MiB-min-4KiB", 4 << 10, 0, 1 << 20, 1, 0},
-		{"direct-64KiB-uncached", 0, -1, 64 << 10, 1, 0},
-		{"writechunk-4KiB", 0, 0, 4 << 10, 0, 1},
-		{"inline-100B", 0, 0, 100, 0, 1},
-		{"off-64KiB", -1, 0, 64 << 10, 0, 1},
+		{"direct-64KiB", 0, 0, 64 << 10, false, 1, 0},
+		{"direct-1MiB-min-4KiB", 4 << 10, 0, 1 << 20, false, 1, 0},
+		{"direct-64KiB-uncached", 0, -1, 64 << 10, false, 1, 0},
+		{"writechunk-4KiB", 0, 0, 4 << 10, false, 0, 1},
+		{"inline-100B", 0, 0, 100, false, 0, 1},
+		{"off-64KiB", -1, 0, 64 << 10, false, 0, 1},
+		// A Conn that does not reconnect exposes no caller memory for
+		// a call that can be cancelled (callInto's context can).
+		{"no-reconnect-64KiB", 0, 0, 64 << 10, true, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPair(t, &Config{Binding: b}, &Config{Binding: b, DirectPlacementMin: tc.min, DirectPlacementCache: tc.cache})
+			ccfg := &Config{Binding: b, DirectPlacementMin: tc.min, DirectPlacementCache: tc.cache, Reconnect: rcPolicy(false)}
+			if tc.noReconnect {
+				ccfg.Reconnect = ReconnectPolicy{}
+			}
+			p := newPair(t, &Config{Binding: b}, ccfg)
 			before := registered(t, p.client.cfg.Provider)
 			// The same buffer three times: registered once and
 			// cached, or (uncached) registered for each call and
@@ -114,7 +122,7 @@ func TestCallIntoPlacement(t *testing.T) {
 		// A buffer smaller than the Write chunk is not registered (the
 		// chunk goes to the slot's memory); a result larger than it
 		// fails the call.
-		p := newPair(t, &Config{Binding: b}, &Config{Binding: b})
+		p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Reconnect: rcPolicy(false)})
 		dst := make([]byte, 1000)
 		msg := xdr.AppendUint32(appendCall(nil, 4, procRead), 64<<10)
 		_, _, err := p.client.CallInto(context.Background(), msg, nil, dst)
@@ -129,7 +137,7 @@ func TestCallIntoPlacement(t *testing.T) {
 func TestCallIntoConcurrent(t *testing.T) {
 	rcNoLeaks(t)
 	b := testBinding{ddp: true}
-	p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Credits: 4})
+	p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Credits: 4, Reconnect: rcPolicy(false)})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)

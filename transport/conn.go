@@ -294,7 +294,7 @@ func (c *Conn) send(msg []byte) error {
 		if len(msg) > c.cfg.MaxRPCSize {
 			return c.opError("write", ErrMessageTooLarge)
 		}
-		_, err := c.reqState.sendCall(msg, &c.reqState.scratchH, false, nil, nil)
+		_, err := c.reqState.sendCall(msg, &c.reqState.scratchH, false, nil, false, nil)
 		return err
 	}
 	return c.svcState.sendReply(msg)
@@ -459,3 +459,11 @@ func (r *ring) pop() (int, bool) {
 }
 
 func (r *ring) reset() { r.head, r.size = 0, 0 }
+
+// peek returns the oldest value without removing it.
+func (r *ring) peek() (int, bool) {
+	if r.size == 0 {
+		return 0, false
+	}
+	return r.buf[r.head], true
+}

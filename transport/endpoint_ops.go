@@ -21,13 +21,16 @@ import (
 // buffer instead: dataRegion is the registration holding that buffer (from
 // the endpoint's regCache), at dataOff, exposed write-only through a third
 // window (data) and given back to the cache as soon as that window is
-// invalidated.
+// invalidated. Likewise a Call's Read chunk may be exposed where it is, in
+// the caller's message: argRegion at argOff, through the read window.
 type chunkBuf struct {
 	region            verbs.Region
 	size              int
 	read, write, data exposure
 	dataRegion        verbs.Region
 	dataOff           int
+	argRegion         verbs.Region
+	argOff            int
 }
 
 // exposure is one window of a slot: its current rkey, whether it is bound
@@ -57,6 +60,33 @@ func (cb *chunkBuf) exposure(which int) *exposure {
 		return &cb.write
 	}
 	return &cb.data
+}
+
+// registerArg registers p, the Read chunk's bytes in the caller's message,
+// as slot's argument region (through the endpoint's regCache), exposed by
+// the slot's read window.
+func (ep *endpoint) registerArg(slot int, p []byte) error {
+	reg, ok := ep.vc.(verbs.Registrar)
+	if !ok {
+		return fmt.Errorf("rpcrdma: provider cannot register the caller's memory: %w", verbs.ErrNotSupported)
+	}
+	cb := &ep.chunkMem[slot]
+	if cb.read.win == nil {
+		w, err := ep.vc.AllocWindow()
+		if err != nil {
+			return fmt.Errorf("rpcrdma: memory window: %w", err)
+		}
+		cb.read.win, cb.read.rkey = w, w.RKey()
+	}
+	r, off, cached, err := ep.regs.get(reg, p)
+	if err != nil {
+		return err
+	}
+	if !cached {
+		ep.c.stats.directRegs.Add(1)
+	}
+	cb.argRegion, cb.argOff = r, off
+	return nil
 }
 
 // registerData registers p, the caller's buffer, as slot's data region
@@ -92,14 +122,20 @@ func (ep *endpoint) registerData(slot int, p []byte) error {
 // cannot reach it without a bound window).
 func (ep *endpoint) releaseData(slot int) {
 	cb := &ep.chunkMem[slot]
-	if cb.dataRegion == nil {
-		return
+	for _, r := range []*verbs.Region{&cb.dataRegion, &cb.argRegion} {
+		if *r == nil || (r == &cb.dataRegion && cb.data.bound) || (r == &cb.argRegion && cb.read.bound) {
+			continue
+		}
+		if err := ep.regs.put(*r); err != nil {
+			ep.c.cfg.Logger.Warn("rpcrdma: deregistering the caller's buffer", "err", err)
+		}
+		*r = nil
 	}
-	if err := ep.regs.put(cb.dataRegion); err != nil {
-		ep.c.cfg.Logger.Warn("rpcrdma: deregistering the caller's buffer", "err", err)
-	}
-	cb.dataRegion = nil
 }
+
+// callerMemory reports whether slot has caller memory registered (its
+// data or argument region).
+func (cb *chunkBuf) callerMemory() bool { return cb.dataRegion != nil || cb.argRegion != nil }
 
 // chunk returns slot's chunk memory with at least n bytes, growing it.
 func (ep *endpoint) chunk(slot, n int) (*chunkBuf, error) {
@@ -144,8 +180,11 @@ func (ep *endpoint) appendBind(slot, which, off, n int, access verbs.Access) uin
 	x.rkey = verbs.WithKey(x.rkey, key)
 	x.bound, x.invalidating = true, false
 	r := cb.region
-	if which == exposeData {
+	switch {
+	case which == exposeData:
 		r, off = cb.dataRegion, cb.dataOff+off
+	case which == exposeRead && cb.argRegion != nil:
+		r, off = cb.argRegion, cb.argOff+off
 	}
 	ep.wrs = append(ep.wrs, verbs.WorkRequest{ID: wrID(wrBind, slot, which), Op: verbs.OpBindWindow,
 		Window: x.win, RKey: x.rkey, Bind: verbs.SGE{Region: r, Offset: off, Length: n}, Access: access})
@@ -190,7 +229,7 @@ func (ep *endpoint) remoteInvalidated(slot int, rkey uint32) bool {
 func (ep *endpoint) unbind(slot, which int) {
 	x := ep.chunkMem[slot].exposure(which)
 	x.bound, x.invalidating = false, false
-	if which == exposeData {
+	if which != exposeWrite {
 		ep.releaseData(slot)
 	}
 }

@@ -48,7 +48,11 @@ type reqCall struct {
 	data    []byte
 	dataOff int
 	err     error  // what reading the reply reports besides it (*RemoteError, ErrCallLost)
-	msg     []byte // the call, kept for retransmission
+	msg     []byte // the call, copied for retransmission
+	// callerMsg is the call of Call or CallInto, kept for retransmission
+	// by reference instead: the caller's until the call returns, and the
+	// call is never retransmitted after (an abandoned one is dropped).
+	callerMsg []byte
 
 	// dst is CallInto's buffer for the reply's DDP-eligible result.
 	// placed: the Write chunk of the call's last Send was dst itself (the
@@ -58,6 +62,7 @@ type reqCall struct {
 	// CallInto does not return. cancelling: CallInto's context ended and
 	// it is invalidating dst's window before it returns.
 	dst        []byte
+	mayExpose  bool // the call may expose caller memory (see Conn.call)
 	placed     bool
 	placedOn   *endpoint
 	cancelling bool
@@ -108,7 +113,7 @@ func (s *requester) init() {
 // slot, plans the call, and posts it. h is scratch for its header; a direct
 // call (Call) is answered through its slot's done channel, not Read, and
 // its slot is returned. done, if not nil, ends the wait for a credit.
-func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []byte, done <-chan struct{}) (int, error) {
+func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []byte, mayExpose bool, done <-chan struct{}) (int, error) {
 	c := s.c
 	args, err := h.Unmarshal(msg)
 	if err != nil {
@@ -134,9 +139,13 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []b
 			s.free = s.free[:len(s.free)-1]
 			call := &s.calls[slot]
 			*call = reqCall{busy: true, xid: h.XID, hdr: *h, reply: call.reply[:0], msg: call.msg[:0],
-				direct: direct, done: call.done, dst: dst}
+				direct: direct, done: call.done, dst: dst, mayExpose: mayExpose}
 			if c.cfg.Reconnect.Enabled && c.cfg.Reconnect.Retransmit {
-				call.msg = append(call.msg, msg...)
+				if direct {
+					call.callerMsg = msg
+				} else {
+					call.msg = append(call.msg, msg...)
+				}
 			}
 			s.byXID[h.XID] = slot
 			err := s.postCallLocked(ep, slot, msg, info)
@@ -254,13 +263,33 @@ func (s *requester) placeDirect(ep *endpoint, slot int) bool {
 	c := s.c
 	call := &s.calls[slot]
 	plan := &call.plan
-	if call.dst == nil || plan.Reply&marshal.ReplyWrite == 0 || c.cfg.DirectPlacementMin < 0 ||
+	if !call.mayExpose || call.dst == nil || plan.Reply&marshal.ReplyWrite == 0 || c.cfg.DirectPlacementMin < 0 ||
 		plan.WriteLen < c.cfg.DirectPlacementMin || len(call.dst) < plan.WriteLen {
 		return false
 	}
 	if err := ep.registerData(slot, call.dst[:plan.WriteLen]); err != nil {
 		c.stats.directErr.Add(1)
 		c.cfg.Logger.Debug("rpcrdma: registering the caller's buffer", "xid", call.xid, "err", err)
+		return false
+	}
+	return true
+}
+
+// argInPlace reports whether slot's call exposes its Read chunk where its
+// bytes are, arg in the caller's message (a call of Call or CallInto, which
+// owns the message until it returns; Write and WriteMsg do not), instead
+// of copying them into the slot's memory: the chunk is at least
+// Config.DirectPlacementMin bytes. It then registers arg; if that fails
+// the chunk is copied.
+func (s *requester) argInPlace(ep *endpoint, slot int, arg []byte) bool {
+	c := s.c
+	call := &s.calls[slot]
+	if !call.direct || !call.mayExpose || len(arg) == 0 || c.cfg.DirectPlacementMin < 0 || len(arg) < c.cfg.DirectPlacementMin {
+		return false
+	}
+	if err := ep.registerArg(slot, arg); err != nil {
+		c.stats.directErr.Add(1)
+		c.cfg.Logger.Debug("rpcrdma: registering the caller's message", "xid", call.xid, "err", err)
 		return false
 	}
 	return true
@@ -274,7 +303,8 @@ func (s *requester) placeDirect(ep *endpoint, slot int) bool {
 // write-only: a window each, so a call with both has two rkeys (and no Send
 // With Invalidate, RFC 8797 §4.1). A Write chunk placed in the caller's
 // buffer (placeDirect) is not in the slot's memory: it has a window of
-// its own over that buffer, exactly the chunk's bytes.
+// its own over that buffer, exactly the chunk's bytes; so is a Read chunk
+// exposed in place (argInPlace), read-only, through the read window.
 func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Header, msg []byte) (bool, error) {
 	c := s.c
 	call := &s.calls[slot]
@@ -290,32 +320,43 @@ func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Heade
 		c.stats.directPlacements.Add(1)
 		c.stats.chunksOffered.Add(uint64(plan.WriteLen))
 	}
-	call.writeOff = xdr.RoundUp(plan.ChunkLen)
+	// The Read chunk's bytes, where they are in the message.
+	arg := msg
+	pos := uint32(0)
+	if plan.Form == marshal.CallReadChunk {
+		arg = msg[plan.Data.Off : plan.Data.Off+plan.Data.N]
+		pos = uint32(plan.Data.Off)
+	}
+	inPlace := s.argInPlace(ep, slot, arg)
+	chunkLen := plan.ChunkLen
+	if inPlace {
+		chunkLen = 0
+		call.placedOn = ep
+		cb := &ep.chunkMem[slot]
+		rkey := ep.appendBind(slot, exposeRead, 0, plan.ChunkLen, verbs.AccessRemoteRead)
+		hdr.ReadList = append(hdr.ReadList, chunks.ReadSegment{Position: pos,
+			Segment: chunks.Segment{Handle: rkey, Length: uint32(plan.ChunkLen), Offset: cb.argRegion.Addr(cb.argOff)}})
+		c.stats.readChunks.Add(1)
+		c.stats.readChunksInPlace.Add(1)
+		c.stats.chunksOffered.Add(uint64(plan.ChunkLen))
+	}
+	call.writeOff = xdr.RoundUp(chunkLen)
 	call.replyOff = call.writeOff + xdr.RoundUp(writeLen)
 	total := call.replyOff + xdr.RoundUp(plan.ReplyLen)
 	if total == 0 {
-		return call.placed, nil
+		return call.placed || inPlace, nil
 	}
 	cb, err := ep.chunk(slot, total)
 	if err != nil {
-		if call.placed {
+		if call.placed || inPlace {
 			s.unexposeLocked(ep, slot)
 		}
 		return false, err
 	}
-	switch mem := cb.region.Bytes(); plan.Form {
-	case marshal.CallReadChunk:
-		copy(mem, msg[plan.Data.Off:plan.Data.Off+plan.Data.N])
-	case marshal.CallLong:
-		copy(mem, msg)
-	}
 	base := cb.region.Addr(0)
-	if plan.ChunkLen > 0 {
+	if chunkLen > 0 {
+		copy(cb.region.Bytes(), arg)
 		rkey := ep.appendBind(slot, exposeRead, 0, plan.ChunkLen, verbs.AccessRemoteRead)
-		pos := uint32(0)
-		if plan.Form == marshal.CallReadChunk {
-			pos = uint32(plan.Data.Off)
-		}
 		hdr.ReadList = append(hdr.ReadList, chunks.ReadSegment{Position: pos,
 			Segment: chunks.Segment{Handle: rkey, Length: uint32(plan.ChunkLen), Offset: base}})
 		c.stats.readChunks.Add(1)
@@ -557,7 +598,7 @@ func (s *requester) failCallLocked(call *reqCall, err error) {
 // deregistered), and wakes a cancelled CallInto waiting for that.
 func (s *requester) releasedLocked(ep *endpoint, slot int) {
 	call := &s.calls[slot]
-	if call.placedOn == ep && ep.chunkMem[slot].dataRegion == nil {
+	if call.placedOn == ep && !ep.chunkMem[slot].callerMemory() {
 		call.placedOn = nil
 		if call.cancelling {
 			wake(call.done)
@@ -592,6 +633,7 @@ func (s *requester) replyConsumedLocked(slot int) {
 	call.direct, call.abandoned = false, false
 	call.data, call.err = nil, nil
 	call.dst, call.placed, call.cancelling = nil, false, false
+	call.callerMsg = nil
 	s.maybeFreeCallLocked(slot)
 }
 
@@ -628,7 +670,7 @@ func (s *requester) forgetPlacedLocked(ep *endpoint) {
 			call.placedOn = nil
 			wake(call.done)
 		}
-		ep.chunkMem[slot].dataRegion = nil
+		ep.chunkMem[slot].dataRegion, ep.chunkMem[slot].argRegion = nil, nil
 	}
 	ep.regs.forget()
 }
@@ -737,13 +779,31 @@ func (s *requester) reconnect() {
 func (s *requester) pumpResendLocked() {
 	c := s.c
 	ep := c.ep
-	for ep != nil && s.resend.size > 0 && ep.canSend(callWRs) && s.credits.TryAcquire() {
-		slot, _ := s.resend.pop()
+	for ep != nil && s.resend.size > 0 && ep.canSend(callWRs) {
+		slot, _ := s.resend.peek()
 		call := &s.calls[slot]
+		if call.abandoned {
+			// Its Call returned (its context ended) while it waited:
+			// its message is the caller's again, and nobody wants the
+			// reply.
+			s.resend.pop()
+			call.replied = true
+			delete(s.byXID, call.xid)
+			s.queueReplyLocked(slot)
+			continue
+		}
+		if !s.credits.TryAcquire() {
+			break
+		}
+		s.resend.pop()
+		msg := call.msg
+		if call.callerMsg != nil {
+			msg = call.callerMsg
+		}
 		var h xdr.CallHeader
-		args, err := h.Unmarshal(call.msg)
+		args, err := h.Unmarshal(msg)
 		if err == nil {
-			err = s.postCallLocked(ep, slot, call.msg, c.cfg.Binding.Call(&h, call.msg, args))
+			err = s.postCallLocked(ep, slot, msg, c.cfg.Binding.Call(&h, msg, args))
 		}
 		if err != nil {
 			_ = s.credits.Release()

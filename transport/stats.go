@@ -61,6 +61,11 @@ type Stats struct {
 	// DirectPlacementErrors counts registrations of the caller's buffer
 	// that failed (the call then used its slot memory).
 	DirectPlacements, DirectRegistrations, PlacementCopies, DirectPlacementErrors uint64
+	// ReadChunksInPlace counts Read chunks a requester exposed where
+	// their bytes were, in the message of a Call or CallInto (registered
+	// like DirectPlacements' buffers, counted in DirectRegistrations when
+	// new), rather than copied into its chunk memory.
+	ReadChunksInPlace uint64
 
 	// Negotiated holds the settings of the current connection.
 	Negotiated Negotiated
@@ -97,7 +102,7 @@ type counters struct {
 	errVers, errChunk, dropped                   atomic.Uint64
 	creditStalls, reconnects, callTimeouts       atomic.Uint64
 	directPlacements, placementCopies, directErr atomic.Uint64
-	directRegs                                   atomic.Uint64
+	directRegs, readChunksInPlace                atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -111,7 +116,7 @@ func (c *counters) snapshot() Stats {
 		BadReplies: c.badReplies.Load(), RemoteErrors: c.remoteErrors.Load(),
 		ErrVersSent: c.errVers.Load(), ErrChunkSent: c.errChunk.Load(), Dropped: c.dropped.Load(),
 		CreditStalls: c.creditStalls.Load(), Reconnects: c.reconnects.Load(), CallTimeouts: c.callTimeouts.Load(),
-		DirectPlacements: c.directPlacements.Load(), DirectRegistrations: c.directRegs.Load(), PlacementCopies: c.placementCopies.Load(), DirectPlacementErrors: c.directErr.Load(),
+		DirectPlacements: c.directPlacements.Load(), DirectRegistrations: c.directRegs.Load(), ReadChunksInPlace: c.readChunksInPlace.Load(), PlacementCopies: c.placementCopies.Load(), DirectPlacementErrors: c.directErr.Load(),
 	}
 }
 
