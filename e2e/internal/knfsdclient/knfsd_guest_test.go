@@ -315,6 +315,12 @@ func TestKnfsdRead(t *testing.T) {
 	require.Len(t, ev.invRKeys, 6, "replies knfsd sent by Send With Invalidate")
 }
 
+// exposeOK lets a connection expose the caller's memory for calls whose
+// context can end (the tests' contexts have timeouts): the transport does
+// so only when it reconnects, cancelling such a call costing the
+// connection (transport.Conn.CallInto).
+var exposeOK = transport.ReconnectPolicy{Enabled: true}
+
 // TestKnfsdReadMax reads knfsd's largest READ (FSINFO rtmax) in one call,
 // through the Reply chunk (no binding: the chunk is Config.MaxRPCSize,
 // 1 MiB + 16 KiB, which svcrdma accepts: it bounds a Reply chunk by
@@ -326,7 +332,7 @@ func TestKnfsdReadMax(t *testing.T) {
 		binding transport.Binding
 	}{{"ReplyChunk", nil}, {"WriteChunk", nfs.Binding{}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := dialKnfsd(t, transport.Config{Binding: tc.binding})
+			s := dialKnfsd(t, transport.Config{Binding: tc.binding, Reconnect: exposeOK})
 			rtmax := int(s.nfs.fsinfo(s.root).RTMax)
 			data := pattern(rtmax+1, 7)
 			require.NoError(t, os.WriteFile(filepath.Join(exportPath, "rtmax.bin"), data, 0o644))
@@ -518,7 +524,7 @@ func TestKnfsdDDP(t *testing.T) {
 	const name = "ddp.bin"
 	path := filepath.Join(exportPath, name)
 	_ = os.Remove(path)
-	s := dialKnfsd(t, transport.Config{Binding: nfs.Binding{}})
+	s := dialKnfsd(t, transport.Config{Binding: nfs.Binding{}, Reconnect: exposeOK})
 
 	h := s.nfs.create(s.root, name, 0o644)
 	data := pattern(bigSize+3, 5)
