@@ -51,10 +51,18 @@ func TestCallReadChunkInPlace(t *testing.T) {
 		{"readchunk-64KiB", true, 64 << 10, 3},
 		{"long-64KiB", false, 64 << 10, 3},
 		{"readchunk-4KiB", true, 4 << 10, 0},
+		// Inline at 64 KiB: no Read chunk at all, nothing exposed.
+		{"inline-48KiB", true, 48 << 10, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := testBinding{ddp: tc.ddp}
-			p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Reconnect: rcPolicy(false)})
+			scfg, ccfg := &Config{Binding: b}, &Config{Binding: b, Reconnect: rcPolicy(false)}
+			inline := tc.name == "inline-48KiB"
+			if inline {
+				scfg.InlineSend, scfg.InlineRecv = 64<<10, 64<<10
+				ccfg.InlineSend, ccfg.InlineRecv = 64<<10, 64<<10
+			}
+			p := newPair(t, scfg, ccfg)
 			msg := writeCall(21, tc.n)
 			for range 3 {
 				callWrite(t, p.client, msg, tc.n)
@@ -66,9 +74,14 @@ func TestCallReadChunkInPlace(t *testing.T) {
 			if tc.inPlace > 0 {
 				assert.Equal(t, uint64(1), st.DirectRegistrations, "registered once, then cached")
 			}
-			if tc.ddp {
+			switch {
+			case inline:
+				assert.Equal(t, uint64(3), st.InlineCalls)
+				assert.Zero(t, st.ReadChunks)
+				assert.Zero(t, st.Reconnects)
+			case tc.ddp:
 				assert.Equal(t, uint64(3), st.ReadChunkCalls)
-			} else {
+			default:
 				assert.Equal(t, uint64(3), st.LongCalls)
 			}
 			// The byte stream: never in place.

@@ -327,7 +327,7 @@ func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Heade
 		arg = msg[plan.Data.Off : plan.Data.Off+plan.Data.N]
 		pos = uint32(plan.Data.Off)
 	}
-	inPlace := s.argInPlace(ep, slot, arg)
+	inPlace := plan.ChunkLen > 0 && s.argInPlace(ep, slot, arg)
 	chunkLen := plan.ChunkLen
 	if inPlace {
 		chunkLen = 0
