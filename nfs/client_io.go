@@ -70,9 +70,10 @@ var (
 // whether they end the file. The server writes the data into the Write
 // chunk the transport offers (RFC 8267 §4.2). Over a *transport.Conn (an
 // IntoCaller) that chunk is p itself from
-// transport.Config.DirectPlacementMin bytes on: the server's RDMA Write
-// places the data straight into p, with no copy at all; a smaller READ is
-// copied once into p. Over another Caller the reply, data included, is
+// transport.Config.DirectPlacementMin bytes on (on a Conn that reconnects,
+// as Mount's and DialClient's do, or with a ctx that cannot end): the
+// server's RDMA Write places the data straight into p, with no copy at
+// all; a smaller READ is copied once into p. Over another Caller the reply, data included, is
 // copied once by the Caller and the data once more into p. It does not
 // allocate.
 func (c *Client) Read(ctx context.Context, fh FH, off uint64, p []byte) (n int, eof bool, err error) {
