@@ -70,7 +70,7 @@ var (
 // whether they end the file. The server writes the data into the Write
 // chunk the transport offers (RFC 8267 §4.2). Over a *transport.Conn (an
 // IntoCaller) that chunk is p itself from
-// transport.Config.DirectPlacementMin bytes on (on a Conn that reconnects,
+// transport.Config.DirectPlacementMin bytes on (on a Conn that reconnects and retransmits,
 // as Mount's and DialClient's do, or with a ctx that cannot end): the
 // server's RDMA Write places the data straight into p, with no copy at
 // all; a smaller READ is copied once into p. Over another Caller the reply, data included, is

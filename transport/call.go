@@ -80,8 +80,9 @@ func (c *Conn) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
 // into the call's chunk memory (Stats.ReadChunksInPlace); with
 // retransmission on, msg is kept by reference, not copied, for a resend.
 // Caller memory is exposed only when ctx cannot end (its Done is nil) or
-// the Conn reconnects (ReconnectPolicy.Enabled): cancelling such a call
-// costs a reconnection (below); otherwise everything is copied.
+// the Conn reconnects and retransmits (ReconnectPolicy.Enabled and
+// Retransmit): cancelling such a call costs a reconnection (below), and
+// the other calls in flight are resent; otherwise everything is copied.
 //
 // data and msg belong to the call until CallInto returns: the responder
 // may access them at any time before. When ctx ends first, CallInto invalidates the
@@ -108,12 +109,12 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 		return reply[:0], DataItem{}, c.opError("call", ErrMessageTooLarge)
 	}
 	// Caller memory (dst, or msg's Read chunk in place) is exposed only
-	// when cancelling the call cannot cost the Conn: cancelling
-	// invalidates its windows, and the responder's RDMA access or Send
-	// With Invalidate that comes later then fails and takes the
+	// when cancelling the call cannot cost the Conn or the other calls:
+	// cancelling invalidates its windows, and the responder's RDMA access
+	// or Send With Invalidate that comes later then fails and takes the
 	// connection down; so the context must be one that never ends, or the
-	// Conn must reconnect.
-	mayExpose := ctx.Done() == nil || c.cfg.Reconnect.Enabled
+	// Conn must reconnect and resend the calls in flight.
+	mayExpose := ctx.Done() == nil || c.cfg.Reconnect.Enabled && c.cfg.Reconnect.Retransmit
 	h := callHeaders.Get().(*xdr.CallHeader)
 	slot, err := c.reqState.sendCall(msg, h, true, dst, mayExpose, ctx.Done())
 	callHeaders.Put(h)
@@ -136,9 +137,10 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 		}
 		c.mu.Lock()
 		if call.placedOn != nil {
-			// The peer may still write dst: wait until its window is
-			// invalidated (by the reply's processing, or by us if the
-			// caller gives up) or its connection closed; both wake us.
+			// The peer may still access the caller's memory (dst, or
+			// msg in place): wait until its windows are invalidated
+			// (by the reply's processing, or by us if the caller
+			// gives up) or its connection closed; both wake us.
 			if ctx.Err() != nil {
 				if !call.cancelling && !call.replied {
 					c.reqState.cancelPlacedLocked(slot)

@@ -67,7 +67,7 @@ func TestCallIntoPlacement(t *testing.T) {
 		{"no-reconnect-64KiB", 0, 0, 64 << 10, true, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ccfg := &Config{Binding: b, DirectPlacementMin: tc.min, DirectPlacementCache: tc.cache, Reconnect: rcPolicy(false)}
+			ccfg := &Config{Binding: b, DirectPlacementMin: tc.min, DirectPlacementCache: tc.cache, Reconnect: rcPolicy(true)}
 			if tc.noReconnect {
 				ccfg.Reconnect = ReconnectPolicy{}
 			}
@@ -122,7 +122,7 @@ func TestCallIntoPlacement(t *testing.T) {
 		// A buffer smaller than the Write chunk is not registered (the
 		// chunk goes to the slot's memory); a result larger than it
 		// fails the call.
-		p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Reconnect: rcPolicy(false)})
+		p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Reconnect: rcPolicy(true)})
 		dst := make([]byte, 1000)
 		msg := xdr.AppendUint32(appendCall(nil, 4, procRead), 64<<10)
 		_, _, err := p.client.CallInto(context.Background(), msg, nil, dst)
@@ -137,7 +137,7 @@ func TestCallIntoPlacement(t *testing.T) {
 func TestCallIntoConcurrent(t *testing.T) {
 	rcNoLeaks(t)
 	b := testBinding{ddp: true}
-	p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Credits: 4, Reconnect: rcPolicy(false)})
+	p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Credits: 4, Reconnect: rcPolicy(true)})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -180,7 +180,7 @@ func TestCallIntoCancel(t *testing.T) {
 			close(release)
 		}
 	})
-	cfg := &Config{Binding: b, Reconnect: rcPolicy(false)}
+	cfg := &Config{Binding: b, Reconnect: rcPolicy(true)}
 	c := rcDial(t, l.Addr().String(), cfg)
 
 	const n = 64 << 10

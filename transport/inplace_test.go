@@ -56,7 +56,7 @@ func TestCallReadChunkInPlace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := testBinding{ddp: tc.ddp}
-			scfg, ccfg := &Config{Binding: b}, &Config{Binding: b, Reconnect: rcPolicy(false)}
+			scfg, ccfg := &Config{Binding: b}, &Config{Binding: b, Reconnect: rcPolicy(true)}
 			inline := tc.name == "inline-48KiB"
 			if inline {
 				scfg.InlineSend, scfg.InlineRecv = 64<<10, 64<<10
@@ -98,7 +98,7 @@ func TestCallReadChunkInPlace(t *testing.T) {
 func TestCallReadChunkInPlaceConcurrent(t *testing.T) {
 	rcNoLeaks(t)
 	b := testBinding{ddp: true}
-	p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Credits: 4, Reconnect: rcPolicy(false)})
+	p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Credits: 4, Reconnect: rcPolicy(true)})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -172,7 +172,7 @@ func TestCallReadChunkInPlaceCancel(t *testing.T) {
 			close(release)
 		}
 	})
-	c := rcDial(t, l.Addr().String(), &Config{Binding: b, Reconnect: rcPolicy(false)})
+	c := rcDial(t, l.Addr().String(), &Config{Binding: b, Reconnect: rcPolicy(true)})
 	const n = 64 << 10
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -198,12 +198,13 @@ func TestCallReadChunkInPlaceCancel(t *testing.T) {
 	callWrite(t, c, writeCall(42, n), n)
 }
 
-// TestCallInPlaceNeedsReconnect: on a Conn that does not reconnect, a Call
-// whose context can end exposes no caller memory (cancelling it would cost
-// the Conn); one whose context cannot end does.
+// TestCallInPlaceNeedsReconnect: on a Conn that does not reconnect and
+// retransmit, a Call whose context can end exposes no caller memory
+// (cancelling it would cost the Conn, or the other calls in flight); one
+// whose context cannot end does.
 func TestCallInPlaceNeedsReconnect(t *testing.T) {
 	b := testBinding{ddp: true}
-	p := newPair(t, &Config{Binding: b}, &Config{Binding: b})
+	p := newPair(t, &Config{Binding: b}, &Config{Binding: b, Reconnect: ReconnectPolicy{Enabled: true}})
 	const n = 64 << 10
 	callWrite(t, p.client, writeCall(1, n), n) // callWrite's context has a timeout
 	require.Zero(t, p.client.Stats().ReadChunksInPlace)

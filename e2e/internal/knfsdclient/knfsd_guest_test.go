@@ -317,9 +317,9 @@ func TestKnfsdRead(t *testing.T) {
 
 // exposeOK lets a connection expose the caller's memory for calls whose
 // context can end (the tests' contexts have timeouts): the transport does
-// so only when it reconnects, cancelling such a call costing the
-// connection (transport.Conn.CallInto).
-var exposeOK = transport.ReconnectPolicy{Enabled: true}
+// so only when it reconnects and retransmits, cancelling such a call
+// costing the connection (transport.Conn.CallInto).
+var exposeOK = transport.ReconnectPolicy{Enabled: true, Retransmit: true}
 
 // TestKnfsdReadMax reads knfsd's largest READ (FSINFO rtmax) in one call,
 // through the Reply chunk (no binding: the chunk is Config.MaxRPCSize,
