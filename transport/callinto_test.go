@@ -218,20 +218,7 @@ func TestCallIntoConnectionLost(t *testing.T) {
 		t.Run(map[bool]string{false: "fail", true: "retransmit"}[retransmit], func(t *testing.T) {
 			rcNoLeaks(t)
 			b := testBinding{ddp: true}
-			l := rcListen(t, "127.0.0.1:0", &Config{Binding: b})
-			conns := make(chan *Conn, 4)
-			first := make(chan struct{})
-			var once sync.Once
-			acceptServing(t, l, conns, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
-				if h.XID == 9 {
-					fresh := false
-					once.Do(func() { close(first); fresh = true })
-					if fresh {
-						return out, false, nil // the first one stays unanswered
-					}
-				}
-				return testResults(h, args, out)
-			})
+			l, first, conns := holdFirst(t, b, 9)
 			c := rcDial(t, l.Addr().String(), &Config{Binding: b, Reconnect: rcPolicy(retransmit)})
 			const n = 128 << 10
 			dst := make([]byte, n)
@@ -328,4 +315,26 @@ func acceptServing(t *testing.T, l *Listener, conns chan<- *Conn, results callRe
 		mu.Unlock()
 		srv.Wait()
 	})
+}
+
+// holdFirst listens and serves the test program on every connection with
+// binding b, leaving the first call of xid unanswered; it returns the
+// listener, a channel closed when that call arrived, and the accepted
+// connections.
+func holdFirst(t *testing.T, b Binding, xid uint32) (*Listener, <-chan struct{}, <-chan *Conn) {
+	l := rcListen(t, "127.0.0.1:0", &Config{Binding: b})
+	conns := make(chan *Conn, 4)
+	first := make(chan struct{})
+	var once sync.Once
+	acceptServing(t, l, conns, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
+		if h.XID == xid {
+			fresh := false
+			once.Do(func() { close(first); fresh = true })
+			if fresh {
+				return out, false, nil
+			}
+		}
+		return testResults(h, args, out)
+	})
+	return l, first, conns
 }

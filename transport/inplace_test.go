@@ -119,18 +119,7 @@ func TestCallReadChunkInPlaceConcurrent(t *testing.T) {
 func TestCallReadChunkInPlaceRetransmit(t *testing.T) {
 	rcNoLeaks(t)
 	b := testBinding{ddp: true}
-	l := rcListen(t, "127.0.0.1:0", &Config{Binding: b})
-	conns := make(chan *Conn, 4)
-	first := make(chan struct{})
-	var once sync.Once
-	acceptServing(t, l, conns, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
-		fresh := false
-		once.Do(func() { close(first); fresh = true })
-		if fresh {
-			return out, false, nil // the first one stays unanswered
-		}
-		return testResults(h, args, out)
-	})
+	l, first, conns := holdFirst(t, b, 33)
 	c := rcDial(t, l.Addr().String(), &Config{Binding: b, Reconnect: rcPolicy(true)})
 	const n = 80 << 10
 	errc := make(chan error, 1)
