@@ -63,56 +63,42 @@ func (cb *chunkBuf) exposure(which int) *exposure {
 }
 
 // registerArg registers p, the Read chunk's bytes in the caller's message,
-// as slot's argument region (through the endpoint's regCache), exposed by
-// the slot's read window.
+// as slot's argument region, exposed by the slot's read window.
 func (ep *endpoint) registerArg(slot int, p []byte) error {
-	reg, ok := ep.vc.(verbs.Registrar)
-	if !ok {
-		return fmt.Errorf("rpcrdma: provider cannot register the caller's memory: %w", verbs.ErrNotSupported)
-	}
 	cb := &ep.chunkMem[slot]
-	if cb.read.win == nil {
-		w, err := ep.vc.AllocWindow()
-		if err != nil {
-			return fmt.Errorf("rpcrdma: memory window: %w", err)
-		}
-		cb.read.win, cb.read.rkey = w, w.RKey()
-	}
-	r, off, cached, err := ep.regs.get(reg, p)
-	if err != nil {
-		return err
-	}
-	if !cached {
-		ep.c.stats.directRegs.Add(1)
-	}
-	cb.argRegion, cb.argOff = r, off
-	return nil
+	return ep.registerCaller(&cb.read, &cb.argRegion, &cb.argOff, p)
 }
 
-// registerData registers p, the caller's buffer, as slot's data region
-// (verbs.Registrar, through the endpoint's regCache), with a window to
-// expose it.
+// registerData registers p, the caller's buffer, as slot's data region,
+// exposed by the slot's data window.
 func (ep *endpoint) registerData(slot int, p []byte) error {
+	cb := &ep.chunkMem[slot]
+	return ep.registerCaller(&cb.data, &cb.dataRegion, &cb.dataOff, p)
+}
+
+// registerCaller registers p, caller memory (verbs.Registrar, through the
+// endpoint's regCache), into *r at *off, and gives x a window to expose
+// it.
+func (ep *endpoint) registerCaller(x *exposure, r *verbs.Region, off *int, p []byte) error {
 	reg, ok := ep.vc.(verbs.Registrar)
 	if !ok {
 		return fmt.Errorf("rpcrdma: provider cannot register the caller's memory: %w", verbs.ErrNotSupported)
 	}
-	cb := &ep.chunkMem[slot]
-	if cb.data.win == nil {
+	if x.win == nil {
 		w, err := ep.vc.AllocWindow()
 		if err != nil {
 			return fmt.Errorf("rpcrdma: memory window: %w", err)
 		}
-		cb.data.win, cb.data.rkey = w, w.RKey()
+		x.win, x.rkey = w, w.RKey()
 	}
-	r, off, cached, err := ep.regs.get(reg, p)
+	region, o, cached, err := ep.regs.get(reg, p)
 	if err != nil {
 		return err
 	}
 	if !cached {
 		ep.c.stats.directRegs.Add(1)
 	}
-	cb.dataRegion, cb.dataOff = r, off
+	*r, *off = region, o
 	return nil
 }
 
