@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,11 +23,17 @@ const perftestMiB = 1 << 20 / 1e6
 // (results placed by RDMA Write) against ib_write_bw (goal ≥ 0.95). Goals
 // are benchmark results, logged and written in the README, not asserted:
 // the VM runs under TCG on a shared host.
+//
+// perftest runs twice and the better figure counts (the lower latency,
+// the higher bandwidth): a perftest run under TCG on a shared host swings
+// up to 2x, and a ratio to its worse run would flatter us.
 func TestRdmacoreTransport(t *testing.T) {
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
-		Pkg:     "github.com/go-rpcrdma/rpcrdma/transport",
-		CGO:     true,
-		Setup:   perftestScript + perfSendLatEvents + perfWriteBW,
+		Pkg: "github.com/go-rpcrdma/rpcrdma/transport",
+		CGO: true,
+		Setup: perftestScript + perfSendLatEvents + perfWriteBW +
+			strings.Replace(perfSendLatEvents, "send_lat_events", "send_lat_events_2", 1) +
+			strings.Replace(perfWriteBW, "write_bw", "write_bw_2", 1),
 		Args:    []string{"-test.run=^$", "-test.bench=^BenchmarkRdmacore", "-test.benchtime=2000x", "-test.timeout=5m"},
 		Options: vm.Options{Timeout: 7 * time.Minute},
 	})
@@ -36,9 +43,12 @@ func TestRdmacoreTransport(t *testing.T) {
 		fmt.Fprintf(&b, "  %-44s %-14s %-38s %s\n", what, ours, theirs, ratio)
 	}
 	row("", "transport", "perftest (same boot)", "ratio")
-	lat := perfField(perf["send_lat_events"], 4)
-	latAvg := perfField(perf["send_lat_events"], 5)
-	bw := perfField(perf["write_bw"], 3) * perftestMiB
+	lat := best(true, perfField(perf["send_lat_events"], 4), perfField(perf["send_lat_events_2"], 4))
+	latAvg := best(true, perfField(perf["send_lat_events"], 5), perfField(perf["send_lat_events_2"], 5))
+	bw := best(false, perfField(perf["write_bw"], 3), perfField(perf["write_bw_2"], 3)) * perftestMiB
+	t.Logf("perftest, two runs each: ib_send_lat -e t_typical %.1f / %.1f us, ib_write_bw %.1f / %.1f MB/s",
+		perfField(perf["send_lat_events"], 4), perfField(perf["send_lat_events_2"], 4),
+		perfField(perf["write_bw"], 3)*perftestMiB, perfField(perf["write_bw_2"], 3)*perftestMiB)
 	for _, mode := range []string{"poll-first", "events-only"} {
 		null := bench["BenchmarkRdmacoreNull/"+mode]
 		if null == nil {
@@ -61,10 +71,25 @@ func TestRdmacoreTransport(t *testing.T) {
 			if d == "16" && mode == "poll-first" {
 				goal = "goal >= 0.95"
 			}
-			row("64 KiB READ, "+mode+", "+d+" in flight", fmt.Sprintf("%.1f MB/s", mbs), fmt.Sprintf("ib_write_bw (128) %.1f MB/s", bw), ratio(mbs, bw, goal))
+			row("64 KiB READ, "+mode+", "+d+" in flight", fmt.Sprintf("%.1f MB/s", mbs), fmt.Sprintf("best ib_write_bw (128) %.1f MB/s", bw), ratio(mbs, bw, goal))
 		}
 	}
 	t.Log("the transport over rdma-core against perftest on rxe (TCG VM):\n" + b.String())
+}
+
+// best returns the lowest (or, lower false, the highest) of the measured
+// values (those not 0, infinite or NaN: a failed perftest run reads as 0
+// or inf), or 0 if there is none.
+func best(lower bool, vs ...float64) float64 {
+	r := 0.0
+	for _, v := range vs {
+		switch {
+		case v == 0, math.IsInf(v, 0), math.IsNaN(v): // perftest prints inf when its clock calibration fails
+		case r == 0, lower && v < r, !lower && v > r:
+			r = v
+		}
+	}
+	return r
 }
 
 // benchField returns the value of a benchmark result's unit as printed

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 
@@ -209,6 +210,11 @@ func (ep *endpoint) run() {
 				}
 			}
 			c.mu.Unlock()
+			// Let the goroutines the batch woke (a Call's, a reader's)
+			// run now, on this processor, rather than after the next
+			// Poll and Wait: each hand-off otherwise waits for a
+			// loop of cgo calls.
+			runtime.Gosched()
 			continue
 		}
 		if err != nil {

@@ -31,9 +31,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	ph := &phases{}
+	ph.add("host", time.Since(t0))
 	spec := demoSpec()
 	prog := newProgress(stderr)
-	run := &vmRun{mode: "demo", spec: spec, log: stderr, console: *console,
+	run := &vmRun{mode: "demo", spec: spec, log: stderr, console: *console, phases: ph,
 		timeout: 5 * time.Minute,
 		onLine: func(l string) {
 			if rest, ok := tagged(l, tagDemo); ok {
@@ -75,7 +77,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "\ndemo done in %.0f s\n", time.Since(t0).Seconds())
+	fmt.Fprintf(stdout, "\ndemo done in %.0f s (%s)\n", time.Since(t0).Seconds(), ph)
 	return nil
 }
 

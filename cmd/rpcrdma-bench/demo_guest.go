@@ -137,11 +137,17 @@ func fileSum(p string) ([]byte, error) {
 // both sides negotiated.
 func guestDemo(ctx context.Context, bin string, w io.Writer) error {
 	const inline = 4096 // both sides' defaults: rdma-nfsd's and Linux 6.1's
+	t := time.Now()
+	phase := func(name string) {
+		phaseLine(w, name, time.Since(t))
+		t = time.Now()
+	}
 	srv := newRdmaNfsd(bin, "rdmacore", vmServerIP, goExportRoot+"/demo")
 	if err := srv.start(ctx, inline, false); err != nil {
 		return err
 	}
 	defer srv.stop()
+	phase("rdma-nfsd-start")
 	demoLine(w, "rdma-nfsd: %s", strings.Join(srv.args(inline, false), " "))
 	k := &kernelClient{mnt: "/mnt/demo"}
 	if err := k.mount(srv, inline); err != nil {
@@ -154,6 +160,7 @@ func guestDemo(ctx context.Context, bin string, w io.Writer) error {
 		}
 	}()
 	demoLine(w, "mount -t nfs -o vers=3,proto=rdma,%s %s:/ %s", srv.mountOpts(), vmServerIP, k.mnt)
+	phase("mount")
 
 	src, back := "/tmp/demo-tree", "/tmp/demo-back"
 	_ = os.RemoveAll(src)
@@ -162,6 +169,7 @@ func guestDemo(ctx context.Context, bin string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	phase("make-tree")
 	t0 := time.Now()
 	if err := sh(3*time.Minute, "cp -a "+src+" "+k.mnt+"/tree && sync"); err != nil {
 		return err
@@ -182,11 +190,13 @@ func guestDemo(ctx context.Context, bin string, w io.Writer) error {
 		return err
 	}
 	mounted = true
+	phase("copy-in+remount")
 	t0 = time.Now()
 	if err := sh(3*time.Minute, "cp -a "+k.mnt+"/tree "+back); err != nil {
 		return err
 	}
 	out := time.Since(t0)
+	phase("copy-out")
 	n, err := compareTrees(src, back)
 	if err != nil {
 		return fmt.Errorf("the tree copied out differs: %w", err)
@@ -194,6 +204,7 @@ func guestDemo(ctx context.Context, bin string, w io.Writer) error {
 	if _, err := compareTrees(src, srv.dir+"/tree"); err != nil {
 		return fmt.Errorf("the tree on rdma-nfsd's disk differs: %w", err)
 	}
+	phase("compare")
 	mb := float64(total) / 1e6
 	demoLine(w, "tree: %d files, %.1f MB: copied in %.1f s (%.1f MB/s), caches dropped, out %.1f s (%.1f MB/s); identical (the copy and rdma-nfsd's disk)",
 		n, mb, in.Seconds(), mb/in.Seconds(), out.Seconds(), mb/out.Seconds())

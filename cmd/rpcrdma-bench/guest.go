@@ -57,15 +57,23 @@ func cmdGuest(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer out.Close()
+	if up, ok := guestUptime(); ok {
+		phaseLine(stdout, "boot", up)
+	}
+	t0 := time.Now()
 	if err := guestSetup(has(spec.Servers, ServerKnfsd) || has(spec.Servers, ServerKnfsdTCP)); err != nil {
 		return err
 	}
+	phaseLine(stdout, "set-up", time.Since(t0))
 	switch g.mode {
 	case "demo":
 		if err := guestDemo(ctx, g.bin, stdout); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		return guestBench(ctx, spec, g.bin, out, stdout)
+		t0 = time.Now()
+		err := guestBench(ctx, spec, g.bin, out, stdout)
+		phaseLine(stdout, fmt.Sprintf("%d-cells", len(spec.AllCells())*max(1, spec.Rounds)), time.Since(t0))
+		return err
 	case "bench":
 		return guestBench(ctx, spec, g.bin, out, stdout)
 	case "matrix":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,9 @@ type vmRun struct {
 	console string            // file to save the console to ("" none)
 
 	baseline *Baseline // perftest's figures, when the spec asked for them
+	// phases, if not nil, gets the build's, the guest's phases and the
+	// VM's own overhead (qemu's start, the firmware, the power-off).
+	phases *phases
 }
 
 // moduleRoot is the go-rpcrdma checkout the command runs from: the VM
@@ -83,20 +87,51 @@ func (r *vmRun) run(ctx context.Context, img *vm.Image, root string) ([]byte, er
 	}
 	defer os.RemoveAll(share)
 	t0 := time.Now()
-	for _, b := range []struct{ name, pkg string }{{"rpcrdma-bench", "./cmd/rpcrdma-bench"}, {"rdma-nfsd", "./cmd/rdma-nfsd"}} {
-		if err := goBuild(ctx, root, filepath.Join(share, b.name), b.pkg); err != nil {
-			return nil, err
-		}
+	// Both programs at once: from a cold build cache (a fresh machine)
+	// each is mostly cgo and compiling on its own core.
+	bins := []struct{ name, pkg string }{{"rpcrdma-bench", "./cmd/rpcrdma-bench"}, {"rdma-nfsd", "./cmd/rdma-nfsd"}}
+	errs := make([]error, len(bins))
+	var wg sync.WaitGroup
+	for i, b := range bins {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = goBuild(ctx, root, filepath.Join(share, b.name), b.pkg)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if r.phases != nil {
+		r.phases.add("build", time.Since(t0))
 	}
 	spec, _ := json.Marshal(r.spec)
 	if err := os.WriteFile(filepath.Join(share, "spec.json"), spec, 0o644); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(r.log, "built the guest programs in %.1f s; booting the VM (qemu TCG, Soft-RoCE)\n", time.Since(t0).Seconds())
-	lw := &lineWriter{f: r.onLine}
+	lw := &lineWriter{f: func(l string) {
+		if rest, ok := tagged(l, tagPhase); ok && r.phases != nil && r.phases.guestLine(rest) {
+			return
+		}
+		if r.onLine != nil {
+			r.onLine(l)
+		}
+	}}
 	command := "cd /host && ./rpcrdma-bench guest -mode " + r.mode + " -spec /host/spec.json -out /host/results.jsonl -rdma-nfsd /host/rdma-nfsd"
+	guest := 0.0
+	if r.phases != nil {
+		guest = r.phases.sum()
+	}
+	tVM := time.Now()
 	status, console, err := vm.Run(ctx, vm.Options{Image: img, Share: share, Timeout: r.timeout, Console: lw}, command)
 	lw.flush()
+	if r.phases != nil {
+		// What the guest did not time: qemu's start and firmware before
+		// the kernel, and the power-off.
+		r.phases.add("qemu+power-off", time.Since(tVM)-time.Duration((r.phases.sum()-guest)*float64(time.Second)))
+	}
 	if r.console != "" {
 		_ = os.WriteFile(r.console, console, 0o644)
 	}

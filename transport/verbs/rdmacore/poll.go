@@ -198,12 +198,16 @@ func (p *Provider) pollBeforeWait() time.Duration {
 // whether it found a completion (kept for the next Poll). It gives up at
 // once when anything but a completion needs Wait's attention: the
 // connection's close or failure, a wake-up, or ctx's end.
+//
+// It reads the clock only every spinClockEvery polls: under an emulator
+// the clock may cost more than a poll (in the project's TCG VM the guest's
+// clocksource is the HPET, and every time.Now is a system call).
 func (c *conn) pollFirst(ctx context.Context) bool {
 	if c.spin <= 0 {
 		return false
 	}
 	start := time.Now()
-	for {
+	for i := 1; ; i++ {
 		c.mu.Lock()
 		if c.closed || c.woken || c.state == stateFailed || c.cq == nil || ctx.Err() != nil {
 			c.mu.Unlock()
@@ -215,12 +219,16 @@ func (c *conn) pollFirst(ctx context.Context) bool {
 			return true
 		}
 		c.mu.Unlock()
-		if time.Since(start) >= c.spin {
+		if i%spinClockEvery == 0 && time.Since(start) >= c.spin {
 			return false
 		}
 		runtime.Gosched()
 	}
 }
+
+// spinClockEvery is how many polls pollFirst makes between two readings of
+// the clock.
+const spinClockEvery = 16
 
 // getEvent consumes one completion event, if there is one (as
 // c.readEvent, the function the completion channel's RawConn.Read runs).
