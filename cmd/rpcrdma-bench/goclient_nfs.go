@@ -170,6 +170,14 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			}
 		}
 		next := make([]uint64, c.InFlight)
+		// The files go after the cell: a run writes up to
+		// readFileSize per file and in flight, and the exports are
+		// tmpfs in the VM's memory.
+		undo = func() {
+			for w := range fhs {
+				s.remove(fmt.Sprintf("wfile-%d", w))
+			}
+		}
 		return func(w int) (int, error) {
 			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			defer cancel()
@@ -185,6 +193,7 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			return nil, nil, fmt.Errorf("go-nfs: %w", err)
 		}
 		var seq atomic.Uint64
+		undo = func() { s.removeDir(dir, name) }
 		return func(w int) (int, error) {
 			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			defer cancel()
@@ -197,6 +206,30 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 		}, undo, nil
 	}
 	return nil, nil, fmt.Errorf("go-nfs: no %s workload", c.Workload)
+}
+
+// remove removes name from the session's directory, if it is there.
+func (s *nfsSession) remove(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = s.c.Remove(ctx, s.dirFH, name)
+}
+
+// removeDir removes the directory name (handle dir) of the session's
+// directory and the files in it.
+func (s *nfsSession) removeDir(dir nfs.FH, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	entries, err := s.c.ReadDirAll(ctx, dir, false)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Name != "." && e.Name != ".." {
+			_ = s.c.Remove(ctx, dir, e.Name)
+		}
+	}
+	_ = s.c.Rmdir(ctx, s.dirFH, name)
 }
 
 // readAt fills p from off with READs of at most rsize, one after the

@@ -195,6 +195,15 @@ func (k *kernelClient) ops(c Cell) (opFunc, func(), error) {
 		}, cleanup, nil
 	case WorkWrite:
 		next := make([]int64, c.InFlight)
+		// The files go after the cell: a run writes up to
+		// readFileSize per file and in flight, and the exports are
+		// tmpfs in the VM's memory.
+		removeFiles := func() {
+			cleanup()
+			for w := range c.InFlight {
+				_ = os.Remove(filepath.Join(k.mnt, fmt.Sprintf("wfile-%d", w)))
+			}
+		}
 		return func(w int) (int, error) {
 			off := next[w] % int64(slots) * int64(c.Size)
 			next[w]++
@@ -203,7 +212,7 @@ func (k *kernelClient) ops(c Cell) (opFunc, func(), error) {
 				err = fmt.Errorf("short write: %d of %d bytes", n, c.Size)
 			}
 			return n, err
-		}, cleanup, nil
+		}, removeFiles, nil
 	case WorkGetattr:
 		return func(w int) (int, error) {
 			var st unix.Stat_t
@@ -227,7 +236,7 @@ func (k *kernelClient) ops(c Cell) (opFunc, func(), error) {
 			err = cerr
 		}
 		return n, err
-	}, cleanup, nil
+	}, func() { cleanup(); _ = os.RemoveAll(dir) }, nil
 }
 
 // workerRands gives each worker its own generator (no lock between them).

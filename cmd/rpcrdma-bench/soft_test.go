@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,6 +118,18 @@ func TestSoftGoNFS(t *testing.T) {
 		emit: func(res Result) { results = append(results, res) }}
 	if err := r.run(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// The write and create cells leave nothing behind (the VM's exports
+	// are tmpfs: a full run once filled them, NFS3ERR_NOSPC).
+	var left []string
+	_ = filepath.WalkDir(srv.dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && (strings.HasPrefix(d.Name(), "wfile-") || strings.HasPrefix(d.Name(), "create-")) {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("left in the export after the cells: %v", left)
 	}
 	if len(results) != 32 {
 		t.Fatalf("%d results, want 32 (2 inline settings × (3 READ + 3 WRITE sizes + GETATTR + create) × 2 depths)", len(results))
