@@ -102,21 +102,25 @@ func (ep *endpoint) registerCaller(x *exposure, r *verbs.Region, off *int, p []b
 	return nil
 }
 
-// releaseData gives slot's data region back to the cache, its window no
-// longer bound (invalidated, or its bind never posted): the caller's
-// buffer is the caller's again (still registered if cached: the peer
-// cannot reach it without a bound window).
+// releaseData gives slot's registrations of caller memory whose windows are
+// no longer bound (invalidated, or their binds never posted) back to the
+// cache: the caller's buffer and message are the caller's again (still
+// registered if cached: the peer cannot reach them without a bound window).
 func (ep *endpoint) releaseData(slot int) {
 	cb := &ep.chunkMem[slot]
-	for _, r := range []*verbs.Region{&cb.dataRegion, &cb.argRegion} {
-		if *r == nil || (r == &cb.dataRegion && cb.data.bound) || (r == &cb.argRegion && cb.read.bound) {
-			continue
-		}
-		if err := ep.regs.put(*r); err != nil {
-			ep.c.cfg.Logger.Warn("rpcrdma: deregistering the caller's buffer", "err", err)
-		}
-		*r = nil
+	ep.releaseCaller(&cb.data, &cb.dataRegion)
+	ep.releaseCaller(&cb.read, &cb.argRegion)
+}
+
+// releaseCaller gives *r back to the cache unless x, its window, is bound.
+func (ep *endpoint) releaseCaller(x *exposure, r *verbs.Region) {
+	if *r == nil || x.bound {
+		return
 	}
+	if err := ep.regs.put(*r); err != nil {
+		ep.c.cfg.Logger.Warn("rpcrdma: deregistering the caller's memory", "err", err)
+	}
+	*r = nil
 }
 
 // callerMemory reports whether slot has caller memory registered (its
