@@ -127,7 +127,7 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 	c.mu.Lock()
 	call := &c.reqState.calls[slot]
 	done := call.done
-	c.mu.Unlock()
+	c.unlock()
 	closed, cancel := c.done, ctx.Done()
 	for {
 		select {
@@ -150,7 +150,7 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 			if isDone(closed) {
 				closed = nil
 			}
-			c.mu.Unlock()
+			c.unlock()
 			continue
 		}
 		if call.queued {
@@ -167,19 +167,19 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 				reply, item, err = c.reqState.placeReplyLocked(slot, reply)
 			}
 			c.reqState.replyConsumedLocked(slot)
-			c.mu.Unlock()
+			c.unlock()
 			return reply, item, err
 		}
 		if isDone(c.done) {
-			c.mu.Unlock()
+			c.unlock()
 			return reply[:0], DataItem{}, c.opError("call", net.ErrClosed)
 		}
 		if ctx.Err() != nil {
 			call.abandoned = true
-			c.mu.Unlock()
+			c.unlock()
 			return reply[:0], DataItem{}, c.opError("call", ctx.Err())
 		}
-		c.mu.Unlock()
+		c.unlock()
 	}
 }
 
@@ -204,12 +204,7 @@ func (s *requester) cancelPlacedLocked(slot int) {
 		return // invalidations on their way release it
 	}
 	call.invPending += n
-	if err := ep.post(); err != nil {
-		// Not posted: the connection is failing, and its close will
-		// release the memory.
-		call.invPending -= n
-		cb.data.invalidating, cb.read.invalidating = false, false
-	}
+	ep.post()
 }
 
 // errPlacedTooLarge fails a CallInto whose reply carries a larger

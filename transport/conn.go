@@ -31,6 +31,7 @@ type Conn struct {
 	deframer xdr.Deframer
 
 	mu       sync.Mutex
+	flushEP  *endpoint        // has batches queued under mu: unlock posts them
 	ep       *endpoint        // the current connection; nil while reconnecting
 	last     *cmpriv.Settings // the settings of the last connection, for Stats once it is gone
 	closed   bool             // Close was called
@@ -101,13 +102,13 @@ func (c *Conn) Read(p []byte) (int, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
-			c.mu.Unlock()
+			c.unlock()
 			return 0, c.opError("read", net.ErrClosed)
 		}
 		if isClosed(c.rd.wait()) {
 			// A passed deadline fails the read even when a message is
 			// waiting, as net.TCPConn and net.Pipe do.
-			c.mu.Unlock()
+			c.unlock()
 			return 0, c.opError("read", errDeadline)
 		}
 		if c.cur < 0 {
@@ -131,14 +132,14 @@ func (c *Conn) Read(p []byte) (int, error) {
 				c.releaseSlotLocked(c.cur)
 				c.cur = -1
 			}
-			c.mu.Unlock()
+			c.unlock()
 			return n, nil
 		}
 		if err := c.readErrLocked(); err != nil {
-			c.mu.Unlock()
+			c.unlock()
 			return 0, err
 		}
-		c.mu.Unlock()
+		c.unlock()
 		if err := c.waitRead(); err != nil {
 			return 0, err
 		}
@@ -158,15 +159,15 @@ func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
-			c.mu.Unlock()
+			c.unlock()
 			return buf[:0], c.opError("read", net.ErrClosed)
 		}
 		if isClosed(c.rd.wait()) {
-			c.mu.Unlock()
+			c.unlock()
 			return buf[:0], c.opError("read", errDeadline)
 		}
 		if c.cur >= 0 {
-			c.mu.Unlock()
+			c.unlock()
 			return buf[:0], c.opError("read", errors.New("rpcrdma: ReadMsg during a partial Read"))
 		}
 		if idx, ok := c.readQ.pop(); ok {
@@ -174,14 +175,14 @@ func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
 			buf = v.appendTo(buf[:0])
 			err := c.slotErrLocked(idx)
 			c.releaseSlotLocked(idx)
-			c.mu.Unlock()
+			c.unlock()
 			return buf, err
 		}
 		if err := c.readErrLocked(); err != nil {
-			c.mu.Unlock()
+			c.unlock()
 			return buf[:0], err
 		}
-		c.mu.Unlock()
+		c.unlock()
 		if err := c.waitRead(); err != nil {
 			return buf[:0], err
 		}
@@ -279,7 +280,7 @@ func (c *Conn) writeErrLocked() error {
 
 func (c *Conn) writeCheck() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if err := c.writeErrLocked(); err != nil {
 		return err
 	}
@@ -335,7 +336,7 @@ func (c *Conn) waitWriteOr(cancel <-chan struct{}) error {
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closed {
-		c.mu.Unlock()
+		c.unlock()
 		return nil
 	}
 	c.closed = true
@@ -349,14 +350,14 @@ func (c *Conn) Close() error {
 	if c.role == cmpriv.Responder {
 		c.svcState.releaseAllMemLocked()
 	}
-	c.mu.Unlock()
+	c.unlock()
 	if ep != nil {
 		ep.shutdown()
 		if c.role == cmpriv.Requester {
 			// The callers' buffers registered on ep went with it.
 			c.mu.Lock()
 			c.reqState.forgetPlacedLocked(ep)
-			c.mu.Unlock()
+			c.unlock()
 		}
 	}
 	// A reconnection in progress sees c.done (its dial is cancelled too)
@@ -405,7 +406,7 @@ func (c *Conn) Stats() Stats {
 	} else {
 		s.Negotiated.Credits = c.svcState.lastGrant
 	}
-	c.mu.Unlock()
+	c.unlock()
 	return s
 }
 
@@ -466,4 +467,16 @@ func (r *ring) peek() (int, bool) {
 		return 0, false
 	}
 	return r.buf[r.head], true
+}
+
+// unlock releases c.mu and then posts the work requests queued under it
+// (see postQueue): every release of c.mu goes through it, so that nothing
+// queued is left unposted.
+func (c *Conn) unlock() {
+	ep := c.flushEP
+	c.flushEP = nil
+	c.mu.Unlock()
+	if ep != nil {
+		ep.flush()
+	}
 }

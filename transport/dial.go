@@ -48,7 +48,7 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		c.bg.Add(1)
 		go c.reqState.watchCalls()
 	}
-	c.mu.Unlock()
+	c.unlock()
 	return c, nil
 }
 

@@ -67,11 +67,17 @@ type endpoint struct {
 	replySeg  [1]chunks.Segment
 	recvSGE   [1]verbs.SGE
 	recvRR    [1]verbs.RecvRequest
-	wrs       []verbs.WorkRequest
+	wrs       []verbs.WorkRequest // the batch being built; post queues it
 	sges      []verbs.SGE
 	rrs       []verbs.RecvRequest
 	hdr       chunks.Header
 	keys      *rand.ChaCha8 // key bytes of the rkeys we bind
+
+	// posts takes the batches built under c.mu to the goroutine that
+	// posts them once c.mu is released (Conn.unlock), or to postLoop.
+	posts    postQueue
+	postWake chan struct{} // wakes postLoop: a bulk batch is queued
+	postDone chan struct{}
 
 	started  time.Time // when polling started
 	ctx      context.Context
@@ -105,8 +111,9 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 		ep.sendFree[i] = nSend - 1 - i
 	}
 	ep.chunkMem = make([]chunkBuf, nSlots)
-	ep.wrs = make([]verbs.WorkRequest, 0, 16)
-	ep.sges = make([]verbs.SGE, 0, 16)
+	b := newSendBatch()
+	ep.wrs, ep.sges = b.wrs, b.sges
+	ep.postWake = make(chan struct{}, 1)
 	ep.rrs = make([]verbs.RecvRequest, 0, nRecv)
 	ep.recvFree = make([]int, 0, nRecv)
 	for i := post; i < nRecv; i++ {
@@ -144,23 +151,54 @@ func (ep *endpoint) repost(i int) error {
 	return ep.vc.PostRecv(ep.recvRR[:])
 }
 
-// post posts the scratch work requests as one batch and counts them.
-func (ep *endpoint) post() error {
+// post queues the batch built so far, to be posted when c.mu is released
+// (postQueue, Conn.unlock), and counts it as posted.
+func (ep *endpoint) post() {
 	if len(ep.wrs) == 0 {
-		return nil
+		return
 	}
 	// Count before posting: once posted, a Send may be answered, and the
 	// peer's caller may read both sides' Stats, before PostSend returns.
 	ep.countPosted(1)
-	err := ep.vc.PostSend(ep.wrs)
-	if err == nil {
-		ep.sqOut += len(ep.wrs)
-	} else {
-		ep.countPosted(^uint64(0)) // -1: the batch was not posted
+	ep.sqOut += len(ep.wrs)
+	b := sendBatch{wrs: ep.wrs, sges: ep.sges}
+	b.bulk = ep.c.cfg.PostAsyncMin > 0 && batchBytes(b) >= ep.c.cfg.PostAsyncMin
+	next := ep.posts.push(b)
+	ep.wrs, ep.sges = next.wrs, next.sges
+	ep.c.flushEP = ep
+}
+
+// flush posts the queued batches up to the first bulk one, and wakes
+// postLoop for that (see postQueue); a post that fails ends the
+// connection. Called without c.mu.
+func (ep *endpoint) flush() {
+	bulk, err := ep.posts.flush(ep.vc, false)
+	if err != nil {
+		ep.c.endpointDied(ep, err)
+		return
 	}
-	ep.wrs = ep.wrs[:0]
-	ep.sges = ep.sges[:0]
-	return err
+	if bulk {
+		select {
+		case ep.postWake <- struct{}{}:
+		default: // already woken
+		}
+	}
+}
+
+// postLoop posts the queue when a bulk batch is in it, until the endpoint
+// is shut down.
+func (ep *endpoint) postLoop() {
+	defer close(ep.postDone)
+	for {
+		select {
+		case <-ep.postWake:
+		case <-ep.ctx.Done():
+			return
+		}
+		if _, err := ep.posts.flush(ep.vc, true); err != nil {
+			ep.c.endpointDied(ep, err)
+		}
+	}
 }
 
 // countPosted adds delta (1, or -1 as ^uint64(0)) to the counters of the
@@ -204,12 +242,12 @@ func (ep *endpoint) run() {
 					break
 				}
 				if herr := c.handleCompletionLocked(ep, &cs[i]); herr != nil {
-					c.mu.Unlock()
+					c.unlock()
 					ep.c.endpointDied(ep, herr)
 					return
 				}
 			}
-			c.mu.Unlock()
+			c.unlock()
 			// Let the goroutines the batch woke (a Call's, a reader's)
 			// run now, on this processor, rather than after the next
 			// Poll and Wait: each hand-off otherwise waits for a
@@ -247,7 +285,7 @@ func (ep *endpoint) run() {
 func (ep *endpoint) trimPool() {
 	c := ep.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.ep != ep {
 		return // the connection's close frees the regions
 	}
@@ -264,10 +302,11 @@ func (ep *endpoint) shutdown() {
 	ep.once.Do(func() {
 		ep.c.mu.Lock()
 		ep.pool.stop()
-		ep.c.mu.Unlock()
+		ep.c.unlock()
 		ep.cancel()
 		_ = ep.vc.Close()
 		<-ep.loopDone
+		<-ep.postDone
 	})
 }
 
@@ -297,7 +336,7 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 	}
 	c.mu.Lock()
 	if c.ep != ep {
-		c.mu.Unlock()
+		c.unlock()
 		go ep.shutdown()
 		return
 	}
@@ -313,7 +352,7 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 		// timeout): only closing it stops the peer. With c.ep nil, no
 		// completion of ep is handled meanwhile.
 		c.reqState.materializeLocked()
-		c.mu.Unlock()
+		c.unlock()
 		_ = ep.vc.Close()
 		c.mu.Lock()
 		c.reqState.lostLocked(ep, err)
@@ -322,7 +361,7 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 		c.eof = errors.Is(err, verbs.ErrDisconnected)
 		c.failLocked(err)
 	}
-	c.mu.Unlock()
+	c.unlock()
 	go ep.shutdown()
 }
 
@@ -331,5 +370,7 @@ func (ep *endpoint) start() {
 	ep.started = time.Now()
 	ep.ctx, ep.cancel = context.WithCancel(context.Background())
 	ep.loopDone = make(chan struct{})
+	ep.postDone = make(chan struct{})
 	go ep.run()
+	go ep.postLoop()
 }

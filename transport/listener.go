@@ -266,7 +266,7 @@ func (l *Listener) accept(ctx context.Context, req verbs.ConnRequest) (*Conn, er
 	c.mu.Lock()
 	c.ep = ep
 	ep.start()
-	c.mu.Unlock()
+	c.unlock()
 	return c, nil
 }
 

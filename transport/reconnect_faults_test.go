@@ -222,26 +222,36 @@ func TestFaultCorruptRecvLength(t *testing.T) {
 
 // TestFaultFailPostSend: posting a Send fails.
 func TestFaultFailPostSend(t *testing.T) {
-	// The requester's post fails: that write fails with the cause, the
-	// call's slot and credit come back at once, and its XID can be sent
-	// again, inline or with chunks.
+	// The requester's post fails: posting happens after the call is
+	// queued (postQueue), so the write succeeds and the connection
+	// ends with the cause, as if the work request had failed; the call
+	// fails with it, and so does the Conn, which does not reconnect.
 	t.Run("requester", func(t *testing.T) {
 		rcNoLeaks(t)
 		p := newRCFaultPair(t, Config{}, Config{Credits: 2})
 		rcEcho(t, p.c, 1, []byte("one"))
-		for _, data := range [][]byte{[]byte("inline"), pattern(6000, 1)} {
+		p.cf.FailPostSend(1, errRCBoom)
+		rcSend(t, p.c, 2, procEcho, xdr.AppendOpaque(nil, []byte("lost")))
+		_, err := p.c.ReadMsg(nil)
+		require.ErrorIs(t, err, errRCBoom)
+		require.Error(t, p.c.WriteMsg(appendCall(nil, 3, procEcho)))
+		assert.Equal(t, 0, p.srv.seenCount(2))
+	})
+	// With reconnection and retransmission, the call whose post failed
+	// is sent again on the next connection and answered once, inline or
+	// with chunks.
+	t.Run("requester-reconnect", func(t *testing.T) {
+		rcNoLeaks(t)
+		p := newRCFaultPair(t, Config{}, Config{Credits: 2, Reconnect: rcPolicy(true)})
+		rcEcho(t, p.c, 1, []byte("one"))
+		for i, data := range [][]byte{[]byte("inline"), pattern(6000, 1)} {
+			xid := uint32(2 + i)
 			p.cf.FailPostSend(1, errRCBoom)
-			err := p.c.WriteMsg(append(appendCall(nil, 2, procEcho), xdr.AppendOpaque(nil, data)...))
-			require.ErrorIs(t, err, errRCBoom)
-			rcCheckIdle(t, p.c)
-			rcEcho(t, p.c, 2, data)
-			assert.Equal(t, 1, p.srv.seenCount(2))
-			p.srv.mu.Lock()
-			p.srv.seen[2] = 0
-			p.srv.mu.Unlock()
+			rcEcho(t, p.c, xid, data)
+			assert.Equal(t, 1, p.srv.seenCount(xid))
+			assert.Equal(t, uint64(i+1), p.c.Stats().Reconnects)
 		}
 		rcCheckIdle(t, p.c)
-		rcCheckResponderIdle(t, p.srv.conn(t, 1))
 	})
 	// The responder's post of a reply fails: its connection fails with
 	// the cause (its WriteMsg says so) and disconnects; the requester

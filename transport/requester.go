@@ -125,12 +125,12 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []b
 	for {
 		c.mu.Lock()
 		if err := c.writeErrLocked(); err != nil {
-			c.mu.Unlock()
+			c.unlock()
 			return 0, err
 		}
 		s := s
 		if _, dup := s.byXID[h.XID]; dup {
-			c.mu.Unlock()
+			c.unlock()
 			return 0, c.opError("write", ErrDuplicateXID)
 		}
 		ep := c.ep
@@ -148,17 +148,14 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []b
 				}
 			}
 			s.byXID[h.XID] = slot
+			// A post that fails ends ep, and the loss of ep retransmits
+			// or fails the call like the others in flight; err is the
+			// call's own (its planning, its memory).
 			err := s.postCallLocked(ep, slot, msg, info)
-			if err != nil && c.cfg.Reconnect.Enabled && isDone(ep.vc.Done()) {
-				// The connection died under the call (the poll loop has
-				// not reported it yet): the call stays in flight, and the
-				// loss of ep retransmits or fails it like the others.
-				err = nil
-			}
 			if err != nil {
 				s.abandonCallLocked(slot)
 			}
-			c.mu.Unlock()
+			c.unlock()
 			if err != nil {
 				return 0, c.opError("write", err)
 			}
@@ -168,7 +165,7 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []b
 			stalled = true
 			c.stats.creditStalls.Add(1)
 		}
-		c.mu.Unlock()
+		c.unlock()
 		if err := c.waitWriteOr(done); err != nil {
 			return 0, err
 		}
@@ -205,8 +202,7 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	if plan.Form == marshal.CallLong {
 		hdr.Proc = chunks.ProcNoMsg
 	}
-	exposed, err := s.exposeChunksLocked(ep, slot, hdr, msg)
-	if err != nil {
+	if err := s.exposeChunksLocked(ep, slot, hdr, msg); err != nil {
 		return err
 	}
 
@@ -228,12 +224,7 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 		return fmt.Errorf("rpcrdma: internal error: planned call of %d bytes exceeds the inline threshold %d", len(b), ep.settings.SendInline)
 	}
 	ep.appendSend(wrID(wrSend, slot, buf), verbs.OpSend, buf, len(b), 0)
-	if err := ep.post(); err != nil {
-		if exposed {
-			s.unexposeLocked(ep, slot)
-		}
-		return err
-	}
+	ep.post()
 	ep.sendPosted(buf)
 	call.sendBuf, call.sending = buf, true
 	if c.cfg.Reconnect.CallTimeout > 0 {
@@ -298,14 +289,14 @@ func (s *requester) argInPlace(ep *endpoint, slot int, arg []byte) bool {
 // exposeChunksLocked lays out the chunks of slot's call in its memory,
 // [Read chunk | Write chunk | Reply chunk], each 4-byte aligned, copies what
 // the Read chunk carries there, appends the binds that expose them and
-// lists them in hdr; it reports whether it exposed anything. The Read
+// lists them in hdr. The Read
 // chunk is exposed read-only, exactly its bytes; the Write and Reply chunks
 // write-only: a window each, so a call with both has two rkeys (and no Send
 // With Invalidate, RFC 8797 §4.1). A Write chunk placed in the caller's
 // buffer (placeDirect) is not in the slot's memory: it has a window of
 // its own over that buffer, exactly the chunk's bytes; so is a Read chunk
 // exposed in place (argInPlace), read-only, through the read window.
-func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Header, msg []byte) (bool, error) {
+func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Header, msg []byte) error {
 	c := s.c
 	call := &s.calls[slot]
 	plan := &call.plan
@@ -344,14 +335,14 @@ func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Heade
 	call.replyOff = call.writeOff + xdr.RoundUp(writeLen)
 	total := call.replyOff + xdr.RoundUp(plan.ReplyLen)
 	if total == 0 {
-		return call.placed || inPlace, nil
+		return nil
 	}
 	cb, err := ep.chunk(slot, total)
 	if err != nil {
 		if call.placed || inPlace {
 			s.unexposeLocked(ep, slot)
 		}
-		return false, err
+		return err
 	}
 	base := cb.region.Addr(0)
 	if chunkLen > 0 {
@@ -374,7 +365,7 @@ func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Heade
 		}
 	}
 	c.stats.chunksOffered.Add(uint64(total))
-	return true, nil
+	return nil
 }
 
 // ErrCallTimeout is the cause of a connection dropped because a call had no
@@ -407,7 +398,7 @@ func (s *requester) watchCalls() {
 					break
 				}
 			}
-			c.mu.Unlock()
+			c.unlock()
 			if stuck {
 				c.stats.callTimeouts.Add(1)
 				c.cfg.Logger.Warn("rpcrdma: call without reply: reconnecting", "timeout", timeout)
@@ -503,9 +494,7 @@ func (s *requester) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Compl
 		}
 	}
 	if call.invPending > 0 {
-		if err := ep.post(); err != nil {
-			return err
-		}
+		ep.post()
 		c.stats.localInv.Add(1)
 		return nil
 	}
@@ -750,7 +739,7 @@ func (s *requester) reconnect() {
 		}
 		c.mu.Lock()
 		if c.closed {
-			c.mu.Unlock()
+			c.unlock()
 			// ep was never started: it has no poll loop to stop, so
 			// ep.shutdown (which cancels and waits for it) must not run.
 			_ = ep.vc.Close()
@@ -763,7 +752,7 @@ func (s *requester) reconnect() {
 		ep.start()
 		s.pumpResendLocked()
 		c.wakeAllLocked()
-		c.mu.Unlock()
+		c.unlock()
 		return
 	}
 	c.mu.Lock()
@@ -771,7 +760,7 @@ func (s *requester) reconnect() {
 	err = fmt.Errorf("rpcrdma: reconnect failed after %d attempts: %w", c.cfg.Reconnect.MaxAttempts, err)
 	c.failLocked(err)
 	s.failDirectCallsLocked(err)
-	c.mu.Unlock()
+	c.unlock()
 }
 
 // pumpResendLocked retransmits calls queued by a reconnect while credits

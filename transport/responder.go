@@ -199,9 +199,7 @@ func (s *responder) pumpReadsLocked(ep *endpoint) error {
 				return err
 			}
 		}
-		if err := s.pullLocked(ep, slot); err != nil {
-			return err
-		}
+		s.pullLocked(ep, slot)
 		if call := &s.calls[slot]; call.readsSent < call.readOps {
 			return nil
 		}
@@ -217,7 +215,7 @@ func (s *responder) pumpReadsLocked(ep *endpoint) error {
 // many calls of many segments (a peer may offer Limits.MaxSegments per
 // chunk), are pulled in rounds as completions free the queue, never
 // refused for the size of our queue.
-func (s *responder) pullLocked(ep *endpoint, slot int) error {
+func (s *responder) pullLocked(ep *endpoint, slot int) {
 	c := s.c
 	call := &s.calls[slot]
 	region := call.mem
@@ -236,12 +234,10 @@ func (s *responder) pullLocked(ep *endpoint, slot int) error {
 		call.readsSent++
 		call.reads++
 		if ep.batchFull() {
-			if err := ep.post(); err != nil {
-				return err
-			}
+			ep.post()
 		}
 	}
-	return ep.post()
+	ep.post()
 }
 
 // rejectCallLocked answers a call whose header was unusable: ERR_VERS,
@@ -276,9 +272,7 @@ func (s *responder) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, pe
 	}
 	// RDMA_ERROR never uses Send With Invalidate (svcrdma does the same).
 	ep.appendSend(wrID(wrSend, noSlot, sb), verbs.OpSend, sb, len(b), 0)
-	if err := ep.post(); err != nil {
-		return err
-	}
+	ep.post()
 	ep.sendPosted(sb)
 	return nil
 }
@@ -412,11 +406,11 @@ func (s *responder) retryPulls() {
 	ep := c.ep
 	if ep == nil || c.closed {
 		s.listenerCalls.forget(c)
-		c.mu.Unlock()
+		c.unlock()
 		return
 	}
 	err := s.pumpReadsLocked(ep)
-	c.mu.Unlock()
+	c.unlock()
 	if err != nil {
 		c.endpointDied(ep, err)
 	}
@@ -493,34 +487,34 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
 	for {
 		c.mu.Lock()
 		if err := c.writeErrLocked(); err != nil {
-			c.mu.Unlock()
+			c.unlock()
 			return err
 		}
 		s := s
 		slot, ok := s.byXID[xid]
 		if !ok || s.calls[slot].state != svcDelivered {
-			c.mu.Unlock()
+			c.unlock()
 			return c.opError("write", ErrUnknownXID)
 		}
 		ep := c.ep
 		if ep != nil && ep.canSend(replyWRs(&s.calls[slot].hdr)) {
 			err := s.postReplyLocked(ep, slot, msg)
 			if err == errWaitMemory {
-				c.mu.Unlock()
+				c.unlock()
 				if err := c.waitWrite(); err != nil {
 					s.listenerReplies.forget(c)
 					return err
 				}
 				continue
 			}
-			c.mu.Unlock()
+			c.unlock()
 			if err != nil {
 				c.endpointDied(ep, err)
 				return c.opError("write", err)
 			}
 			return nil
 		}
-		c.mu.Unlock()
+		c.unlock()
 		if err := c.waitWrite(); err != nil {
 			return err
 		}
@@ -559,7 +553,8 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		b = chunks.AppendErrChunk(b, call.xid, grant)
 		c.stats.errChunk.Add(1)
 		ep.appendSend(wrID(wrSend, slot, sb), verbs.OpSend, sb, len(b), 0)
-		return s.finishReplyLocked(ep, slot, sb)
+		s.finishReplyLocked(ep, slot, sb)
+		return nil
 	}
 
 	h := ep.header()
@@ -588,7 +583,8 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		c.stats.remoteInv.Add(1)
 	}
 	ep.appendSend(wrID(wrSend, slot, sb), op, sb, len(b), inv)
-	return s.finishReplyLocked(ep, slot, sb)
+	s.finishReplyLocked(ep, slot, sb)
+	return nil
 }
 
 // planReply decides how call's reply msg travels (RFC 8166 §3.5.4): its
@@ -692,13 +688,12 @@ func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg
 	return nil
 }
 
-func (s *responder) finishReplyLocked(ep *endpoint, slot, sb int) error {
-	if err := ep.post(); err != nil {
-		return err
-	}
+// finishReplyLocked queues the reply's batch and marks slot's call as
+// replying.
+func (s *responder) finishReplyLocked(ep *endpoint, slot, sb int) {
+	ep.post()
 	ep.sendPosted(sb)
 	s.calls[slot].state = svcReplying
-	return nil
 }
 
 // replyWRs bounds the work requests a reply to the call h may post: an

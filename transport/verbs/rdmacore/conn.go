@@ -67,7 +67,8 @@ type recvSlot struct {
 // the device.
 //
 // Everything is guarded by mu, including the calls into libibverbs that
-// use the connection's C buffers; the event channel's goroutine takes mu
+// use the connection's C buffers, except ibv_post_send, which runs under
+// sendMu alone (see PostSend); the event channel's goroutine takes mu
 // for the connection's CM events. A Wait parks on the completion
 // channel's fd outside mu, holding waitSem.
 type conn struct {
@@ -98,6 +99,11 @@ type conn struct {
 
 	// events passes CM events to the goroutine running the handshake.
 	events chan *cmEvent
+
+	// sendMu serializes PostSend and guards the send C buffers (wrIn,
+	// sendWR, sendSGE) and sqSeq; it is taken before mu, and held
+	// without mu during ibv_post_send.
+	sendMu sync.Mutex
 
 	mu           sync.Mutex
 	state        connState
@@ -400,6 +406,12 @@ func (c *conn) Close() error {
 
 // free destroys everything the connection holds.
 func (c *conn) free() error {
+	// A PostSend that got past its check of c.closed may still be in
+	// ibv_post_send: wait for it before the queue pair and the C
+	// buffers go.
+	c.sendMu.Lock()
+	//lint:ignore SA2001 an empty critical section: a barrier
+	c.sendMu.Unlock()
 	c.mu.Lock()
 	c.idGone = true
 	regions, windows := c.regions, c.windows
