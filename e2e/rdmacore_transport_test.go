@@ -61,7 +61,7 @@ func TestRdmacoreTransport(t *testing.T) {
 		typ, avg := benchMetric(null, "usec-typical"), benchMetric(null, "usec-avg")
 		row("NULL RPC, "+mode+": typical", us(typ), "2 x ib_send_lat -e t_typical "+us(2*lat), ratio(typ, 2*lat, goal))
 		row("NULL RPC, "+mode+": average", us(avg), "2 x ib_send_lat -e t_avg "+us(2*latAvg), ratio(avg, 2*latAvg, ""))
-		for _, d := range []string{"1", "16"} {
+		for _, d := range []string{"1", "16", "32"} {
 			name := "BenchmarkRdmacoreRead64K/" + mode + "/depth" + d
 			if bench[name] == nil {
 				t.Errorf("no result for %s in the guest output", name)
@@ -74,6 +74,13 @@ func TestRdmacoreTransport(t *testing.T) {
 			row("64 KiB READ, "+mode+", "+d+" in flight", fmt.Sprintf("%.1f MB/s", mbs), fmt.Sprintf("best ib_write_bw (128) %.1f MB/s", bw), ratio(mbs, bw, goal))
 		}
 	}
+	async := benchMetric(bench["BenchmarkRdmacoreRead64K/poll-first/depth16"], "MB/s")
+	name := "BenchmarkRdmacoreRead64K/post-inline/depth16"
+	if bench[name] == nil {
+		t.Errorf("no result for %s in the guest output", name)
+	}
+	inline := benchMetric(bench[name], "MB/s")
+	row("64 KiB READ, every post inline, 16", fmt.Sprintf("%.1f MB/s", inline), fmt.Sprintf("bulk posts async %.1f MB/s", async), ratio(inline, async, ""))
 	t.Log("the transport over rdma-core against perftest on rxe (TCG VM):\n" + b.String())
 }
 

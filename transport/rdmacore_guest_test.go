@@ -84,18 +84,22 @@ func benchRdmacoreNull(b *testing.B, spin time.Duration) {
 // BenchmarkRdmacoreRead64K: 64 KiB READ-like calls whose results the
 // responder places with RDMA Writes into the requester's Write chunk,
 // depth calls in flight (one goroutine each), for comparison with
-// ib_write_bw -s 65536 on the same devices.
+// ib_write_bw -s 65536 on the same devices. post-inline is poll-first with
+// every batch posted by the goroutine that built it (Config.PostAsyncMin
+// negative): the responder's loop then waits for rxe to transmit each
+// result before it takes the next call.
 func BenchmarkRdmacoreRead64K(b *testing.B) {
 	for _, m := range spinModes {
-		for _, depth := range []int{1, 16} {
-			b.Run(m.name+"/depth"+strconv.Itoa(depth), func(b *testing.B) { benchRdmacoreRead(b, m.spin, depth) })
+		for _, depth := range []int{1, 16, 32} {
+			b.Run(m.name+"/depth"+strconv.Itoa(depth), func(b *testing.B) { benchRdmacoreRead(b, m.spin, depth, 0) })
 		}
 	}
+	b.Run("post-inline/depth16", func(b *testing.B) { benchRdmacoreRead(b, 0, 16, -1) })
 }
 
-func benchRdmacoreRead(b *testing.B, spin time.Duration, depth int) {
+func benchRdmacoreRead(b *testing.B, spin time.Duration, depth, postAsyncMin int) {
 	const size = 64 << 10
-	c := rdmacorePair(b, Config{Binding: testBinding{ddp: true}}, spin)
+	c := rdmacorePair(b, Config{Binding: testBinding{ddp: true}, PostAsyncMin: postAsyncMin}, spin)
 	var next sync.Mutex
 	xid := uint32(1)
 	left := 0
