@@ -98,6 +98,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"WaitContext", testWaitContext},
 		{"ManyConnections", testManyConnections},
 		{"TenThousandOperations", testTenThousandOperations},
+		{"ConcurrentPostPollClose", testConcurrentPostPollClose},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newEnv(t)) })
