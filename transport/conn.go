@@ -330,8 +330,11 @@ func (c *Conn) waitWriteOr(cancel <-chan struct{}) error {
 	}
 }
 
-// Close closes the connection: it disconnects, fails blocked and later
-// reads and writes with net.ErrClosed and frees every resource. It is
+// Close closes the connection: it fails blocked and later reads and writes
+// with net.ErrClosed, disconnects and frees every resource. A responder
+// first waits, up to a second, for the Sends of the replies already
+// written to complete, so that a reply written just before Close reaches
+// the requester (as TCP delivers what was written before a close). It is
 // idempotent and safe from any goroutine.
 func (c *Conn) Close() error {
 	c.mu.Lock()
@@ -341,12 +344,15 @@ func (c *Conn) Close() error {
 	}
 	c.closed = true
 	close(c.done)
+	c.failLocked(net.ErrClosed)
+	if c.ep != nil && c.role == cmpriv.Responder {
+		c.lingerLocked(c.ep)
+	}
 	ep := c.ep
 	c.ep = nil
 	if ep != nil {
 		c.keepSettingsLocked(ep)
 	}
-	c.failLocked(net.ErrClosed)
 	if c.role == cmpriv.Responder {
 		c.svcState.releaseAllMemLocked()
 	}
@@ -364,6 +370,29 @@ func (c *Conn) Close() error {
 	// and ends; wait for it so that nothing of the Conn outlives Close.
 	c.bg.Wait()
 	return nil
+}
+
+// closeLinger bounds how long a responder's Close waits for the Sends of
+// the replies written before it.
+const closeLinger = time.Second
+
+// lingerLocked waits, releasing c.mu meanwhile, until every Send posted on
+// ep has completed (the replies written before Close have reached the
+// peer, as TCP delivers what was written before a close), ep is lost, or
+// closeLinger has passed. Reads and writes already fail with
+// net.ErrClosed.
+func (c *Conn) lingerLocked(ep *endpoint) {
+	deadline := time.Now().Add(closeLinger)
+	for c.ep == ep && len(ep.sendFree) < ep.nSend && time.Now().Before(deadline) {
+		c.unlock()
+		t := time.NewTimer(time.Millisecond) // writeWake has other takers
+		select {
+		case <-c.writeWake:
+		case <-t.C:
+		}
+		t.Stop()
+		c.mu.Lock()
+	}
 }
 
 // keepSettingsLocked remembers ep's negotiated settings for Stats, once ep

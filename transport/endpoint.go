@@ -49,6 +49,7 @@ type endpoint struct {
 
 	sendRegion verbs.Region
 	sendSize   int
+	nSend      int
 	sendFree   []int
 
 	sqOut, sqCap int // send work requests outstanding, and the limit
@@ -106,6 +107,7 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 		return fmt.Errorf("rpcrdma: send buffers: %w", err)
 	}
 	ep.recvSize, ep.nRecv, ep.sendSize = recvSize, nRecv, sendSize
+	ep.nSend = nSend
 	ep.sendFree = make([]int, nSend)
 	for i := range ep.sendFree {
 		ep.sendFree[i] = nSend - 1 - i
@@ -159,7 +161,7 @@ func (ep *endpoint) post() {
 	}
 	// Count before posting: once posted, a Send may be answered, and the
 	// peer's caller may read both sides' Stats, before PostSend returns.
-	ep.countPosted(1)
+	ep.countPosted()
 	ep.sqOut += len(ep.wrs)
 	b := sendBatch{wrs: ep.wrs, sges: ep.sges}
 	b.bulk = ep.c.cfg.PostAsyncMin > 0 && batchBytes(b) >= ep.c.cfg.PostAsyncMin
@@ -201,17 +203,16 @@ func (ep *endpoint) postLoop() {
 	}
 }
 
-// countPosted adds delta (1, or -1 as ^uint64(0)) to the counters of the
-// scratch work requests.
-func (ep *endpoint) countPosted(delta uint64) {
+// countPosted counts the batch's work requests in Stats.
+func (ep *endpoint) countPosted() {
 	for i := range ep.wrs {
 		switch ep.wrs[i].Op {
 		case verbs.OpSend, verbs.OpSendWithInvalidate:
-			ep.c.stats.sends.Add(delta)
+			ep.c.stats.sends.Add(1)
 		case verbs.OpRDMARead:
-			ep.c.stats.rdmaReads.Add(delta)
+			ep.c.stats.rdmaReads.Add(1)
 		case verbs.OpRDMAWrite:
-			ep.c.stats.rdmaWrites.Add(delta)
+			ep.c.stats.rdmaWrites.Add(1)
 		}
 	}
 }
@@ -304,9 +305,13 @@ func (ep *endpoint) shutdown() {
 		ep.pool.stop()
 		ep.c.unlock()
 		ep.cancel()
+		// What the posting goroutine left (a reply written just before
+		// Close) is posted before the disconnect, as it would have been
+		// had its writer posted it.
+		<-ep.postDone
+		_, _ = ep.posts.flush(ep.vc, true)
 		_ = ep.vc.Close()
 		<-ep.loopDone
-		<-ep.postDone
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // recordingConn is a verbs.Conn whose PostSend records the IDs it is given,
@@ -264,4 +265,43 @@ func TestPostQueueBulkConcurrent(t *testing.T) {
 		}
 	}
 	assert.False(t, vc.overlap)
+}
+
+// TestReplyThenClose: a responder that writes a reply large enough to be
+// posted by the posting goroutine (a 64 KiB READ result, by RDMA Write)
+// and closes its connection at once still delivers the reply, as TCP
+// delivers what was written before a close: Close posts what the posting
+// goroutine left and waits for the Sends to complete (closeLinger) before
+// it disconnects. Before, the soft provider's disconnect flushed a posted
+// reply in 6 runs of 20 even with every batch posted inline.
+func TestReplyThenClose(t *testing.T) {
+	b := testBinding{ddp: true}
+	l, err := Listen("127.0.0.1:0", softConfig(&Config{Binding: b}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	const n = 64 << 10
+	data := pattern(n, 7)
+	go func() {
+		c, err := l.AcceptRDMA()
+		if err != nil {
+			return
+		}
+		call, err := c.ReadMsg(nil)
+		if err != nil {
+			_ = c.Close()
+			return
+		}
+		var h xdr.CallHeader
+		if _, err := h.Unmarshal(call); err != nil {
+			_ = c.Close()
+			return
+		}
+		reply := xdr.ReplyHeader{XID: h.XID, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}
+		_ = c.WriteMsg(xdr.AppendOpaque(reply.Append(nil), data))
+		_ = c.Close()
+	}()
+	c := rcDial(t, l.Addr().String(), &Config{Binding: b})
+	got := callOK(t, c, 1, procRead, xdr.AppendUint32(nil, n))
+	require.Equal(t, xdr.AppendOpaque(nil, data), got)
+	require.Equal(t, uint64(1), c.Stats().WriteChunks)
 }
