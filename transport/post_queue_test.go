@@ -52,24 +52,64 @@ func (r *recordingConn) PostSend(wrs []verbs.WorkRequest) error {
 	return nil
 }
 
-// queueBatch builds one batch of n requests with IDs from *next on, as
-// endpoint.post does under Conn.mu (here mu), and queues it.
-func queueBatch(q *postQueue, cur *sendBatch, mu *sync.Mutex, next *uint64, n int) {
-	queueBatchBulk(q, cur, mu, next, n, false)
+// queueFixture is a postQueue with a recordingConn to post on and what
+// endpoint.post uses to build batches: Conn.mu (mu), the batch being
+// built and the next request ID.
+type queueFixture struct {
+	q    postQueue
+	vc   *recordingConn
+	mu   sync.Mutex
+	cur  sendBatch
+	next uint64
 }
 
-// queueBatchBulk is queueBatch of a batch marked bulk or not.
-func queueBatchBulk(q *postQueue, cur *sendBatch, mu *sync.Mutex, next *uint64, n int, bulk bool) {
-	mu.Lock()
-	defer mu.Unlock()
-	cur.bulk = bulk
+func newQueueFixture() *queueFixture {
+	return &queueFixture{vc: &recordingConn{}, cur: newSendBatch()}
+}
+
+// queue builds one batch of n requests (bulk or not) under f.mu, as
+// endpoint.post does under Conn.mu, and queues it.
+func (f *queueFixture) queue(n int, bulk bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cur.bulk = bulk
 	for range n {
-		i := len(cur.sges)
-		cur.sges = append(cur.sges, verbs.SGE{Offset: int(*next)})
-		cur.wrs = append(cur.wrs, verbs.WorkRequest{ID: *next, Op: verbs.OpSend, SGL: cur.sges[i : i+1 : i+1]})
-		*next++
+		i := len(f.cur.sges)
+		f.cur.sges = append(f.cur.sges, verbs.SGE{Offset: int(f.next)})
+		f.cur.wrs = append(f.cur.wrs, verbs.WorkRequest{ID: f.next, Op: verbs.OpSend, SGL: f.cur.sges[i : i+1 : i+1]})
+		f.next++
 	}
-	*cur = q.push(*cur)
+	f.cur = f.q.push(f.cur)
+}
+
+// flushInline is the flush of a goroutine that built a batch (not the
+// posting goroutine), which must find no bulk batch left.
+func (f *queueFixture) flushInline() error {
+	bulk, err := f.q.flush(f.vc, false)
+	if bulk {
+		return errors.New("a bulk batch was left")
+	}
+	return err
+}
+
+// queued reports whether batches wait in the queue.
+func (f *queueFixture) queued() bool {
+	left, _ := f.q.pending()
+	return left
+}
+
+// checkOrder checks that every request queued was posted once, in order.
+func (f *queueFixture) checkOrder(t *testing.T) {
+	t.Helper()
+	f.vc.mu.Lock()
+	defer f.vc.mu.Unlock()
+	require.Len(t, f.vc.ids, int(f.next))
+	for i, id := range f.vc.ids {
+		if uint64(i) != id {
+			t.Fatalf("posted out of order: request %d has ID %d", i, id)
+		}
+	}
+	assert.False(t, f.vc.overlap, "posts overlapped or a batch's memory was reused before its post")
 }
 
 // TestPostQueueOrder: batches queued by many goroutines are all posted, in
@@ -77,11 +117,7 @@ func queueBatchBulk(q *postQueue, cur *sendBatch, mu *sync.Mutex, next *uint64, 
 // found the queue free, and each batch's memory is reused only after its
 // post.
 func TestPostQueueOrder(t *testing.T) {
-	var q postQueue
-	vc := &recordingConn{}
-	var mu sync.Mutex // Conn.mu
-	cur := newSendBatch()
-	var next uint64
+	f := newQueueFixture()
 	const goroutines, batches = 8, 200
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -89,116 +125,83 @@ func TestPostQueueOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range batches {
-				queueBatch(&q, &cur, &mu, &next, 1+(g+i)%batchCap)
-				require.NoError(t, flushInline(&q, vc))
+				f.queue(1+(g+i)%batchCap, false)
+				assert.NoError(t, f.flushInline())
 			}
 		}()
 	}
 	wg.Wait()
 	// Every flush has returned: nothing may be left in the queue.
-	assert.False(t, queued(&q))
-	require.Len(t, vc.ids, int(next))
-	for i, id := range vc.ids {
-		if uint64(i) != id {
-			t.Fatalf("posted out of order: request %d has ID %d", i, id)
-		}
-	}
-	assert.False(t, vc.overlap, "posts overlapped or a batch's memory was reused before its post")
-	assert.Less(t, vc.posts, goroutines*batches, "no post carried batches of other goroutines")
-	t.Logf("%d requests in %d batches, %d posts", next, goroutines*batches, vc.posts)
+	assert.False(t, f.queued())
+	f.checkOrder(t)
+	assert.Less(t, f.vc.posts, goroutines*batches, "no post carried batches of other goroutines")
+	t.Logf("%d requests in %d batches, %d posts", f.next, goroutines*batches, f.vc.posts)
 }
 
 // TestPostQueueError: a post that fails returns its error to the flush that
 // made it and drops the rest of the queue (the connection ends); nothing of
 // it is posted later.
 func TestPostQueueError(t *testing.T) {
-	var q postQueue
+	f := newQueueFixture()
 	boom := errors.New("boom")
-	vc := &recordingConn{fail: boom}
-	var mu sync.Mutex
-	cur := newSendBatch()
-	var next uint64
-	queueBatch(&q, &cur, &mu, &next, 3)
-	queueBatch(&q, &cur, &mu, &next, 2)
-	require.ErrorIs(t, flushInline(&q, vc), boom)
-	assert.False(t, queued(&q))
-	assert.Empty(t, vc.ids)
-	queueBatch(&q, &cur, &mu, &next, 1)
-	require.NoError(t, flushInline(&q, vc))
-	assert.Equal(t, []uint64{5}, vc.ids)
+	f.vc.fail = boom
+	f.queue(3, false)
+	f.queue(2, false)
+	require.ErrorIs(t, f.flushInline(), boom)
+	assert.False(t, f.queued())
+	assert.Empty(t, f.vc.ids)
+	f.queue(1, false)
+	require.NoError(t, f.flushInline())
+	assert.Equal(t, []uint64{5}, f.vc.ids)
 }
 
 // TestPostQueueHandOff: a batch queued while another goroutine holds the
 // queue, after that one found it empty, is posted by that one once it lets
 // go: the goroutine that queued it returns at once and nothing is stranded.
 func TestPostQueueHandOff(t *testing.T) {
-	var q postQueue
-	vc := &recordingConn{}
-	var mu sync.Mutex
-	cur := newSendBatch()
-	var next uint64
+	f := newQueueFixture()
 	late := 0
-	q.afterPost = func() {
+	f.q.afterPost = func() {
 		if late++; late > 1 {
 			return
 		}
 		done := make(chan error)
 		go func() {
-			queueBatch(&q, &cur, &mu, &next, 2)
-			done <- flushInline(&q, vc) // finds posting held: leaves the batch
+			f.queue(2, false)
+			done <- f.flushInline() // finds posting held: leaves the batch
 		}()
 		require.NoError(t, <-done)
-		assert.True(t, queued(&q))
+		assert.True(t, f.queued())
 	}
-	queueBatch(&q, &cur, &mu, &next, 1)
-	require.NoError(t, flushInline(&q, vc))
-	assert.False(t, queued(&q))
-	assert.Equal(t, []uint64{0, 1, 2}, vc.ids)
-	assert.Equal(t, 2, vc.posts)
-}
-
-// flushInline is the flush of a goroutine that built a batch (not the
-// posting goroutine), which must find no bulk batch left.
-func flushInline(q *postQueue, vc verbs.Conn) error {
-	bulk, err := q.flush(vc, false)
-	if bulk {
-		return errors.New("a bulk batch was left")
-	}
-	return err
-}
-
-// queued reports whether batches wait in q.
-func queued(q *postQueue) bool {
-	left, _ := q.pending()
-	return left
+	f.queue(1, false)
+	require.NoError(t, f.flushInline())
+	assert.False(t, f.queued())
+	assert.Equal(t, []uint64{0, 1, 2}, f.vc.ids)
+	assert.Equal(t, 2, f.vc.posts)
 }
 
 // TestPostQueueBulk: a goroutine that built a batch posts the queue up to
 // the first bulk batch and reports it; the posting goroutine (mayBulk)
 // posts the rest, in order.
 func TestPostQueueBulk(t *testing.T) {
-	var q postQueue
-	vc := &recordingConn{}
-	var mu sync.Mutex
-	cur := newSendBatch()
-	var next uint64
-	queueBatchBulk(&q, &cur, &mu, &next, 2, false) // 0, 1
-	queueBatchBulk(&q, &cur, &mu, &next, 1, true)  // 2
-	queueBatchBulk(&q, &cur, &mu, &next, 1, false) // 3
-	bulk, err := q.flush(vc, false)
+	f := newQueueFixture()
+	f.queue(2, false) // 0, 1
+	f.queue(1, true)  // 2
+	f.queue(1, false) // 3
+	bulk, err := f.q.flush(f.vc, false)
 	require.NoError(t, err)
 	assert.True(t, bulk)
-	assert.Equal(t, []uint64{0, 1}, vc.ids)
+	assert.Equal(t, []uint64{0, 1}, f.vc.ids)
 	// Only a bulk batch at the head: nothing posted inline.
-	bulk, err = q.flush(vc, false)
+	bulk, err = f.q.flush(f.vc, false)
 	require.NoError(t, err)
 	assert.True(t, bulk)
-	assert.Equal(t, []uint64{0, 1}, vc.ids)
-	bulk, err = q.flush(vc, true)
+	assert.Equal(t, []uint64{0, 1}, f.vc.ids)
+	bulk, err = f.q.flush(f.vc, true)
 	require.NoError(t, err)
 	assert.False(t, bulk)
-	assert.Equal(t, []uint64{0, 1, 2, 3}, vc.ids)
-	assert.False(t, queued(&q))
+	assert.Equal(t, []uint64{0, 1, 2, 3}, f.vc.ids)
+	assert.False(t, f.queued())
 }
 
 // TestPostQueueBulkConcurrent: goroutines queue batches, some bulk, and
@@ -206,11 +209,7 @@ func TestPostQueueBulk(t *testing.T) {
 // left, as endpoint.flush and postLoop do: everything is posted, in
 // queue order, one post at a time.
 func TestPostQueueBulkConcurrent(t *testing.T) {
-	var q postQueue
-	vc := &recordingConn{}
-	var mu sync.Mutex
-	cur := newSendBatch()
-	var next uint64
+	f := newQueueFixture()
 	wake := make(chan struct{}, 1)
 	stop := make(chan struct{})
 	posterDone := make(chan struct{})
@@ -222,7 +221,7 @@ func TestPostQueueBulkConcurrent(t *testing.T) {
 			case <-stop:
 				return
 			}
-			_, err := q.flush(vc, true)
+			_, err := f.q.flush(f.vc, true)
 			assert.NoError(t, err)
 		}
 	}()
@@ -232,8 +231,8 @@ func TestPostQueueBulkConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 150 {
-				queueBatchBulk(&q, &cur, &mu, &next, 1+i%3, (g+i)%5 == 0)
-				bulk, err := q.flush(vc, false)
+				f.queue(1+i%3, (g+i)%5 == 0)
+				bulk, err := f.q.flush(f.vc, false)
 				assert.NoError(t, err)
 				if bulk {
 					select {
@@ -247,24 +246,16 @@ func TestPostQueueBulkConcurrent(t *testing.T) {
 	wg.Wait()
 	// The posting goroutine finishes what is left.
 	deadline := time.Now().Add(10 * time.Second) // a guard against hangs
-	for queued(&q) || !q.posting.TryLock() {
+	for f.queued() || !f.q.posting.TryLock() {
 		if time.Now().After(deadline) {
 			t.Fatal("batches left unposted")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	q.posting.Unlock()
+	f.q.posting.Unlock()
 	close(stop)
 	<-posterDone
-	vc.mu.Lock()
-	defer vc.mu.Unlock()
-	require.Len(t, vc.ids, int(next))
-	for i, id := range vc.ids {
-		if uint64(i) != id {
-			t.Fatalf("posted out of order: request %d has ID %d", i, id)
-		}
-	}
-	assert.False(t, vc.overlap)
+	f.checkOrder(t)
 }
 
 // TestReplyThenClose: a responder that writes a reply large enough to be
