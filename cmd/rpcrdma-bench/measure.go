@@ -125,7 +125,7 @@ func (d counters) perRPCOf(key string, rpcs uint64) float64 {
 // snapshot functions use: client.{rpcs,sends,recvs,read_chunks,
 // write_chunks,reply_chunks,local_inv,remote_inv}, server.{sends,
 // rdma_reads,rdma_writes,remote_inv,mallocs,cpu_ns}, rxe.{sent_pkts,
-// rcvd_pkts}.
+// rcvd_pkts}, and for our clients client.{cpu_ns,mallocs}.
 func (r *Result) fill(m measurement, d counters) {
 	r.Seconds = m.elapsed.Seconds()
 	r.Ops, r.Errors = m.ops, m.errors
@@ -168,4 +168,9 @@ func (r *Result) fill(m measurement, d counters) {
 		r.ServerCPUus = float64(ns) / 1e3 / float64(rpcs)
 	}
 	r.ServerAllocs = d.perRPCOf("server.mallocs", rpcs)
+	r.ClientCPUus = NA
+	if ns, ok := d["client.cpu_ns"]; ok && rpcs > 0 {
+		r.ClientCPUus = float64(ns) / 1e3 / float64(rpcs)
+	}
+	r.ClientAllocs = d.perRPCOf("client.mallocs", rpcs)
 }

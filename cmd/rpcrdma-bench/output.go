@@ -142,7 +142,7 @@ func sorted(rs []Result) []Result {
 // tableHeader and tableRow are the columns of the terminal and Markdown
 // tables.
 var tableHeader = []string{"client→server", "work", "size", "×", "inline", "ops/s", "MB/s", "p50 µs", "p99 µs",
-	"RPC/op", "Send", "RdRd", "RdWr", "RInv", "LInv", "chunks R/W/Rp", "pkts", "srv µs", "srv allocs", "vs 1024", "vs kernel"}
+	"RPC/op", "Send", "RdRd", "RdWr", "RInv", "LInv", "chunks R/W/Rp", "pkts", "srv µs", "srv allocs", "cli µs", "cli allocs", "vs 1024", "vs kernel"}
 
 func tableRow(r Result) []string {
 	peers := r.Client + "→" + r.Server
@@ -159,7 +159,8 @@ func tableRow(r Result) []string {
 		fmtNum(r.OpsPerS), fmtNum(r.MBPerS), fmtNum(r.P50us), fmtNum(r.P99us), fmtNum(r.RPCsPerOp),
 		fmtNum(r.Sends), fmtNum(r.RDMAReads), fmtNum(r.RDMAWrites), fmtNum(r.RemoteInv), fmtNum(r.LocalInv),
 		fmtNum(r.ReadChunks) + "/" + fmtNum(r.WriteChunks) + "/" + fmtNum(r.ReplyChunks),
-		fmtNum(r.Packets), fmtNum(r.ServerCPUus), fmtNum(r.ServerAllocs), ratio(r.Vs1024), ratio(r.VsKernel)}
+		fmtNum(r.Packets), fmtNum(r.ServerCPUus), fmtNum(r.ServerAllocs), fmtNum(r.ClientCPUus), fmtNum(r.ClientAllocs),
+		ratio(r.Vs1024), ratio(r.VsKernel)}
 }
 
 // writeTable prints the results as an aligned table.
@@ -229,7 +230,8 @@ func writeServerRatios(w io.Writer, rs []Result) {
 var csvHeader = []string{"provider", "client", "server", "workload", "size", "in_flight", "inline", "seconds", "ops",
 	"errors", "ops_per_s", "mb_per_s", "p50_us", "p99_us", "rpcs", "rpcs_per_op", "sends_per_rpc", "rdma_reads_per_rpc",
 	"rdma_writes_per_rpc", "remote_inv_per_rpc", "local_inv_per_rpc", "read_chunks_per_rpc", "write_chunks_per_rpc",
-	"reply_chunks_per_rpc", "packets_per_rpc", "server_cpu_us_per_rpc", "server_allocs_per_rpc", "ops_vs_1024",
+	"reply_chunks_per_rpc", "packets_per_rpc", "server_cpu_us_per_rpc", "server_allocs_per_rpc",
+	"client_cpu_us_per_rpc", "client_allocs_per_rpc", "ops_vs_1024",
 	"ops_vs_kernel_client", "negotiated", "error"}
 
 // writeCSV writes the results, one row each (NA as an empty field).
@@ -247,7 +249,8 @@ func writeCSV(w io.Writer, rs []Result) error {
 			strconv.Itoa(r.Inline), f(r.Seconds), strconv.FormatUint(r.Ops, 10), strconv.FormatUint(r.Errors, 10),
 			f(r.OpsPerS), f(r.MBPerS), f(r.P50us), f(r.P99us), strconv.FormatUint(r.RPCs, 10), f(r.RPCsPerOp),
 			f(r.Sends), f(r.RDMAReads), f(r.RDMAWrites), f(r.RemoteInv), f(r.LocalInv), f(r.ReadChunks),
-			f(r.WriteChunks), f(r.ReplyChunks), f(r.Packets), f(r.ServerCPUus), f(r.ServerAllocs), f(r.Vs1024),
+			f(r.WriteChunks), f(r.ReplyChunks), f(r.Packets), f(r.ServerCPUus), f(r.ServerAllocs),
+			f(r.ClientCPUus), f(r.ClientAllocs), f(r.Vs1024),
 			f(r.VsKernel), r.Negotiated, r.Err})
 	}
 	cw.Flush()

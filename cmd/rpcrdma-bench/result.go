@@ -93,6 +93,12 @@ type Result struct {
 	// and heap allocations per RPC (NA for knfsd).
 	ServerCPUus  float64 `json:"server_cpu_us_per_rpc"`
 	ServerAllocs float64 `json:"server_allocs_per_rpc"`
+	// ClientCPUus and ClientAllocs are, for our clients (the requester's
+	// NULL, the Go NFS client), the CPU time (user+system) and heap
+	// allocations per RPC of the bench program that runs them: the
+	// client and the bench's own loop (NA for the kernel client).
+	ClientCPUus  float64 `json:"client_cpu_us_per_rpc"`
+	ClientAllocs float64 `json:"client_allocs_per_rpc"`
 	// Vs1024 is OpsPerS over the same cell's at inline 1024 in this run
 	// (NA when that cell was not run).
 	Vs1024 float64 `json:"ops_vs_1024"`

@@ -17,14 +17,15 @@ func TestFill(t *testing.T) {
 	before := counters{"client.rpcs": 1000, "client.sends": 1000, "client.recvs": 1000, "client.read_chunks": 5,
 		"client.write_chunks": 0, "client.reply_chunks": 0, "client.local_inv": 0,
 		"server.sends": 1000, "server.rdma_reads": 5, "server.rdma_writes": 0, "server.remote_inv": 0,
-		"server.mallocs": 50_000, "server.cpu_ns": 1e9, "rxe.sent_pkts": 10, "rxe.rcvd_pkts": 10}
+		"server.mallocs": 50_000, "server.cpu_ns": 1e9, "rxe.sent_pkts": 10, "rxe.rcvd_pkts": 10,
+		"client.cpu_ns": 2e9, "client.mallocs": 7}
 	after := counters{}
 	for k, v := range before {
 		after[k] = v
 	}
 	for k, d := range map[string]uint64{"client.rpcs": 100, "client.sends": 100, "client.recvs": 100,
 		"client.read_chunks": 100, "server.sends": 100, "server.rdma_reads": 100, "server.mallocs": 2500,
-		"server.cpu_ns": 5e6, "rxe.sent_pkts": 300, "rxe.rcvd_pkts": 400} {
+		"server.cpu_ns": 5e6, "rxe.sent_pkts": 300, "rxe.rcvd_pkts": 400, "client.cpu_ns": 3e6, "client.mallocs": 1000} {
 		after[k] += d
 	}
 	lat := make([]time.Duration, 100)
@@ -38,6 +39,7 @@ func TestFill(t *testing.T) {
 		"ops/s": {r.OpsPerS, 50}, "MB/s": {r.MBPerS, 0.1024}, "p50": {r.P50us, 50}, "p99": {r.P99us, 99},
 		"RPC/op": {r.RPCsPerOp, 1}, "sends": {r.Sends, 2}, "reads": {r.RDMAReads, 1}, "writes": {r.RDMAWrites, 0},
 		"read chunks": {r.ReadChunks, 1}, "pkts": {r.Packets, 7}, "cpu": {r.ServerCPUus, 50}, "allocs": {r.ServerAllocs, 25},
+		"client cpu": {r.ClientCPUus, 30}, "client allocs": {r.ClientAllocs, 10},
 	}
 	for name, gw := range want {
 		if math.Abs(gw[0]-gw[1]) > 1e-9 {
@@ -59,7 +61,8 @@ func TestFillNotCounted(t *testing.T) {
 		t.Errorf("Sends = %v, want 2 from the client's Receives", r.Sends)
 	}
 	for name, v := range map[string]float64{"RDMAReads": r.RDMAReads, "RemoteInv": r.RemoteInv, "Packets": r.Packets,
-		"ServerCPUus": r.ServerCPUus, "ServerAllocs": r.ServerAllocs, "p50": r.P50us} {
+		"ServerCPUus": r.ServerCPUus, "ServerAllocs": r.ServerAllocs, "ClientCPUus": r.ClientCPUus,
+		"ClientAllocs": r.ClientAllocs, "p50": r.P50us} {
 		if v != NA {
 			t.Errorf("%s = %v, want NA", name, v)
 		}

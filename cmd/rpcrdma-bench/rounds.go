@@ -104,6 +104,8 @@ func mergeCell(g []Result) Result {
 		{&m.Packets, func(r Result) float64 { return r.Packets }},
 		{&m.ServerCPUus, func(r Result) float64 { return r.ServerCPUus }},
 		{&m.ServerAllocs, func(r Result) float64 { return r.ServerAllocs }},
+		{&m.ClientCPUus, func(r Result) float64 { return r.ClientCPUus }},
+		{&m.ClientAllocs, func(r Result) float64 { return r.ClientAllocs }},
 	} {
 		*f.dst = weighted(f.get, byRPCs)
 	}

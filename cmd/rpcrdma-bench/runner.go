@@ -122,7 +122,7 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 	}
 	for _, c := range cells {
 		if c.Workload == WorkNull {
-			r.measure(ctx, c, srv, g.nullOps(c.InFlight), func() (map[string]uint64, error) { return g.snapshot(), nil }, g.negotiated)
+			r.measure(ctx, c, srv, g.nullOps(c.InFlight), func() (map[string]uint64, error) { return withProcess(g.snapshot()), nil }, g.negotiated)
 			continue
 		}
 		ran := false
@@ -132,7 +132,7 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 				if err != nil {
 					r.report(Result{Cell: c, Provider: r.label, Err: err.Error()})
 				} else {
-					r.measure(ctx, c, srv, op, func() (map[string]uint64, error) { return s.Counters(), nil }, s.Negotiated)
+					r.measure(ctx, c, srv, op, func() (map[string]uint64, error) { return withProcess(s.Counters()), nil }, s.Negotiated)
 					undo()
 				}
 				ran = true

@@ -74,6 +74,11 @@ func TestSoftNull(t *testing.T) {
 		if res.ServerAllocs == NA || res.ServerCPUus == NA || res.Packets != NA {
 			t.Errorf("%s: server allocs %v cpu %v packets %v", res.Label(), res.ServerAllocs, res.ServerCPUus, res.Packets)
 		}
+		// Our requester runs in this process: its CPU and allocations
+		// are counted, and a NULL call costs some CPU.
+		if res.ClientCPUus == NA || res.ClientCPUus <= 0 || res.ClientAllocs == NA {
+			t.Errorf("%s: client cpu %v µs, allocs %v per RPC", res.Label(), res.ClientCPUus, res.ClientAllocs)
+		}
 		want := "send/recv 1024/1024"
 		if res.Inline == 4096 {
 			want = "send/recv 4096/4096"
