@@ -289,13 +289,13 @@ func (s *requester) argInPlace(ep *endpoint, slot int, arg []byte) bool {
 // exposeChunksLocked lays out the chunks of slot's call in its memory,
 // [Read chunk | Write chunk | Reply chunk], each 4-byte aligned, copies what
 // the Read chunk carries there, appends the binds that expose them and
-// lists them in hdr. The Read
-// chunk is exposed read-only, exactly its bytes; the Write and Reply chunks
-// write-only: a window each, so a call with both has two rkeys (and no Send
-// With Invalidate, RFC 8797 §4.1). A Write chunk placed in the caller's
-// buffer (placeDirect) is not in the slot's memory: it has a window of
-// its own over that buffer, exactly the chunk's bytes; so is a Read chunk
-// exposed in place (argInPlace), read-only, through the read window.
+// lists them in hdr. The Read chunk is exposed read-only, exactly its
+// bytes; the Write and Reply chunks write-only: a window each, so a call
+// with both has two rkeys (and no Send With Invalidate, RFC 8797 §4.1). A
+// Write chunk placed in the caller's buffer (placeDirect) is not in the
+// slot's memory: it has a window of its own over that buffer, exactly the
+// chunk's bytes; so is a Read chunk exposed in place (argInPlace),
+// read-only, through the read window.
 func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Header, msg []byte) error {
 	c := s.c
 	call := &s.calls[slot]
