@@ -10,6 +10,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -87,17 +88,21 @@ func benchRdmacoreNull(b *testing.B, spin time.Duration) {
 // ib_write_bw -s 65536 on the same devices. post-inline is poll-first with
 // every batch posted by the goroutine that built it (Config.PostAsyncMin
 // negative): the responder's loop then waits for rxe to transmit each
-// result before it takes the next call.
+// result before it takes the next call. into is poll-first through
+// CallInto, as the NFS client reads: the responder's RDMA Write places the
+// result in each caller's own buffer (registered once, then cached), and
+// nothing copies it.
 func BenchmarkRdmacoreRead64K(b *testing.B) {
 	for _, m := range spinModes {
 		for _, depth := range []int{1, 16, 32} {
-			b.Run(m.name+"/depth"+strconv.Itoa(depth), func(b *testing.B) { benchRdmacoreRead(b, m.spin, depth, 0) })
+			b.Run(m.name+"/depth"+strconv.Itoa(depth), func(b *testing.B) { benchRdmacoreRead(b, m.spin, depth, 0, false) })
 		}
 	}
-	b.Run("post-inline/depth16", func(b *testing.B) { benchRdmacoreRead(b, 0, 16, -1) })
+	b.Run("post-inline/depth16", func(b *testing.B) { benchRdmacoreRead(b, 0, 16, -1, false) })
+	b.Run("into/depth16", func(b *testing.B) { benchRdmacoreRead(b, 0, 16, 0, true) })
 }
 
-func benchRdmacoreRead(b *testing.B, spin time.Duration, depth, postAsyncMin int) {
+func benchRdmacoreRead(b *testing.B, spin time.Duration, depth, postAsyncMin int, into bool) {
 	const size = 64 << 10
 	c := rdmacorePair(b, Config{Binding: testBinding{ddp: true}, PostAsyncMin: postAsyncMin}, spin)
 	var next sync.Mutex
@@ -107,6 +112,7 @@ func benchRdmacoreRead(b *testing.B, spin time.Duration, depth, postAsyncMin int
 		defer wg.Done()
 		msg := xdr.AppendUint32(appendCall(nil, 0, procRead), size)
 		reply := make([]byte, 0, 2*size)
+		data := make([]byte, size)
 		for {
 			next.Lock()
 			if left == 0 {
@@ -119,7 +125,16 @@ func benchRdmacoreRead(b *testing.B, spin time.Duration, depth, postAsyncMin int
 			next.Unlock()
 			msg[0], msg[1], msg[2], msg[3] = byte(x>>24), byte(x>>16), byte(x>>8), byte(x)
 			var err error
-			if reply, err = c.Call(context.Background(), msg, reply); err != nil {
+			if into {
+				var item DataItem
+				reply, item, err = c.CallInto(context.Background(), msg, reply, data)
+				if err == nil && item.N != size {
+					err = fmt.Errorf("CallInto placed %d bytes, want %d", item.N, size)
+				}
+			} else {
+				reply, err = c.Call(context.Background(), msg, reply)
+			}
+			if err != nil {
 				errs <- err
 				return
 			}
