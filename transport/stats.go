@@ -10,7 +10,10 @@ import (
 // /proc/self/mountstats where one applies (names in brackets), plus the
 // responder's and the negotiated settings.
 type Stats struct {
-	// Sends and Recvs count RDMA Sends posted and Receives completed.
+	// Sends and Recvs count RDMA Sends posted and Receives completed. Work
+	// requests count as posted once queued for posting (see Posting work
+	// requests in the README): a batch whose post fails, which ends the
+	// connection, stays counted.
 	Sends, Recvs uint64
 	// BadXIDs counts replies whose XID matched no call [bad_xids].
 	BadXIDs uint64
