@@ -120,6 +120,16 @@ func (d counters) perRPCOf(key string, rpcs uint64) float64 {
 	return perRPC(v, rpcs)
 }
 
+// usPerRPCOf is the nanosecond counter d[key] in microseconds per RPC, NA
+// when it was not read.
+func (d counters) usPerRPCOf(key string, rpcs uint64) float64 {
+	v := d.perRPCOf(key, rpcs)
+	if v == NA {
+		return NA
+	}
+	return v / 1e3
+}
+
 // fill sets r's rates and per-RPC figures from a measurement and the
 // growth of the counters over it. The counter names are those the peers'
 // snapshot functions use: client.{rpcs,sends,recvs,read_chunks,
@@ -163,14 +173,8 @@ func (r *Result) fill(m measurement, d counters) {
 	if s, ok := d["rxe.sent_pkts"]; ok {
 		r.Packets = perRPC(s+d["rxe.rcvd_pkts"], rpcs)
 	}
-	r.ServerCPUus = NA
-	if ns, ok := d["server.cpu_ns"]; ok && rpcs > 0 {
-		r.ServerCPUus = float64(ns) / 1e3 / float64(rpcs)
-	}
+	r.ServerCPUus = d.usPerRPCOf("server.cpu_ns", rpcs)
 	r.ServerAllocs = d.perRPCOf("server.mallocs", rpcs)
-	r.ClientCPUus = NA
-	if ns, ok := d["client.cpu_ns"]; ok && rpcs > 0 {
-		r.ClientCPUus = float64(ns) / 1e3 / float64(rpcs)
-	}
+	r.ClientCPUus = d.usPerRPCOf("client.cpu_ns", rpcs)
 	r.ClientAllocs = d.perRPCOf("client.mallocs", rpcs)
 }
