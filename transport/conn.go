@@ -506,6 +506,6 @@ func (c *Conn) unlock() {
 	c.flushEP = nil
 	c.mu.Unlock()
 	if ep != nil {
-		ep.flush()
+		ep.flush(false)
 	}
 }

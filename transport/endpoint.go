@@ -170,11 +170,11 @@ func (ep *endpoint) post() {
 	ep.c.flushEP = ep
 }
 
-// flush posts the queued batches up to the first bulk one, and wakes
-// postLoop for that (see postQueue); a post that fails ends the
-// connection. Called without c.mu.
-func (ep *endpoint) flush() {
-	bulk, err := ep.posts.flush(ep.vc, false)
+// flush posts the queued batches, up to the first bulk one unless mayBulk
+// (postLoop), and wakes postLoop for that (see postQueue); a post that
+// fails ends the connection. Called without c.mu.
+func (ep *endpoint) flush(mayBulk bool) {
+	bulk, err := ep.posts.flush(ep.vc, mayBulk)
 	if err != nil {
 		ep.c.endpointDied(ep, err)
 		return
@@ -197,9 +197,7 @@ func (ep *endpoint) postLoop() {
 		case <-ep.ctx.Done():
 			return
 		}
-		if _, err := ep.posts.flush(ep.vc, true); err != nil {
-			ep.c.endpointDied(ep, err)
-		}
+		ep.flush(true)
 	}
 }
 
