@@ -25,6 +25,7 @@ type benchFlags struct {
 	provider, inlines, sizes, inflight           string
 	workloads, servers, clients                  string
 	jsonOut, csvOut, mdOut, chartOut, consoleOut string
+	profileOut                                   string
 }
 
 func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
@@ -46,6 +47,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.mdOut, "md", "", "write the results as a Markdown table to FILE")
 	fs.StringVar(&f.chartOut, "chart", "", "draw ops/s and RDMA operations per RPC against I/O size to FILE (.png or .svg)")
 	fs.StringVar(&f.consoleOut, "console", "", "save the VM's console to FILE")
+	fs.StringVar(&f.profileOut, "server-profile", "", "write a CPU profile (pprof) of each start of rdma-nfsd (one per inline setting and round) into DIR")
 	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices first, for the issue's goals")
 	if err := fs.Parse(args); err != nil {
 		return Spec{}, f, err
@@ -90,6 +92,19 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 		s.Clients = splitList(f.clients)
 	}
 	s.Baseline = *baseline
+	if f.profileOut != "" {
+		if err := os.MkdirAll(f.profileOut, 0o755); err != nil {
+			return s, f, fmt.Errorf("-server-profile: %w", err)
+		}
+		// Where rdma-nfsd writes them: the VM's share, copied out after
+		// the run; here, the directory itself.
+		s.ServerProfile = guestProfileDir
+		if s.Provider == "soft" {
+			if s.ServerProfile, err = filepath.Abs(f.profileOut); err != nil {
+				return s, f, fmt.Errorf("-server-profile: %w", err)
+			}
+		}
+	}
 	if s.Provider == "soft" {
 		s.Servers, s.Clients, s.Baseline = []string{ServerGo}, []string{ClientGo}, false
 	}
@@ -137,7 +152,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rep.GuestKernel = guestKernel(img)
 		rep.Provider = "rdmacore (Soft-RoCE rxe in a qemu TCG VM: not hardware)"
 		cells := spec.AllCells()
-		run := &vmRun{mode: "bench", spec: spec, log: stderr, console: f.consoleOut,
+		run := &vmRun{mode: "bench", spec: spec, log: stderr, console: f.consoleOut, profileOut: f.profileOut,
 			timeout: vmTimeout(len(cells)*spec.Rounds, spec.Duration, spec.Rounds*len(spec.Servers)*len(spec.Inlines)),
 			onLine:  prog.guestLine}
 		fmt.Fprintf(stderr, "%d cells × %d rounds of %v each\n", len(cells), spec.Rounds, spec.Duration)
@@ -269,6 +284,7 @@ func benchSoft(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 	}
 	srv := newRdmaNfsd(bin, "soft", "127.0.0.1", filepath.Join(tmp, "export"))
 	srv.logPath = filepath.Join(tmp, "rdma-nfsd.log")
+	srv.profileDir = spec.ServerProfile
 	var results []Result
 	r := &runner{spec: spec, label: "soft (TCP)", provider: &soft.Provider{},
 		servers: map[string]server{ServerGo: srv},

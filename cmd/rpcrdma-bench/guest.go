@@ -116,6 +116,9 @@ func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Write
 		kernel: &kernelClient{mnt: "/mnt/bench"},
 		rxe:    true,
 	}
+	if spec.ServerProfile != "" {
+		r.servers[ServerGo].(*rdmaNfsd).profileDir = spec.ServerProfile
+	}
 	enc := json.NewEncoder(out)
 	r.emit = func(res Result) {
 		_ = enc.Encode(res)

@@ -70,6 +70,9 @@ type rdmaNfsd struct {
 	rdmaPort, tcpPort   int    // 0 picks one
 	metricsURL, bound   string // what the running server reports
 	boundMountTCP       string // MOUNT's TCP address, as the running server reports it
+	// profileDir, if set, gets a CPU profile of each start (profileName).
+	profileDir string
+	starts     int
 }
 
 func newRdmaNfsd(bin, provider, addr, dir string) *rdmaNfsd {
@@ -99,7 +102,20 @@ func (s *rdmaNfsd) args(inline int, noRI bool) []string {
 	if noRI {
 		a = append(a, "-no-remote-invalidate")
 	}
+	if s.profileDir != "" {
+		a = append(a, "-cpuprofile", filepath.Join(s.profileDir, profileName(s.starts, inline, noRI)))
+	}
 	return a
+}
+
+// profileName names the CPU profile of rdma-nfsd's n-th start, which
+// serves the cells of one inline setting.
+func profileName(n, inline int, noRI bool) string {
+	ri := ""
+	if noRI {
+		ri = "-noRI"
+	}
+	return fmt.Sprintf("rdma-nfsd-%02d-inline%d%s.pprof", n, inline, ri)
 }
 
 func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {
@@ -112,6 +128,7 @@ func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {
 		return err
 	}
 	defer logf.Close()
+	s.starts++
 	s.cmd = exec.Command(s.bin, s.args(inline, noRI)...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {

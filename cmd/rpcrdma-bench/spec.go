@@ -30,6 +30,10 @@ type Spec struct {
 	// NoGoNFS leaves out the Go NFS client's cells (goClientCells): the
 	// Go client's rows are then RPC NULL only.
 	NoGoNFS bool `json:"no_go_nfs,omitempty"`
+	// ServerProfile, if set, is the directory where each start of
+	// rdma-nfsd writes a CPU profile of its run (-cpuprofile), on the side
+	// that runs it: /host/profiles in the VM.
+	ServerProfile string `json:"server_profile,omitempty"`
 }
 
 // The issue's matrix: sizes, depths and inline settings of a full run.

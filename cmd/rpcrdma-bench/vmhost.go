@@ -25,6 +25,9 @@ type vmRun struct {
 	log     io.Writer         // progress and set-up lines (stderr)
 	onLine  func(line string) // every guest line, as it comes
 	console string            // file to save the console to ("" none)
+	// profileOut, if set, gets the CPU profiles rdma-nfsd wrote into the
+	// share's guestProfileDir.
+	profileOut string
 
 	baseline *Baseline // perftest's figures, when the spec asked for them
 	// phases, if not nil, gets the build's, the guest's phases and the
@@ -109,6 +112,16 @@ func (r *vmRun) run(ctx context.Context, img *vm.Image, root string) ([]byte, er
 	spec, _ := json.Marshal(r.spec)
 	if err := os.WriteFile(filepath.Join(share, "spec.json"), spec, 0o644); err != nil {
 		return nil, err
+	}
+	if r.spec.ServerProfile != "" {
+		if err := os.Mkdir(filepath.Join(share, "profiles"), 0o777); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := copyProfiles(filepath.Join(share, "profiles"), r.profileOut); err != nil {
+				fmt.Fprintf(r.log, "-server-profile: %v\n", err)
+			}
+		}()
 	}
 	fmt.Fprintf(r.log, "built the guest programs in %.1f s; booting the VM (qemu TCG, Soft-RoCE)\n", time.Since(t0).Seconds())
 	lw := &lineWriter{f: func(l string) {
@@ -212,4 +225,26 @@ func tagged(line, tag string) (string, bool) {
 		return "", false
 	}
 	return line[i+len(tag):], true
+}
+
+// guestProfileDir is where rdma-nfsd writes its CPU profiles in the VM:
+// the share's profiles directory.
+const guestProfileDir = "/host/profiles"
+
+// copyProfiles copies the profiles in dir (the share's) to out.
+func copyProfiles(dir, out string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
