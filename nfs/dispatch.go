@@ -228,6 +228,9 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		}
 		entry = e
 	}
+	if h.Proc == ProcSetattr {
+		ss.s.forgetOpen(msg[args:])
+	}
 	switch h.Proc {
 	case ProcNull:
 		// RFC 1813 §3.3.0: no work, a void result; not worth go-nfs's
@@ -282,6 +285,20 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		}
 	}
 	return ss.forward(pendingCall{xid: h.XID, entry: entry, attrs: ss.s.newAttrFix(h.Proc, msg[args:])}, msg)
+}
+
+// forgetOpen closes the cached descriptor of the file whose handle args
+// begin with (SETATTR's), so that the next call opens the file again with
+// the access its new mode and owner give the server.
+func (s *Server) forgetOpen(args []byte) {
+	dh, isDir := s.handler.(*DirHandler)
+	if !isDir {
+		return
+	}
+	r := xdr.NewReader(args)
+	if fh, err := r.Opaque(nfs3FHSize); err == nil {
+		dh.files.forget(fh, nil)
+	}
 }
 
 // replay answers a retransmission with the reply of the original call,

@@ -221,6 +221,7 @@ type DirHandler struct {
 	byKernl bool // open_by_handle_at works here
 
 	listings listings
+	files    *openFiles
 }
 
 var (
@@ -238,7 +239,7 @@ func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
 	if err := unix.Fstatfs(d.fd, &sfs); err != nil {
 		return nil, fmt.Errorf("nfs: export %q: statfs: %w", d.root, err)
 	}
-	h := &DirHandler{dir: d, root: root}
+	h := &DirHandler{dir: d, root: root, files: newOpenFiles(openFilesMax, openFilesSweep)}
 	sum := sha256.New()
 	_, _ = fmt.Fprintf(sum, "go-rpcrdma nfs export\x00%d:%d\x00", sfs.Fsid.Val[0], sfs.Fsid.Val[1])
 	sum.Write(encodeHandle([8]byte{}, root, 0))
@@ -310,9 +311,12 @@ func (h *DirHandler) FromHandle(fh []byte) (billy.Filesystem, []string, error) {
 }
 
 // InvalidateHandle forgets the indexed name of fh's file if it no longer
-// names the file (go-nfs calls it after REMOVE and RENAME). The handle
-// itself stays valid as long as its file exists.
+// names the file (go-nfs calls it after REMOVE and RENAME), and closes the
+// file's cached descriptor (once no call uses it), so that a removed
+// file's space is freed now. The handle itself stays valid as long as its
+// file exists.
 func (h *DirHandler) InvalidateHandle(_ billy.Filesystem, fh []byte) error {
+	h.files.forget(fh, nil)
 	_, id, _, err := decodeHandle(fh)
 	if err != nil {
 		return nil

@@ -165,6 +165,8 @@ func statusOf(err error) uint32 {
 		}
 	}
 	switch {
+	case errors.Is(err, ErrStaleHandle):
+		return nfs3ErrStale
 	case errors.Is(err, fs.ErrExist):
 		return nfs3ErrExist
 	case errors.Is(err, fs.ErrNotExist):

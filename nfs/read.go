@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-git/go-billy/v5"
 	gonfs "github.com/willscott/go-nfs"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -36,34 +37,11 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, ok bool) {
 		b = xdr.AppendUint32(b, status)
 		return appendPostOpAttr(b, attr), true
 	}
-	fsys, p, err := s.handler.FromHandle(fh)
-	if err != nil {
-		return fail(nfs3ErrStale, nil)
+	f, info, name, release, status, failAttr := s.openRead(fh)
+	if status != nfs3OK {
+		return fail(status, failAttr)
 	}
-	name := fsys.Join(p...)
-	// O_NONBLOCK: opening a FIFO must not wait for a writer.
-	var f billy.File
-	if _, isDir := fsys.(*Dir); isDir {
-		f, err = fsys.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	} else {
-		f, err = fsys.Open(name)
-	}
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fail(nfs3ErrStale, nil)
-		}
-		return fail(statusOr(err, nfs3ErrAcces), statAttr(fsys, name))
-	}
-	defer f.Close()
-	var info os.FileInfo
-	if st, ok := f.(interface{ Stat() (os.FileInfo, error) }); ok {
-		info, err = st.Stat()
-	} else {
-		info, err = fsys.Stat(name)
-	}
-	if err != nil {
-		return fail(statusOr(err, nfs3ErrIO), nil)
-	}
+	defer release()
 	attr := gonfs.ToFileAttribute(info, name)
 	if info.IsDir() {
 		return fail(nfs3ErrIsDir, attr)
@@ -103,6 +81,52 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, ok bool) {
 
 // statusOr is the NFSv3 status of a system call error, or def when it has
 // none.
+// openRead opens fh's file for READ and returns it with its attributes,
+// its name and what to call when done with it: the open-file cache's
+// descriptor for a DirHandler's regular files and directories, or the
+// handler's file system's file by name. A failure is the status to answer
+// and the attributes to send with it.
+func (s *Server) openRead(fh []byte) (f io.ReaderAt, info os.FileInfo, name string, release func(), status uint32, attr *gonfs.FileAttribute) {
+	if dh, isDir := s.handler.(*DirHandler); isDir {
+		if of, err := dh.openHandle(fh, false); err == nil {
+			var st unix.Stat_t
+			if err := dh.statOpen(fh, of, &st); err != nil {
+				dh.files.put(of)
+				return nil, nil, "", nil, statusOr(err, nfs3ErrIO), nil
+			}
+			return fdFile(of.fd), newFileInfo("", &st), "", func() { dh.files.put(of) }, nfs3OK, nil
+		}
+	}
+	fsys, p, err := s.handler.FromHandle(fh)
+	if err != nil {
+		return nil, nil, "", nil, nfs3ErrStale, nil
+	}
+	name = fsys.Join(p...)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	var bf billy.File
+	if _, isDir := fsys.(*Dir); isDir {
+		bf, err = fsys.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	} else {
+		bf, err = fsys.Open(name)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, "", nil, nfs3ErrStale, nil
+		}
+		return nil, nil, "", nil, statusOr(err, nfs3ErrAcces), statAttr(fsys, name)
+	}
+	if st, ok := bf.(interface{ Stat() (os.FileInfo, error) }); ok {
+		info, err = st.Stat()
+	} else {
+		info, err = fsys.Stat(name)
+	}
+	if err != nil {
+		_ = bf.Close()
+		return nil, nil, "", nil, statusOr(err, nfs3ErrIO), nil
+	}
+	return bf, info, name, func() { _ = bf.Close() }, nfs3OK, nil
+}
+
 func statusOr(err error, def uint32) uint32 {
 	if st := statusOf(err); st != nfs3ErrIO {
 		return st

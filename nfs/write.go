@@ -142,6 +142,30 @@ func (s *Server) commit(args []byte) (results []byte, ok bool) {
 		return nil, false
 	}
 	var b bytes.Buffer
+	if dh, isDir := s.handler.(*DirHandler); isDir {
+		if of, err := dh.openHandle(fh, false); err == nil {
+			defer dh.files.put(of)
+			w := cachedWrite{dh: dh, fh: fh, of: of}
+			pre, err := w.attr()
+			if err != nil {
+				b.Write(xdr.AppendUint32(nil, statusOr(err, nfs3ErrIO)))
+				writeWcc(&b, nil, nil)
+				return b.Bytes(), true
+			}
+			if err := w.Sync(); err != nil {
+				s.log.Warn("nfs: COMMIT: sync failed", "handle", fh, "err", err)
+				post, _ := w.attr()
+				b.Write(xdr.AppendUint32(nil, statusOf(err)))
+				writeWcc(&b, pre, post)
+				return b.Bytes(), true
+			}
+			post, _ := w.attr()
+			b.Write(xdr.AppendUint32(nil, nfs3OK))
+			writeWcc(&b, pre, post)
+			b.Write(s.verf[:])
+			return b.Bytes(), true
+		}
+	}
 	fsys, path, err := s.handler.FromHandle(fh)
 	if err != nil {
 		b.Write(xdr.AppendUint32(nil, nfs3ErrStale))

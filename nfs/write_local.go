@@ -2,11 +2,13 @@ package nfs
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
 
 	gonfs "github.com/willscott/go-nfs"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -40,6 +42,16 @@ func (s *Server) writeLocal(xid uint32, args []byte) (reply []byte, ok bool) {
 	if err != nil {
 		return nil, false
 	}
+	if count < uint32(len(data)) {
+		data = data[:count]
+	}
+	b := successReply(xid, nil)
+	if dh, isDir := s.handler.(*DirHandler); isDir && !dh.dir.readOnly {
+		if of, err := dh.openHandle(fh, true); err == nil {
+			defer dh.files.put(of)
+			return s.writeTo(b, cachedWrite{dh: dh, fh: fh, of: of}, "", data, offset, stable), true
+		}
+	}
 	fsys, p, err := s.handler.FromHandle(fh)
 	if err != nil {
 		return nil, false // go-nfs answers NFS3ERR_STALE the same
@@ -48,58 +60,104 @@ func (s *Server) writeLocal(xid uint32, args []byte) (reply []byte, ok bool) {
 	if !isDir {
 		return nil, false
 	}
-	b := successReply(xid, nil)
-	fail := func(status uint32, pre, post *gonfs.FileAttribute) ([]byte, bool) {
-		b = xdr.AppendUint32(b, status)
-		return appendWcc(b, pre, post), true
-	}
 	name := d.Join(p...)
 	if d.readOnly {
-		return fail(nfs3ErrROFS, nil, statAttr(d, name))
-	}
-	if count < uint32(len(data)) {
-		data = data[:count]
+		b = xdr.AppendUint32(b, nfs3ErrROFS)
+		return appendWcc(b, nil, statAttr(d, name)), true
 	}
 	// O_NONBLOCK: opening a FIFO must not wait for a reader.
 	f, err := d.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fail(nfs3ErrStale, nil, nil)
-		}
+		status := statusOr(err, nfs3ErrAcces)
 		post := statAttr(d, name)
-		if post != nil && post.Type == gonfs.FileTypeDirectory {
-			return fail(nfs3ErrInval, post, post)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			status, post = nfs3ErrStale, nil
+		case post != nil && post.Type == gonfs.FileTypeDirectory:
+			status = nfs3ErrInval
 		}
-		return fail(statusOr(err, nfs3ErrAcces), post, post)
+		b = xdr.AppendUint32(b, status)
+		return appendWcc(b, post, post), true
 	}
 	df := f.(*dirFile)
 	defer df.Close()
-	stat := func() *gonfs.FileAttribute {
-		fi, err := df.Stat()
-		if err != nil {
-			return nil
-		}
-		return gonfs.ToFileAttribute(fi, name)
+	return s.writeTo(b, namedWrite{df}, name, data, offset, stable), true
+}
+
+// writeTo writes data at offset to w and appends WRITE3res to b: the
+// file's wcc_data from an fstat before and after, and for DATA_SYNC and
+// FILE_SYNC an fsync before the reply says FILE_SYNC, with the server's
+// write verifier.
+func (s *Server) writeTo(b []byte, w writeTarget, name string, data []byte, offset uint64, stable uint32) []byte {
+	fail := func(status uint32, pre, post *gonfs.FileAttribute) []byte {
+		b = xdr.AppendUint32(b, status)
+		return appendWcc(b, pre, post)
 	}
-	pre := stat()
+	post := func() *gonfs.FileAttribute {
+		a, _ := w.attr()
+		return a
+	}
+	pre, err := w.attr()
+	if errors.Is(err, ErrStaleHandle) {
+		return fail(nfs3ErrStale, nil, nil)
+	}
 	if pre == nil || pre.Type != gonfs.FileTypeRegular {
 		return fail(nfs3ErrInval, pre, pre)
 	}
-	n, err := df.WriteAt(data, int64(offset))
+	n, err := w.WriteAt(data, int64(offset))
 	if err != nil {
-		return fail(statusOr(err, nfs3ErrIO), pre, stat())
+		return fail(statusOr(err, nfs3ErrIO), pre, post())
 	}
 	committed := uint32(unstable)
 	if stable != unstable {
-		if err := df.Sync(); err != nil {
+		if err := w.Sync(); err != nil {
 			s.log.Warn("nfs: WRITE: sync failed", "name", name, "err", err)
-			return fail(nfs3ErrIO, pre, stat())
+			return fail(nfs3ErrIO, pre, post())
 		}
 		committed = fileSync
 	}
 	b = xdr.AppendUint32(b, nfs3OK)
-	b = appendWcc(b, pre, stat())
+	b = appendWcc(b, pre, post())
 	b = xdr.AppendUint32(b, uint32(n))
 	b = xdr.AppendUint32(b, committed)
-	return append(b, s.verf[:]...), true
+	return append(b, s.verf[:]...)
+}
+
+// writeTarget is the file a WRITE writes: its attributes, the write and
+// the sync.
+type writeTarget interface {
+	io.WriterAt
+	Sync() error
+	// attr returns the file's attributes; ErrStaleHandle if the file is
+	// gone.
+	attr() (*gonfs.FileAttribute, error)
+}
+
+// cachedWrite is a WRITE's file from the open-file cache.
+type cachedWrite struct {
+	dh *DirHandler
+	fh []byte
+	of *openFile
+}
+
+func (c cachedWrite) WriteAt(b []byte, off int64) (int, error) { return fdFile(c.of.fd).WriteAt(b, off) }
+func (c cachedWrite) Sync() error                               { return unix.Fsync(c.of.fd) }
+
+func (c cachedWrite) attr() (*gonfs.FileAttribute, error) {
+	var st unix.Stat_t
+	if err := c.dh.statOpen(c.fh, c.of, &st); err != nil {
+		return nil, err
+	}
+	return gonfs.ToFileAttribute(newFileInfo("", &st), ""), nil
+}
+
+// namedWrite is a WRITE's file opened by name.
+type namedWrite struct{ *dirFile }
+
+func (n namedWrite) attr() (*gonfs.FileAttribute, error) {
+	fi, err := n.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return gonfs.ToFileAttribute(fi, n.name), nil
 }
