@@ -140,8 +140,10 @@ type cachedWrite struct {
 	of *openFile
 }
 
-func (c cachedWrite) WriteAt(b []byte, off int64) (int, error) { return fdFile(c.of.fd).WriteAt(b, off) }
-func (c cachedWrite) Sync() error                               { return unix.Fsync(c.of.fd) }
+func (c cachedWrite) WriteAt(b []byte, off int64) (int, error) {
+	return fdFile(c.of.fd).WriteAt(b, off)
+}
+func (c cachedWrite) Sync() error { return unix.Fsync(c.of.fd) }
 
 func (c cachedWrite) attr() (*gonfs.FileAttribute, error) {
 	var st unix.Stat_t
