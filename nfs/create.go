@@ -80,11 +80,18 @@ func (s *Server) create(xid uint32, args []byte) (reply []byte, ok bool) {
 	case !validName(name) || name == "." || name == "..":
 		return fail(nfs3ErrExist, pre, pre)
 	}
-	flags := unix.O_CREAT | unix.O_WRONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	// Read-write, for the open-file cache (the WRITE that follows a
+	// CREATE finds the file open); write-only if that is all the server
+	// may do.
+	flags := unix.O_CREAT | unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 	if how == createGuarded {
 		flags |= unix.O_EXCL
 	}
 	fd, err := unix.Openat(de.fd, name, flags, 0o666)
+	rw := err == nil
+	if err == unix.EACCES {
+		fd, err = unix.Openat(de.fd, name, flags&^unix.O_RDWR|unix.O_WRONLY, 0o666)
+	}
 	if err != nil {
 		status := statusOr(err, nfs3ErrIO)
 		if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.ELOOP) {
@@ -98,7 +105,11 @@ func (s *Server) create(xid uint32, args []byte) (reply []byte, ok bool) {
 		err = unix.Fchmod(fd, *sattr.SetMode&0o777)
 		sattr.SetMode = nil
 	}
-	_ = unix.Close(fd)
+	defer func() {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}()
 	if err != nil {
 		return fail(statusOr(err, nfs3ErrIO), pre, de.fresh())
 	}
@@ -116,11 +127,28 @@ func (s *Server) create(xid uint32, args []byte) (reply []byte, ok bool) {
 	if err != nil {
 		return fail(statusOr(err, nfs3ErrIO), pre, de.fresh())
 	}
+	if rw && cacheCreated(dh, fh, fd) {
+		fd = -1 // the cache's now
+	}
 	b = xdr.AppendUint32(b, nfs3OK)
 	b = xdr.AppendBool(b, true)
 	b = xdr.AppendOpaque(b, fh)
 	b = appendPostOpAttr(b, gonfs.ToFileAttribute(fi, path))
 	return appendWcc(b, pre, de.fresh()), true
+}
+
+// cacheCreated gives fd, a read-write descriptor of the file CREATE made,
+// to the open-file cache as fh's if fh is its file (not one that took the
+// name since: the descriptor pins its inode, so the inode numbers tell)
+// and a regular file, and reports whether it did.
+func cacheCreated(dh *DirHandler, fh []byte, fd int) bool {
+	_, id, _, err := decodeHandle(fh)
+	var st unix.Stat_t
+	if err != nil || unix.Fstat(fd, &st) != nil || st.Ino != id.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	dh.files.put(dh.files.add(fh, &openFile{fd: fd, rw: true}))
+	return true
 }
 
 // appendWcc appends a wcc_data (RFC 1813 §2.6): pre's wcc_attr (size,

@@ -90,6 +90,25 @@ func TestServerOpenFileCache(t *testing.T) {
 		&nfsv3.Remove3args{Object: nfsv3.Diropargs3{Dir: rootFH, Name: "f"}}, nfsv3.ReadRemove3res)
 	require.Equal(t, nfsv3.NFS3_OK, rm.GetStatus())
 	require.Equal(t, 0, nfs.OpenFiles(h), "REMOVE left the descriptor cached")
+
+	// CREATE leaves the new file open for the WRITE that follows, even
+	// with a mode that lets nobody write (as knfsd lets the owner).
+	ro := sattrMode(0o444)
+	cr := results(t, c, next(), nfs.ProgNFS, 3, nfs.ProcCreate, &nfsv3.Create3args{
+		Where: nfsv3.Diropargs3{Dir: rootFH, Name: "c"}, How: &nfsv3.Createhow3_GUARDED{ObjAttributes: ro},
+	}, nfsv3.ReadCreate3res)
+	crOK, ok := cr.(*nfsv3.Create3res_NFS3_OK)
+	require.True(t, ok, "CREATE: %v", cr.GetStatus())
+	require.Equal(t, 1, nfs.OpenFiles(h), "CREATE did not cache the new file")
+	cFH := crOK.Resok.Obj.(*nfsv3.PostOpFh3_TRUE).Handle
+	require.Equal(t, nfsv3.NFS3_OK, write(t, c, next(), cFH, 0, []byte("created"), nfsv3.UNSTABLE).GetStatus())
+	require.Equal(t, 1, nfs.OpenFiles(h))
+	b, err = os.ReadFile(at("c"))
+	require.NoError(t, err)
+	require.Equal(t, "created", string(b))
+	fi, err = os.Stat(at("c"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o444), fi.Mode().Perm())
 }
 
 // sattrMode sets the mode alone.
