@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -76,6 +77,11 @@ type session struct {
 	closeOnce sync.Once
 	wmu       sync.Mutex // serializes writes to c
 
+	// concurrent bounds the calls executing at once (readCalls), and
+	// executing counts them.
+	concurrent int32
+	executing  atomic.Int32
+
 	// fmu serializes forwarding: a call's place in pending is its place
 	// in the pipe, and go-nfs answers the calls of a connection in order.
 	fmu     sync.Mutex
@@ -124,17 +130,38 @@ func (ss *session) close() {
 	})
 }
 
-// readCalls reads and dispatches the client's calls.
+// readCalls reads the client's calls and executes them, up to
+// ss.concurrent at once, leader/follower fashion: the goroutine that read a
+// call hands the reading over to a new goroutine while fewer than the limit
+// execute, and executes its call; at the limit it executes the call before
+// it reads the next, and the client's further calls wait (over RDMA
+// within its credits, over TCP in its stream). One goroutine reads at a
+// time, so calls are taken in the order they came; their replies go out
+// as they are ready, each to its own call (by XID).
 func (ss *session) readCalls() {
-	defer ss.close()
 	for {
 		msg, err := ss.c.ReadMsg(nil)
 		if err != nil {
 			ss.s.log.Debug("nfs: connection closed", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
+			ss.close()
 			return
 		}
-		if err := ss.dispatch(msg); err != nil {
+		handOff := ss.executing.Add(1) < ss.concurrent
+		if handOff {
+			ss.s.wg.Add(1) // this goroutine's count keeps the group above zero
+			go func() {
+				defer ss.s.wg.Done()
+				ss.readCalls()
+			}()
+		}
+		err = ss.dispatch(msg)
+		ss.executing.Add(-1)
+		if err != nil {
 			ss.s.log.Debug("nfs: closing connection", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
+			ss.close()
+			return
+		}
+		if handOff {
 			return
 		}
 	}

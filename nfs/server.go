@@ -74,6 +74,13 @@ type ServerConfig struct {
 	DRCSize   int
 	DRCMaxAge time.Duration
 
+	// ConcurrentCalls bounds the calls of one connection that execute at
+	// once (0 means DefaultConcurrentCalls; 1 executes them one after
+	// the other, in order). A call waiting on the disk (a COMMIT's fsync,
+	// a READ that misses the page cache) then holds up only itself, as in
+	// knfsd's pool of threads.
+	ConcurrentCalls int
+
 	// Logger receives the server's events; nil discards them. It is also
 	// Transport.Logger when that is nil.
 	Logger *slog.Logger
@@ -83,7 +90,9 @@ type ServerConfig struct {
 	// *transport.Conn) or NetTCP.
 	OnConn func(network string, c net.Conn)
 	// OnCall, if not nil, is called with the header of every call
-	// received, before it is answered; it must not keep h.
+	// received, before it is answered; it must not keep h. Calls execute
+	// concurrently (ConcurrentCalls), so OnCall may be called from several
+	// goroutines at once.
 	OnCall func(network string, h *xdr.CallHeader)
 
 	// Exports are the paths MOUNT's EXPORT procedure lists (RFC 1813
@@ -307,7 +316,7 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 	}
 	ours, theirs := net.Pipe()
 	ss := &session{s: s, network: network, c: c, client: clientHost(c.RemoteAddr()), pipe: ours,
-		done: make(chan struct{})}
+		done: make(chan struct{}), concurrent: int32(s.concurrentCalls())}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -327,6 +336,23 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 		defer s.wg.Done()
 		ss.serve()
 	}()
+}
+
+// DefaultConcurrentCalls is ServerConfig.ConcurrentCalls's default.
+const DefaultConcurrentCalls = 16
+
+// maxConcurrentCalls caps ServerConfig.ConcurrentCalls.
+const maxConcurrentCalls = 1024
+
+func (s *Server) concurrentCalls() int {
+	switch n := s.cfg.ConcurrentCalls; {
+	case n <= 0:
+		return DefaultConcurrentCalls
+	case n > maxConcurrentCalls:
+		return maxConcurrentCalls
+	default:
+		return n
+	}
 }
 
 func (s *Server) removeSession(ss *session) {

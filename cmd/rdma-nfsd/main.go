@@ -56,6 +56,7 @@ type options struct {
 	inlineSend, inlineRecv                 int
 	noRemoteInvalidate, noPrivateData      bool
 	credits, maxConns, backlog             int
+	concurrentCalls                        int
 	gcPercent                              int
 	maxRPC                                 int
 }
@@ -77,6 +78,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.noRemoteInvalidate, "no-remote-invalidate", false, "clear the R bit: never reply with Send With Invalidate")
 	fs.BoolVar(&o.noPrivateData, "no-private-data", false, "send no RFC 8797 private data (the 1024-byte defaults)")
 	fs.IntVar(&o.credits, "credits", 0, "largest credit grant per connection (0: 64, as Linux)")
+	fs.IntVar(&o.concurrentCalls, "concurrent-calls", 0, "calls of one connection executed at once (0: 16; 1: one after the other)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on connections (0: none)")
 	fs.IntVar(&o.backlog, "backlog", 0, "handshakes in progress plus connections not yet served (0: 128)")
 	fs.IntVar(&o.maxRPC, "max-rpc", 0, "largest RPC message (0: 1 MiB + 16 KiB)")
@@ -161,11 +163,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 			MaxRPCSize:         o.maxRPC,
 			Binding:            nfs.Binding{},
 		},
-		RDMAAddr:   net.JoinHostPort(o.addr, strconv.Itoa(o.rdmaPort)),
-		TCPAddr:    net.JoinHostPort(o.addr, strconv.Itoa(o.tcpPort)),
-		NFSOverTCP: o.nfsOverTCP,
-		Rpcbind:    nfs.RpcbindConfig{Disable: !o.rpcbind, Serve: o.portmap},
-		Logger:     log,
+		RDMAAddr:        net.JoinHostPort(o.addr, strconv.Itoa(o.rdmaPort)),
+		TCPAddr:         net.JoinHostPort(o.addr, strconv.Itoa(o.tcpPort)),
+		NFSOverTCP:      o.nfsOverTCP,
+		ConcurrentCalls: o.concurrentCalls,
+		Rpcbind:         nfs.RpcbindConfig{Disable: !o.rpcbind, Serve: o.portmap},
+		Logger:          log,
 		OnConn: func(network string, c net.Conn) {
 			if tc, ok := c.(*transport.Conn); ok {
 				conns.add(tc)
