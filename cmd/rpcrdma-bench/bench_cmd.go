@@ -25,7 +25,7 @@ type benchFlags struct {
 	provider, inlines, sizes, inflight           string
 	workloads, servers, clients                  string
 	jsonOut, csvOut, mdOut, chartOut, consoleOut string
-	profileOut                                   string
+	profileOut, serverFlags                      string
 }
 
 func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
@@ -47,6 +47,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.mdOut, "md", "", "write the results as a Markdown table to FILE")
 	fs.StringVar(&f.chartOut, "chart", "", "draw ops/s and RDMA operations per RPC against I/O size to FILE (.png or .svg)")
 	fs.StringVar(&f.consoleOut, "console", "", "save the VM's console to FILE")
+	fs.StringVar(&f.serverFlags, "server-flags", "", "more flags for rdma-nfsd, space-separated (e.g. \"-concurrent-calls 1\")")
 	fs.StringVar(&f.profileOut, "server-profile", "", "write a CPU profile (pprof) of each start of rdma-nfsd (one per inline setting and round) into DIR")
 	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices first, for the issue's goals")
 	if err := fs.Parse(args); err != nil {
@@ -92,6 +93,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 		s.Clients = splitList(f.clients)
 	}
 	s.Baseline = *baseline
+	s.ServerFlags = strings.Fields(f.serverFlags)
 	if f.profileOut != "" {
 		if err := os.MkdirAll(f.profileOut, 0o755); err != nil {
 			return s, f, fmt.Errorf("-server-profile: %w", err)
@@ -284,7 +286,7 @@ func benchSoft(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 	}
 	srv := newRdmaNfsd(bin, "soft", "127.0.0.1", filepath.Join(tmp, "export"))
 	srv.logPath = filepath.Join(tmp, "rdma-nfsd.log")
-	srv.profileDir = spec.ServerProfile
+	srv.profileDir, srv.extra = spec.ServerProfile, spec.ServerFlags
 	var results []Result
 	r := &runner{spec: spec, label: "soft (TCP)", provider: &soft.Provider{},
 		servers: map[string]server{ServerGo: srv},

@@ -116,9 +116,8 @@ func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Write
 		kernel: &kernelClient{mnt: "/mnt/bench"},
 		rxe:    true,
 	}
-	if spec.ServerProfile != "" {
-		r.servers[ServerGo].(*rdmaNfsd).profileDir = spec.ServerProfile
-	}
+	nfsd := r.servers[ServerGo].(*rdmaNfsd)
+	nfsd.profileDir, nfsd.extra = spec.ServerProfile, spec.ServerFlags
 	enc := json.NewEncoder(out)
 	r.emit = func(res Result) {
 		_ = enc.Encode(res)

@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,6 +166,46 @@ func TestParseBench(t *testing.T) {
 	for _, args := range [][]string{{"-inline", "512"}, {"-workloads", "fsync"}, {"-inflight", "0"}, {"-provider", "ib"}, {"extra"}} {
 		if _, _, err := parseBench(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestServerFlagsAndProfile: -server-flags reach rdma-nfsd's command
+// line after the bench's own, -server-profile gives each start a profile
+// file of its own (in the VM's share, or the directory itself on soft).
+func TestServerFlagsAndProfile(t *testing.T) {
+	dir := t.TempDir()
+	for _, provider := range []string{"rdmacore", "soft"} {
+		s, _, err := parseBench([]string{"-provider", provider, "-server-flags", " -concurrent-calls 1  -credits 8",
+			"-server-profile", dir}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := guestProfileDir
+		if provider == "soft" {
+			want = dir
+		}
+		if s.ServerProfile != want || !slices.Equal(s.ServerFlags, []string{"-concurrent-calls", "1", "-credits", "8"}) {
+			t.Fatalf("%s: profile %q, flags %q", provider, s.ServerProfile, s.ServerFlags)
+		}
+		srv := newRdmaNfsd("rdma-nfsd", provider, "127.0.0.1", dir)
+		srv.profileDir, srv.extra = s.ServerProfile, s.ServerFlags
+		var profiles []string
+		for i, inline := range []int{1024, 4096} {
+			srv.starts = i + 1
+			a := srv.args(inline, i == 1)
+			if !slices.Equal(a[len(a)-4:], s.ServerFlags) {
+				t.Fatalf("args %q do not end with the extra flags", a)
+			}
+			at := slices.Index(a, "-cpuprofile")
+			if at < 0 {
+				t.Fatalf("args %q: no -cpuprofile", a)
+			}
+			profiles = append(profiles, a[at+1])
+		}
+		if want := []string{filepath.Join(s.ServerProfile, "rdma-nfsd-01-inline1024.pprof"),
+			filepath.Join(s.ServerProfile, "rdma-nfsd-02-inline4096-noRI.pprof")}; !slices.Equal(profiles, want) {
+			t.Fatalf("profiles %q, want %q", profiles, want)
 		}
 	}
 }

@@ -73,6 +73,7 @@ type rdmaNfsd struct {
 	// profileDir, if set, gets a CPU profile of each start (profileName).
 	profileDir string
 	starts     int
+	extra      []string // more flags (Spec.ServerFlags)
 }
 
 func newRdmaNfsd(bin, provider, addr, dir string) *rdmaNfsd {
@@ -105,7 +106,7 @@ func (s *rdmaNfsd) args(inline int, noRI bool) []string {
 	if s.profileDir != "" {
 		a = append(a, "-cpuprofile", filepath.Join(s.profileDir, profileName(s.starts, inline, noRI)))
 	}
-	return a
+	return append(a, s.extra...)
 }
 
 // profileName names the CPU profile of rdma-nfsd's n-th start, which

@@ -34,6 +34,8 @@ type Spec struct {
 	// rdma-nfsd writes a CPU profile of its run (-cpuprofile), on the side
 	// that runs it: /host/profiles in the VM.
 	ServerProfile string `json:"server_profile,omitempty"`
+	// ServerFlags are more flags for rdma-nfsd (after the bench's own).
+	ServerFlags []string `json:"server_flags,omitempty"`
 }
 
 // The issue's matrix: sizes, depths and inline settings of a full run.
