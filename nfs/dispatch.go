@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -52,9 +51,16 @@ type msgConn interface {
 type recordConn struct {
 	net.Conn
 	max int
+	rmu sync.Mutex
 }
 
-func (c *recordConn) ReadMsg(buf []byte) ([]byte, error) { return xdr.ReadRecord(c.Conn, buf, c.max) }
+// ReadMsg reads the next record; the session's workers call it at once,
+// and take turns.
+func (c *recordConn) ReadMsg(buf []byte) ([]byte, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return xdr.ReadRecord(c.Conn, buf, c.max)
+}
 
 func (c *recordConn) WriteMsg(msg []byte) error {
 	_, err := c.Conn.Write(xdr.AppendRecord(nil, msg, 0))
@@ -77,10 +83,10 @@ type session struct {
 	closeOnce sync.Once
 	wmu       sync.Mutex // serializes writes to c
 
-	// concurrent bounds the calls executing at once (readCalls), and
-	// executing counts them.
-	concurrent int32
-	executing  atomic.Int32
+	// concurrent bounds the workers (readCalls); workers counts them and
+	// executing those executing a call.
+	wkmu                           sync.Mutex
+	concurrent, workers, executing int
 
 	// fmu serializes forwarding: a call's place in pending is its place
 	// in the pipe, and go-nfs answers the calls of a connection in order.
@@ -130,14 +136,17 @@ func (ss *session) close() {
 	})
 }
 
-// readCalls reads the client's calls and executes them, up to
-// ss.concurrent at once, leader/follower fashion: the goroutine that read a
-// call hands the reading over to a new goroutine while fewer than the limit
-// execute, and executes its call; at the limit it executes the call before
-// it reads the next, and the client's further calls wait (over RDMA
-// within its credits, over TCP in its stream). One goroutine reads at a
-// time, so calls are taken in the order they came; their replies go out
-// as they are ready, each to its own call (by XID).
+// readCalls is one of the session's workers: each reads a call, executes
+// it and reads the next, all of them reading the connection at once (its
+// ReadMsg gives each message to one), so that a call that waits (a
+// COMMIT's fsync, a READ that misses the page cache) holds up only itself.
+// The session starts with one worker and adds one whenever a worker takes
+// a call while none is left reading, up to ss.concurrent; a worker stays
+// until the connection ends. One call in flight thus costs what it did
+// with one goroutine (one wake-up), and no goroutine is started per call.
+// At the limit the client's further calls wait (over RDMA within its
+// credits, over TCP in its stream); replies go out as they are ready,
+// each to its own call (by XID).
 func (ss *session) readCalls() {
 	for {
 		msg, err := ss.c.ReadMsg(nil)
@@ -146,22 +155,27 @@ func (ss *session) readCalls() {
 			ss.close()
 			return
 		}
-		handOff := ss.executing.Add(1) < ss.concurrent
-		if handOff {
-			ss.s.wg.Add(1) // this goroutine's count keeps the group above zero
+		ss.wkmu.Lock()
+		ss.executing++
+		grow := ss.executing == ss.workers && ss.workers < ss.concurrent
+		if grow {
+			ss.workers++
+		}
+		ss.wkmu.Unlock()
+		if grow {
+			ss.s.wg.Add(1) // this worker's count keeps the group above zero
 			go func() {
 				defer ss.s.wg.Done()
 				ss.readCalls()
 			}()
 		}
 		err = ss.dispatch(msg)
-		ss.executing.Add(-1)
+		ss.wkmu.Lock()
+		ss.executing--
+		ss.wkmu.Unlock()
 		if err != nil {
 			ss.s.log.Debug("nfs: closing connection", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
 			ss.close()
-			return
-		}
-		if handOff {
 			return
 		}
 	}

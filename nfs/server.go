@@ -316,7 +316,7 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 	}
 	ours, theirs := net.Pipe()
 	ss := &session{s: s, network: network, c: c, client: clientHost(c.RemoteAddr()), pipe: ours,
-		done: make(chan struct{}), concurrent: int32(s.concurrentCalls())}
+		done: make(chan struct{}), concurrent: s.concurrentCalls(), workers: 1}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -147,7 +147,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 // ReadMsg returns the next received RPC message, appended to buf[:0], without
-// record marking. It blocks like Read.
+// record marking. It blocks like Read. Several goroutines may call it at
+// once (a server executing calls concurrently): each message goes to one
+// of them.
 //
 // A requester's call that failed without a reply from the RPC server is
 // returned as a synthesized reply (MSG_ACCEPTED, SYSTEM_ERR, as Read returns
@@ -175,10 +177,16 @@ func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
 			buf = v.appendTo(buf[:0])
 			err := c.slotErrLocked(idx)
 			c.releaseSlotLocked(idx)
+			if c.readQ.size > 0 {
+				// One wake-up may stand for several messages: pass it
+				// on to another reader waiting.
+				wake(c.readWake)
+			}
 			c.unlock()
 			return buf, err
 		}
 		if err := c.readErrLocked(); err != nil {
+			wake(c.readWake) // the other readers waiting see it too
 			c.unlock()
 			return buf[:0], err
 		}
