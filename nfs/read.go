@@ -79,8 +79,6 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, ok bool) {
 	return b, true
 }
 
-// statusOr is the NFSv3 status of a system call error, or def when it has
-// none.
 // openRead opens fh's file for READ and returns it with its attributes,
 // its name and what to call when done with it: the open-file cache's
 // descriptor for a DirHandler's regular files and directories, or the
@@ -127,6 +125,8 @@ func (s *Server) openRead(fh []byte) (f io.ReaderAt, info os.FileInfo, name stri
 	return bf, info, name, func() { _ = bf.Close() }, nfs3OK, nil
 }
 
+// statusOr is the NFSv3 status of a system call error, or def when it has
+// none.
 func statusOr(err error, def uint32) uint32 {
 	if st := statusOf(err); st != nfs3ErrIO {
 		return st

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -17,11 +16,7 @@ import (
 // not reach deterministically.)
 func TestReadMsgConcurrentReaders(t *testing.T) {
 	const readers = 4
-	l, err := Listen("127.0.0.1:0", softConfig(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
+	l := rcListen(t, "127.0.0.1:0", nil)
 	accepted := make(chan *Conn, 1)
 	go func() {
 		c, err := l.AcceptRDMA()
@@ -31,14 +26,8 @@ func TestReadMsgConcurrentReaders(t *testing.T) {
 		}
 		accepted <- c
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := Dial(ctx, l.Addr().String(), softConfig(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
-	srv := <-accepted
+	cl := rcDial(t, l.Addr().String(), nil)
+	srv := rcRecvGuard(t, "the accept", accepted)
 	if srv == nil {
 		t.Fatal("accept failed")
 	}
