@@ -14,8 +14,9 @@ import (
 )
 
 // writeLocal executes an NFSv3 WRITE (RFC 1813 §3.3.7) to a file of a Dir
-// in the dispatch layer: one open, an fstat before and after for the
-// file's wcc_data, the write at the offset, and for DATA_SYNC and
+// in the dispatch layer: the file's descriptor from the DirHandler's
+// open-file cache (or one open by name, for a file the cache does not
+// take), an fstat before and after for the file's wcc_data, the write at the offset, and for DATA_SYNC and
 // FILE_SYNC an fsync of the same descriptor before the reply says
 // FILE_SYNC, with the server's write verifier (finishWrite's rules).
 // go-nfs's WRITE resolves and stats the file three times and copies the
