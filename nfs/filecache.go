@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	gonfs "github.com/willscott/go-nfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -204,7 +205,7 @@ func (h *DirHandler) openHandle(fh []byte, write bool) (*openFile, error) {
 	var st unix.Stat_t
 	got, err := fdIdentity(opath, &st)
 	t := st.Mode & unix.S_IFMT
-	if err != nil || !got.equal(id) || (t != unix.S_IFREG && t != unix.S_IFDIR) || (write && t != unix.S_IFREG) {
+	if err != nil || !got.equal(id) || (t != unix.S_IFREG && t != unix.S_IFDIR) {
 		return nil, errNotCacheable
 	}
 	proc := "/proc/self/fd/" + strconv.Itoa(opath)
@@ -238,6 +239,15 @@ func (h *DirHandler) statOpen(fh []byte, of *openFile, st *unix.Stat_t) error {
 		return ErrStaleHandle
 	}
 	return nil
+}
+
+// openAttr returns the attributes of of, fh's file, as statOpen reads them.
+func (h *DirHandler) openAttr(fh []byte, of *openFile) (*gonfs.FileAttribute, error) {
+	var st unix.Stat_t
+	if err := h.statOpen(fh, of, &st); err != nil {
+		return nil, err
+	}
+	return gonfs.ToFileAttribute(newFileInfo("", &st), ""), nil
 }
 
 // fdFile reads and writes a descriptor at offsets (pread, pwrite) as

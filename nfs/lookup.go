@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-git/go-billy/v5"
 	gonfs "github.com/willscott/go-nfs"
-	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -28,12 +27,12 @@ func (s *Server) getattr(xid uint32, args []byte) (reply []byte, ok bool) {
 	if dh, isDir := s.handler.(*DirHandler); isDir {
 		if of, err := dh.openHandle(fh, false); err == nil {
 			defer dh.files.put(of)
-			var st unix.Stat_t
-			if err := dh.statOpen(fh, of, &st); err != nil {
+			attr, err := dh.openAttr(fh, of)
+			if err != nil {
 				return xdr.AppendUint32(b, statusOr(err, nfs3ErrIO)), true
 			}
 			b = xdr.AppendUint32(b, nfs3OK)
-			return appendFattr3(b, gonfs.ToFileAttribute(newFileInfo("", &st), "")), true
+			return appendFattr3(b, attr), true
 		}
 	}
 	fsys, p, err := s.handler.FromHandle(fh)

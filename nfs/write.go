@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/go-git/go-billy/v5"
+	gonfs "github.com/willscott/go-nfs"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -141,52 +143,61 @@ func (s *Server) commit(args []byte) (results []byte, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	var b bytes.Buffer
+	// What COMMIT syncs, and how it reads the file's attributes: the
+	// open-file cache's descriptor for a DirHandler's file, else the name.
+	var (
+		attr func() (*gonfs.FileAttribute, error)
+		sync func() error
+		file slog.Attr // for the log
+	)
 	if dh, isDir := s.handler.(*DirHandler); isDir {
 		if of, err := dh.openHandle(fh, false); err == nil {
 			defer dh.files.put(of)
 			w := cachedWrite{dh: dh, fh: fh, of: of}
-			pre, err := w.attr()
-			if err != nil {
-				b.Write(xdr.AppendUint32(nil, statusOr(err, nfs3ErrIO)))
-				writeWcc(&b, nil, nil)
-				return b.Bytes(), true
-			}
-			if err := w.Sync(); err != nil {
-				s.log.Warn("nfs: COMMIT: sync failed", "handle", fh, "err", err)
-				post, _ := w.attr()
-				b.Write(xdr.AppendUint32(nil, statusOf(err)))
-				writeWcc(&b, pre, post)
-				return b.Bytes(), true
-			}
-			post, _ := w.attr()
-			b.Write(xdr.AppendUint32(nil, nfs3OK))
-			writeWcc(&b, pre, post)
-			b.Write(s.verf[:])
-			return b.Bytes(), true
+			attr, sync, file = w.attr, w.Sync, slog.Any("handle", fh)
 		}
 	}
-	fsys, path, err := s.handler.FromHandle(fh)
+	var b bytes.Buffer
+	if attr == nil {
+		fsys, path, err := s.handler.FromHandle(fh)
+		if err != nil {
+			b.Write(xdr.AppendUint32(nil, nfs3ErrStale))
+			writeWcc(&b, nil, nil)
+			return b.Bytes(), true
+		}
+		name := fsys.Join(path...)
+		attr = func() (*gonfs.FileAttribute, error) {
+			if a := statAttr(fsys, name); a != nil {
+				return a, nil
+			}
+			return nil, ErrStaleHandle
+		}
+		sync = func() error {
+			if err := syncFile(fsys, name); !errors.Is(err, errNoSync) {
+				return err
+			}
+			return nil
+		}
+		file = slog.String("name", name)
+	}
+	post := func() *gonfs.FileAttribute {
+		a, _ := attr()
+		return a
+	}
+	pre, err := attr()
 	if err != nil {
-		b.Write(xdr.AppendUint32(nil, nfs3ErrStale))
+		b.Write(xdr.AppendUint32(nil, statusOr(err, nfs3ErrIO)))
 		writeWcc(&b, nil, nil)
 		return b.Bytes(), true
 	}
-	name := fsys.Join(path...)
-	pre := statAttr(fsys, name)
-	if pre == nil {
-		b.Write(xdr.AppendUint32(nil, nfs3ErrStale))
-		writeWcc(&b, nil, nil)
-		return b.Bytes(), true
-	}
-	if err := syncFile(fsys, name); err != nil && !errors.Is(err, errNoSync) {
-		s.log.Warn("nfs: COMMIT: sync failed", "name", name, "err", err)
+	if err := sync(); err != nil {
+		s.log.Warn("nfs: COMMIT: sync failed", file, "err", err)
 		b.Write(xdr.AppendUint32(nil, statusOf(err)))
-		writeWcc(&b, pre, statAttr(fsys, name))
+		writeWcc(&b, pre, post())
 		return b.Bytes(), true
 	}
 	b.Write(xdr.AppendUint32(nil, nfs3OK))
-	writeWcc(&b, pre, statAttr(fsys, name))
+	writeWcc(&b, pre, post())
 	b.Write(s.verf[:])
 	return b.Bytes(), true
 }

@@ -146,13 +146,7 @@ func (c cachedWrite) WriteAt(b []byte, off int64) (int, error) {
 }
 func (c cachedWrite) Sync() error { return unix.Fsync(c.of.fd) }
 
-func (c cachedWrite) attr() (*gonfs.FileAttribute, error) {
-	var st unix.Stat_t
-	if err := c.dh.statOpen(c.fh, c.of, &st); err != nil {
-		return nil, err
-	}
-	return gonfs.ToFileAttribute(newFileInfo("", &st), ""), nil
-}
+func (c cachedWrite) attr() (*gonfs.FileAttribute, error) { return c.dh.openAttr(c.fh, c.of) }
 
 // namedWrite is a WRITE's file opened by name.
 type namedWrite struct{ *dirFile }
