@@ -66,15 +66,7 @@ func crMax(v *atomic.Int64, n int64) {
 func crStart(t *testing.T, scfg, ccfg *Config, gate func(s *crServer, n int)) (*crServer, *Conn) {
 	t.Helper()
 	l := rcListen(t, "127.0.0.1:0", scfg)
-	accepted := make(chan *Conn, 1)
-	go func() {
-		c, err := l.AcceptRDMA()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
+	accepted := rcAccept(l)
 	client := rcDial(t, l.Addr().String(), ccfg)
 	sc := rcRecvGuard(t, "the accept", accepted)
 	require.NotNil(t, sc)

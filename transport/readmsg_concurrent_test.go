@@ -17,15 +17,7 @@ import (
 func TestReadMsgConcurrentReaders(t *testing.T) {
 	const readers = 4
 	l := rcListen(t, "127.0.0.1:0", nil)
-	accepted := make(chan *Conn, 1)
-	go func() {
-		c, err := l.AcceptRDMA()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
+	accepted := rcAccept(l)
 	cl := rcDial(t, l.Addr().String(), nil)
 	srv := rcRecvGuard(t, "the accept", accepted)
 	if srv == nil {

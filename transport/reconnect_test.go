@@ -111,6 +111,21 @@ func rcListen(t *testing.T, addr string, cfg *Config) *Listener {
 	return l
 }
 
+// rcAccept accepts one connection on l in the background: the channel
+// gets it, or is closed if the accept fails.
+func rcAccept(l *Listener) <-chan *Conn {
+	accepted := make(chan *Conn, 1)
+	go func() {
+		c, err := l.AcceptRDMA()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	return accepted
+}
+
 func rcDial(t *testing.T, addr string, cfg *Config) *Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), rcGuard)
