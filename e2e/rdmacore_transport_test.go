@@ -87,6 +87,18 @@ func TestRdmacoreTransport(t *testing.T) {
 	}
 	into := benchMetric(bench[name], "MB/s")
 	row("64 KiB READ, CallInto (placed), 16", fmt.Sprintf("%.1f MB/s", into), fmt.Sprintf("best ib_write_bw (128) %.1f MB/s", bw), ratio(into, bw, "goal >= 0.95"))
+	// The same exchange written directly on verbs, without the RPC layer.
+	for _, d := range []string{"1", "16"} {
+		name = "BenchmarkRdmacoreVerbsRead64K/depth" + d
+		if bench[name] == nil {
+			t.Errorf("no result for %s in the guest output", name)
+		}
+		shaped := benchMetric(bench[name], "MB/s")
+		row("bare verbs: call, Write + reply Send, "+d, fmt.Sprintf("%.1f MB/s", shaped), fmt.Sprintf("best ib_write_bw (128) %.1f MB/s", bw), ratio(shaped, bw, ""))
+		if d == "16" {
+			row("64 KiB READ, CallInto, 16 / bare verbs", fmt.Sprintf("%.1f MB/s", into), fmt.Sprintf("bare verbs, 16 %.1f MB/s", shaped), ratio(into, shaped, ""))
+		}
+	}
 	t.Log("the transport over rdma-core against perftest on rxe (TCG VM):\n" + b.String())
 }
 

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -371,6 +372,41 @@ func benchPingPong(b *testing.B, size int, spin bool) {
 func BenchmarkSendRecvPingPong(b *testing.B) {
 	b.Run("Wait", func(b *testing.B) { benchPingPong(b, 64, false) })
 	b.Run("BusyPoll", func(b *testing.B) { benchPingPong(b, 64, true) })
+}
+
+// TestPollFirstYieldsThread: a Wait that polls before it parks yields its
+// OS thread between polls (sched_yield), not only its goroutine, and
+// takes the completion that arrives while it polls.
+func TestPollFirstYieldsThread(t *testing.T) {
+	var yields atomic.Int64
+	restore := rdmacore.SetYieldThread(func() { yields.Add(1) })
+	defer restore()
+	_, server := providers()
+	ln, err := server.Listen(listenAddr)
+	require.NoError(t, err)
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	caps := verbs.QueueCaps{SendQueue: 4, RecvQueue: 4, MaxSGE: 1, ReadDepth: 1}
+	client := &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: 30 * time.Second}
+	p := dialPair(t, ctx, client, ln, caps, 128, 1, 64)
+	defer func() { _ = p.client.Close() }() // before restore
+	sent := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		sent <- p.server.PostSend([]verbs.WorkRequest{{Op: verbs.OpSend, SGL: []verbs.SGE{{Region: p.sregion, Offset: 64, Length: 64}}}})
+	}()
+	start := time.Now()
+	require.NoError(t, p.client.Wait(ctx))
+	waited := time.Since(start)
+	require.NoError(t, <-sent)
+	cs := make([]verbs.Completion, 4)
+	n, err := p.client.Poll(cs)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, verbs.OpRecv, cs[0].Op)
+	require.Less(t, waited, 20*time.Second, "the Send arrived while Wait polled")
+	require.Positive(t, yields.Load(), "sched_yield calls while polling")
 }
 
 // TestRoundTripAllocs: posting, polling and waiting allocate nothing, on
