@@ -26,6 +26,7 @@ type benchFlags struct {
 	workloads, servers, clients                  string
 	jsonOut, csvOut, mdOut, chartOut, consoleOut string
 	profileOut, serverFlags                      string
+	mtu                                          int
 }
 
 func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
@@ -49,6 +50,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.consoleOut, "console", "", "save the VM's console to FILE")
 	fs.StringVar(&f.serverFlags, "server-flags", "", "more flags for rdma-nfsd, space-separated (e.g. \"-concurrent-calls 1\")")
 	fs.StringVar(&f.profileOut, "server-profile", "", "write a CPU profile (pprof) of each start of rdma-nfsd (one per inline setting and round) into DIR")
+	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the VM's veth pair (default 1500: rxe path MTU 1024; 9000: 4096, as RoCE with jumbo frames)")
 	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices first, for the issue's goals")
 	if err := fs.Parse(args); err != nil {
 		return Spec{}, f, err
@@ -93,6 +95,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 		s.Clients = splitList(f.clients)
 	}
 	s.Baseline = *baseline
+	s.MTU = f.mtu
 	s.ServerFlags = strings.Fields(f.serverFlags)
 	if f.profileOut != "" {
 		if err := os.MkdirAll(f.profileOut, 0o755); err != nil {
@@ -152,7 +155,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		rep.GuestKernel = guestKernel(img)
-		rep.Provider = "rdmacore (Soft-RoCE rxe in a qemu TCG VM: not hardware)"
+		rep.Provider = fmt.Sprintf("rdmacore (Soft-RoCE rxe in a qemu TCG VM: not hardware; path MTU %d)", spec.PathMTU())
 		cells := spec.AllCells()
 		run := &vmRun{mode: "bench", spec: spec, log: stderr, console: f.consoleOut, profileOut: f.profileOut,
 			timeout: vmTimeout(len(cells)*spec.Rounds, spec.Duration, spec.Rounds*len(spec.Servers)*len(spec.Inlines)),

@@ -140,3 +140,30 @@ func TestAcceptedRE(t *testing.T) {
 		t.Errorf("%q", m)
 	}
 }
+
+// TestPathMTU: rxe's path MTU for a veth MTU, as rdma_rxe picks it (Linux
+// 6.1: 1500 gives 1024, jumbo frames 4096).
+func TestPathMTU(t *testing.T) {
+	for mtu, want := range map[int]int{0: 1024, 1500: 1024, 9000: 4096, 2200: 2048, 2127: 1024, 2128: 2048, 576: 256, 65535: 4096} {
+		if got := (Spec{MTU: mtu}).PathMTU(); got != want {
+			t.Errorf("MTU %d: path MTU %d, want %d", mtu, got, want)
+		}
+	}
+}
+
+// TestParseMTU: -mtu reaches the spec, and is refused out of range or
+// without the VM.
+func TestParseMTU(t *testing.T) {
+	s, _, err := parseBench([]string{"-mtu", "9000"}, &strings.Builder{})
+	if err != nil || s.MTU != 9000 || s.PathMTU() != 4096 {
+		t.Fatalf("-mtu 9000: MTU %d, path MTU %d, %v", s.MTU, s.PathMTU(), err)
+	}
+	if s, _, err := parseBench(nil, &strings.Builder{}); err != nil || s.MTU != 0 || s.PathMTU() != 1024 {
+		t.Fatalf("default: MTU %d, path MTU %d, %v", s.MTU, s.PathMTU(), err)
+	}
+	for _, args := range [][]string{{"-mtu", "100"}, {"-mtu", "70000"}, {"-provider", "soft", "-mtu", "9000"}} {
+		if _, _, err := parseBench(args, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "MTU") {
+			t.Errorf("%q: %v, want an MTU error", args, err)
+		}
+	}
+}

@@ -36,6 +36,30 @@ type Spec struct {
 	ServerProfile string `json:"server_profile,omitempty"`
 	// ServerFlags are more flags for rdma-nfsd (after the bench's own).
 	ServerFlags []string `json:"server_flags,omitempty"`
+	// MTU is the MTU of the VM's veth pair under the rxe devices (0: the
+	// default 1500, rxe path MTU 1024; 9000: path MTU 4096, as RoCE with
+	// jumbo frames). rdmacore only.
+	MTU int `json:"mtu,omitempty"`
+}
+
+// rxeHeaders is what rdma_rxe subtracts from its netdev's MTU before it
+// picks the path MTU (RXE_MAX_HDR_LENGTH: Ethernet, IP, UDP and the
+// largest InfiniBand transport headers).
+const rxeHeaders = 80
+
+// PathMTU is the active MTU rxe derives from the veth MTU (Spec.MTU, 0
+// for 1500): the largest InfiniBand MTU, 256 to 4096, that fits in it
+// with the headers.
+func (s Spec) PathMTU() int {
+	mtu := s.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	p := 256
+	for p < 4096 && 2*p <= mtu-rxeHeaders {
+		p *= 2
+	}
+	return p
 }
 
 // The issue's matrix: sizes, depths and inline settings of a full run.
@@ -176,6 +200,9 @@ func (s Spec) Validate() error {
 	}
 	if s.Duration <= 0 {
 		return fmt.Errorf("cell duration %v: must be positive", s.Duration)
+	}
+	if s.MTU != 0 && (s.MTU < 576 || s.MTU > 65535 || s.Provider != "rdmacore") {
+		return fmt.Errorf("MTU %d: want 576..65535, with the rdmacore provider", s.MTU)
 	}
 	for _, in := range s.Inlines {
 		if in < 1024 || in > 65536 {

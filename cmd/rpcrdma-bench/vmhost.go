@@ -138,7 +138,7 @@ func (r *vmRun) run(ctx context.Context, img *vm.Image, root string) ([]byte, er
 		guest = r.phases.sum()
 	}
 	tVM := time.Now()
-	status, console, err := vm.Run(ctx, vm.Options{Image: img, Share: share, Timeout: r.timeout, Console: lw}, command)
+	status, console, err := vm.Run(ctx, vm.Options{Image: img, Share: share, Timeout: r.timeout, Console: lw, MTU: r.spec.MTU}, command)
 	lw.flush()
 	if r.phases != nil {
 		// What the guest did not time: qemu's start and firmware before

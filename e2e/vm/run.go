@@ -61,6 +61,12 @@ type Options struct {
 	MemMiB, CPUs int
 	// Net is the guest network (default NetWire).
 	Net Net
+	// MTU is the MTU of the veth pair under the two rxe devices (0: the
+	// veth default, 1500, which gives rxe an active path MTU of 1024; 9000
+	// gives 4096, as a RoCE network with jumbo frames). rxe's path MTU is
+	// the largest IB MTU (256-4096) that fits in MTU with RoCEv2's
+	// headers; 576..65535.
+	MTU int
 	// Console, if not nil, receives the console output as it is produced
 	// (Run also returns all of it).
 	Console io.Writer
@@ -191,6 +197,9 @@ func qemuArgs(img *Image, opts Options, command string) (qemuCommand, func(), er
 	if net != NetWire && net != NetFlat && net != NetNone {
 		return q, nil, fmt.Errorf("unknown network %q (want wire, flat or none)", net)
 	}
+	if opts.MTU != 0 && (opts.MTU < 576 || opts.MTU > 65535) {
+		return q, nil, fmt.Errorf("MTU %d out of range (576..65535, or 0 for the default)", opts.MTU)
+	}
 	mem, cpus := opts.MemMiB, opts.CPUs
 	if mem <= 0 {
 		mem = 2048
@@ -222,6 +231,9 @@ func qemuArgs(img *Image, opts Options, command string) (qemuCommand, func(), er
 	// in a throwaway VM; cryptomgr.notests: no crypto self-tests at boot and
 	// module load.
 	appendArgs := "console=ttyS0 panic=-1 lpj=10000000 mitigations=off cryptomgr.notests rxevm.net=" + string(net)
+	if opts.MTU != 0 {
+		appendArgs += " rxevm.mtu=" + strconv.Itoa(opts.MTU)
+	}
 	if opts.Verbose {
 		appendArgs += " loglevel=7"
 	} else {

@@ -93,7 +93,7 @@ func TestRunQEMUArguments(t *testing.T) {
 	f := newFakeVM(t, "run")
 	share := t.TempDir()
 	f.opts.Share = share
-	f.opts.MemMiB, f.opts.CPUs, f.opts.Net = 1024, 1, NetFlat
+	f.opts.MemMiB, f.opts.CPUs, f.opts.Net, f.opts.MTU = 1024, 1, NetFlat, 9000
 	if _, _, err := Run(context.Background(), f.opts, "true"); err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,28 @@ func TestRunQEMUArguments(t *testing.T) {
 		t.Errorf("qemu arguments mention kvm (it hangs on these hosts): %s", joined)
 	}
 	i := slices.Index(args, "-append")
-	if i < 0 || !strings.Contains(args[i+1], "rxevm.net=flat") || !strings.Contains(args[i+1], "console=ttyS0") {
+	if i < 0 || !strings.Contains(args[i+1], "rxevm.net=flat") || !strings.Contains(args[i+1], "console=ttyS0") ||
+		!strings.Contains(args[i+1], "rxevm.mtu=9000") {
 		t.Errorf("kernel command line: %v", args)
+	}
+}
+
+// TestRunMTU: the default MTU adds nothing to the kernel command line, and
+// an MTU out of range is refused before qemu starts.
+func TestRunMTU(t *testing.T) {
+	f := newFakeVM(t, "run")
+	if _, _, err := Run(context.Background(), f.opts, "true"); err != nil {
+		t.Fatal(err)
+	}
+	args := f.args(t)
+	if i := slices.Index(args, "-append"); i < 0 || strings.Contains(args[i+1], "rxevm.mtu") {
+		t.Errorf("kernel command line with the default MTU: %v", args)
+	}
+	for _, bad := range []int{-1, 575, 65536} {
+		f.opts.MTU = bad
+		if _, _, err := Run(context.Background(), f.opts, "true"); err == nil || !strings.Contains(err.Error(), "MTU") {
+			t.Errorf("MTU %d: %v, want an error", bad, err)
+		}
 	}
 }
 
