@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/verbstest"
 )
 
 // BenchmarkRdmacoreVerbsRead64K is the exchange of a pipelined 64 KiB
@@ -97,13 +98,13 @@ func benchReadShaped(b *testing.B, depth int) {
 				continue
 			}
 			// The reply names the slot whose 64 KiB landed.
-			rb := int(cs[i].ID)
+			rb := int(cs[i].ID) - 1 // verbstest.RecvSetup: IDs 1..n
 			slot := int(r.Bytes()[rb*recvLen])
 			if cs[i].ByteLen != msgSize || slot >= depth {
 				b.Fatalf("reply %d bytes for slot %d", cs[i].ByteLen, slot)
 			}
 			done++
-			if err := c.PostRecv([]verbs.RecvRequest{{ID: uint64(rb), SGL: []verbs.SGE{{Region: r, Offset: rb * recvLen, Length: recvLen}}}}); err != nil {
+			if err := c.PostRecv([]verbs.RecvRequest{{ID: cs[i].ID, SGL: []verbs.SGE{{Region: r, Offset: rb * recvLen, Length: recvLen}}}}); err != nil {
 				b.Fatal(err)
 			}
 			if posted < b.N {
@@ -140,12 +141,12 @@ func serveReadShaped(ctx context.Context, c verbs.Conn, r verbs.Region, depth in
 			if cs[i].Op != verbs.OpRecv {
 				continue
 			}
-			rb := int(cs[i].ID)
+			rb := int(cs[i].ID) - 1 // verbstest.RecvSetup: IDs 1..n
 			slot := int(r.Bytes()[rb*recvLen])
 			if slot >= depth {
 				return fmt.Errorf("call for slot %d", slot)
 			}
-			if err := c.PostRecv([]verbs.RecvRequest{{ID: uint64(rb), SGL: []verbs.SGE{{Region: r, Offset: rb * recvLen, Length: recvLen}}}}); err != nil {
+			if err := c.PostRecv([]verbs.RecvRequest{{ID: cs[i].ID, SGL: []verbs.SGE{{Region: r, Offset: rb * recvLen, Length: recvLen}}}}); err != nil {
 				return err
 			}
 			off := 32<<10 + slot*msgSize
@@ -173,25 +174,10 @@ type verbsConns struct {
 
 // verbsPair connects rxe1 to rxe0 with bare queue pairs, each with a
 // region of size bytes and n Receives of recvSize bytes posted at its
-// start (IDs 0..n-1).
+// start (verbstest.RecvSetup: IDs 1..n).
 func verbsPair(b *testing.B, ctx context.Context, caps verbs.QueueCaps, size, n, recvSize int) verbsConns {
 	b.Helper()
 	var p verbsConns
-	setup := func(r *verbs.Region) func(verbs.Conn) error {
-		return func(c verbs.Conn) error {
-			reg, err := c.AllocRegion(size)
-			if err != nil {
-				return err
-			}
-			*r = reg
-			for i := range n {
-				if err := c.PostRecv([]verbs.RecvRequest{{ID: uint64(i), SGL: []verbs.SGE{{Region: reg, Offset: i * recvSize, Length: recvSize}}}}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
 	ln, err := (&rdmacore.Provider{}).Listen("10.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -201,15 +187,21 @@ func verbsPair(b *testing.B, ctx context.Context, caps verbs.QueueCaps, size, n,
 	go func() {
 		req, err := ln.Accept(ctx)
 		if err == nil {
-			p.server, err = req.Accept(ctx, &verbs.ConnOptions{Caps: caps, Setup: setup(&p.sregion)})
+			p.server, err = req.Accept(ctx, &verbs.ConnOptions{Caps: caps, Setup: verbstest.RecvSetup(&p.sregion, size, n, recvSize)})
 		}
 		accepted <- err
 	}()
-	p.client, err = (&rdmacore.Provider{LocalAddr: "10.0.0.2"}).Dial(ctx, ln.Addr().String(), &verbs.ConnOptions{Caps: caps, Setup: setup(&p.cregion)})
+	p.client, err = (&rdmacore.Provider{LocalAddr: "10.0.0.2"}).Dial(ctx, ln.Addr().String(), &verbs.ConnOptions{Caps: caps, Setup: verbstest.RecvSetup(&p.cregion, size, n, recvSize)})
+	if err != nil {
+		_ = ln.Close() // ends the Accept
+	}
 	if aerr := <-accepted; err == nil {
 		err = aerr
 	}
 	if err != nil {
+		if p.client != nil {
+			_ = p.client.Close()
+		}
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {

@@ -150,8 +150,8 @@ func testDisconnect(t *testing.T, env Env) {
 		t.Run(closer+"Closes", func(t *testing.T) {
 			var cr, sr verbs.Region
 			client, server := connect(t, env,
-				&verbs.ConnOptions{Setup: recvSetup(&cr, 4096, 4, 64)},
-				&verbs.ConnOptions{Setup: recvSetup(&sr, 4096, 4, 64)})
+				&verbs.ConnOptions{Setup: RecvSetup(&cr, 4096, 4, 64)},
+				&verbs.ConnOptions{Setup: RecvSetup(&sr, 4096, 4, 64)})
 			closing, peer := client, server
 			if closer == "server" {
 				closing, peer = server, client

@@ -29,8 +29,8 @@ func testConcurrentPostPollClose(t *testing.T, env Env) {
 	caps := verbs.QueueCaps{SendQueue: depth, RecvQueue: 1, MaxSGE: 1, ReadDepth: 1}
 	var cr, sr verbs.Region
 	client, server := connect(t, env,
-		&verbs.ConnOptions{Caps: caps, Setup: recvSetup(&cr, size, 0, 0)},
-		&verbs.ConnOptions{Caps: caps, Setup: recvSetup(&sr, size, 0, 0)})
+		&verbs.ConnOptions{Caps: caps, Setup: RecvSetup(&cr, size, 0, 0)},
+		&verbs.ConnOptions{Caps: caps, Setup: RecvSetup(&sr, size, 0, 0)})
 	win := expose(t, server, sr, 0, size, rw)
 
 	var (

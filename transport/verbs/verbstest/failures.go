@@ -16,7 +16,7 @@ const rw = verbs.AccessRemoteRead | verbs.AccessRemoteWrite
 // remote access error that kills the connection on both sides.
 func testSendWithInvalidate(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 8192, 2, 64)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 8192, 2, 64)})
 	win := expose(t, server, sr, 4096, 4096, rw)
 	cr := alloc(t, client, 4096)
 	require.NoError(t, client.PostSend([]verbs.WorkRequest{
@@ -45,7 +45,7 @@ func testSendWithInvalidate(t *testing.T, env Env) {
 // the window.
 func testAccessAfterLocalInvalidate(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 8192, 1, 64)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 8192, 1, 64)})
 	win := expose(t, server, sr, 4096, 4096, rw)
 	cr := alloc(t, client, 4096)
 	require.NoError(t, client.PostSend([]verbs.WorkRequest{readWR(1, cr, 0, 4096, win, 0)}))
@@ -62,7 +62,7 @@ func testAccessAfterLocalInvalidate(t *testing.T, env Env) {
 // rkey that works; the old one does not.
 func testRebindGivesNewRKey(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 8192, 1, 64)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 8192, 1, 64)})
 	old := expose(t, server, sr, 4096, 4096, rw)
 	invalidate(t, server, old)
 	cur := rebind(t, server, old.w, sr, 4096, 2048, rw)
@@ -114,7 +114,7 @@ func testRemoteAccessErrors(t *testing.T, env Env) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sr verbs.Region
-			client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 3*size, 1, 64)})
+			client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 3*size, 1, 64)})
 			win := expose(t, server, sr, size, size, tc.access)
 			cr := alloc(t, client, 2*size)
 			require.NoError(t, client.PostSend([]verbs.WorkRequest{tc.wr(cr, win)}))
@@ -139,7 +139,7 @@ func testRemoteAccessErrors(t *testing.T, env Env) {
 // the disconnect that follows takes the sender down too.
 func testSendWithInvalidateForeignRKey(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 8192, 2, 64)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 8192, 2, 64)})
 	win := expose(t, server, sr, 4096, 4096, rw)
 	cr := alloc(t, client, 64)
 	require.NoError(t, client.PostSend([]verbs.WorkRequest{
@@ -156,7 +156,7 @@ func testSendWithInvalidateForeignRKey(t *testing.T, env Env) {
 // is bound again (o10-37.2.30); the failed bind kills the connection.
 func testBindBoundWindowFails(t *testing.T, env Env) {
 	var sr verbs.Region
-	_, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 8192, 1, 64)})
+	_, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 8192, 1, 64)})
 	win := expose(t, server, sr, 4096, 4096, rw)
 	require.NoError(t, server.PostSend([]verbs.WorkRequest{{
 		ID: 2, Op: verbs.OpBindWindow, Window: win.w,
@@ -198,7 +198,7 @@ func testRNR(t *testing.T, env Env) {
 // order.
 func testRNRFlushesLaterRequests(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 4096, 1, 64)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 4096, 1, 64)})
 	cr := alloc(t, client, 64)
 	wrs := []verbs.WorkRequest{sendWR(1, cr, 0, 8), sendWR(2, cr, 0, 8), sendWR(3, cr, 0, 8), sendWR(4, cr, 0, 8)}
 	require.NoError(t, client.PostSend(wrs))
@@ -219,7 +219,7 @@ func testRNRFlushesLaterRequests(t *testing.T, env Env) {
 // IBV_WC_REM_OP_ERR and IBV_WC_LOC_QP_OP_ERR).
 func testLengthError(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 4096, 2, 16)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 4096, 2, 16)})
 	cr := alloc(t, client, 64)
 	require.NoError(t, client.PostSend([]verbs.WorkRequest{sendWR(1, cr, 0, 17)}))
 	sent := next(t, client)

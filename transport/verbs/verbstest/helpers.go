@@ -192,9 +192,11 @@ func readWR(id uint64, r verbs.Region, off, n int, w exposed, roff uint64) verbs
 	return verbs.WorkRequest{ID: id, Op: verbs.OpRDMARead, SGL: []verbs.SGE{{Region: r, Offset: off, Length: n}}, RemoteAddr: w.addr + roff, RKey: w.rkey}
 }
 
-// recvSetup returns a Setup that allocates a region of size bytes into
-// *r and posts n Receives of recvSize bytes at its start (IDs 1..n).
-func recvSetup(r *verbs.Region, size, n, recvSize int) func(verbs.Conn) error {
+// RecvSetup returns a verbs.ConnOptions.Setup that allocates a region of
+// size bytes into *r and posts n Receives of recvSize bytes at its start,
+// Receive i at offset (i-1)×recvSize with ID i (1..n). Benchmarks outside
+// the suite use it too.
+func RecvSetup(r *verbs.Region, size, n, recvSize int) func(verbs.Conn) error {
 	return func(c verbs.Conn) error {
 		reg, err := c.AllocRegion(size)
 		if err != nil {

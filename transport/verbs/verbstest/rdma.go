@@ -27,8 +27,8 @@ func testWriteRead(t *testing.T, env Env, size int) {
 	const guard, off = 64, 64 + 3
 	var cr, sr verbs.Region
 	client, server := connect(t, env,
-		&verbs.ConnOptions{Setup: recvSetup(&cr, 2*size+64, 1, 64)},
-		&verbs.ConnOptions{Setup: recvSetup(&sr, 64+off+size+guard, 1, 64)})
+		&verbs.ConnOptions{Setup: RecvSetup(&cr, 2*size+64, 1, 64)},
+		&verbs.ConnOptions{Setup: RecvSetup(&sr, 64+off+size+guard, 1, 64)})
 	sb := sr.Bytes()
 	for i := 64; i < len(sb); i++ {
 		sb[i] = 0xee
@@ -78,7 +78,7 @@ func testWriteThenSendOrdering(t *testing.T, env Env) {
 	const rounds, size = 200, 32 << 10
 	var sr verbs.Region
 	client, server := connect(t, env, nil,
-		&verbs.ConnOptions{Setup: recvSetup(&sr, size+64*64, 64, 64)})
+		&verbs.ConnOptions{Setup: RecvSetup(&sr, size+64*64, 64, 64)})
 	// Receives are at [0, 4096); the window follows.
 	win := expose(t, server, sr, 64*64, size, verbs.AccessRemoteWrite)
 	cr := alloc(t, client, 64*size)

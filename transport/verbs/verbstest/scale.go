@@ -37,7 +37,7 @@ func testManyConnections(t *testing.T, env Env) {
 	opts := func(r *verbs.Region) *verbs.ConnOptions {
 		return &verbs.ConnOptions{
 			Caps:  verbs.QueueCaps{SendQueue: 8, RecvQueue: 4, MaxSGE: 1, ReadDepth: 1},
-			Setup: recvSetup(r, 2*size, 1, size),
+			Setup: RecvSetup(r, 2*size, 1, size),
 		}
 	}
 	errs := make(chan error, 2*conns)
@@ -195,8 +195,8 @@ func testTenThousandOperations(t *testing.T, env Env) {
 	const msgArea = stressCredits * stressMsg
 	var cr, sr verbs.Region
 	client, server := connect(t, env,
-		&verbs.ConnOptions{Caps: caps, Setup: recvSetup(&cr, msgArea+2*stressSlots*stressSlotSize, stressCredits, stressMsg)},
-		&verbs.ConnOptions{Caps: caps, Setup: recvSetup(&sr, msgArea+stressSlots*stressSlotSize+stressSlots*stressMsg, stressCredits, stressMsg)})
+		&verbs.ConnOptions{Caps: caps, Setup: RecvSetup(&cr, msgArea+2*stressSlots*stressSlotSize, stressCredits, stressMsg)},
+		&verbs.ConnOptions{Caps: caps, Setup: RecvSetup(&sr, msgArea+stressSlots*stressSlotSize+stressSlots*stressMsg, stressCredits, stressMsg)})
 	win := expose(t, server, sr, msgArea, stressSlots*stressSlotSize, rw)
 
 	serverOps := make(chan int, 1)

@@ -17,8 +17,8 @@ func testPingPong(t *testing.T, env Env) {
 	const rounds, size = 100, 4096
 	var cr, sr verbs.Region
 	client, server := connect(t, env,
-		&verbs.ConnOptions{Setup: recvSetup(&cr, 2*size, 1, size)},
-		&verbs.ConnOptions{Setup: recvSetup(&sr, 2*size, 1, size)})
+		&verbs.ConnOptions{Setup: RecvSetup(&cr, 2*size, 1, size)},
+		&verbs.ConnOptions{Setup: RecvSetup(&sr, 2*size, 1, size)})
 	for i := range rounds {
 		n := 1 + i*397%size
 		fill(cr.Bytes()[size:size+n], byte(i))
@@ -78,7 +78,7 @@ func testSendGatherScatter(t *testing.T, env Env) {
 // testZeroLengthSend: an empty Send consumes a Receive.
 func testZeroLengthSend(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 4096, 1, 64)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 4096, 1, 64)})
 	cr := alloc(t, client, 64)
 	require.NoError(t, client.PostSend([]verbs.WorkRequest{sendWR(1, cr, 0, 0)}))
 	requireStatus(t, next(t, client), 1, nil)
@@ -91,7 +91,7 @@ func testZeroLengthSend(t *testing.T, env Env) {
 // posting order (RC: a send queue completes in order).
 func testInOrderCompletions(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 1<<20, 4, 4096)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 1<<20, 4, 4096)})
 	win := expose(t, server, sr, 65536, 65536, verbs.AccessRemoteRead|verbs.AccessRemoteWrite)
 	cr := alloc(t, client, 1<<20)
 	fill(cr.Bytes(), 3)
@@ -172,7 +172,7 @@ func testQueueFull(t *testing.T, env Env) {
 	caps := verbs.QueueCaps{SendQueue: 4, RecvQueue: 2, MaxSGE: 1, ReadDepth: 1}
 	var sr verbs.Region
 	client, server := connect(t, env, &verbs.ConnOptions{Caps: caps},
-		&verbs.ConnOptions{Caps: caps, Setup: recvSetup(&sr, 4096, 2, 64)})
+		&verbs.ConnOptions{Caps: caps, Setup: RecvSetup(&sr, 4096, 2, 64)})
 	err := server.PostRecv([]verbs.RecvRequest{{ID: 3, SGL: []verbs.SGE{{Region: sr, Offset: 200, Length: 64}}}})
 	require.ErrorIs(t, err, verbs.ErrQueueFull, "third Receive with RecvQueue 2")
 
@@ -202,7 +202,7 @@ func testQueueFull(t *testing.T, env Env) {
 // then the connection is down.
 func testLocalProtection(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 4096, 1, 4096)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 4096, 1, 4096)})
 	cr := alloc(t, client, 4096)
 	err := client.PostSend([]verbs.WorkRequest{sendWR(1, cr, 4000, 200)})
 	if err != nil {

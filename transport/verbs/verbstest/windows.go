@@ -26,7 +26,7 @@ func bindWR(id uint64, w verbs.Window, r verbs.Region, off, n int, access verbs.
 // verbs.NextRKey.
 func testBindChosenKey(t *testing.T, env Env) {
 	var sr verbs.Region
-	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 8192, 1, 64)})
+	client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 8192, 1, 64)})
 	w, err := server.AllocWindow()
 	require.NoError(t, err)
 	cur := w.RKey()
@@ -84,7 +84,7 @@ func testWindowAccessRights(t *testing.T, env Env) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sr verbs.Region
-			client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: recvSetup(&sr, 2*size, 1, 64)})
+			client, server := connect(t, env, nil, &verbs.ConnOptions{Setup: RecvSetup(&sr, 2*size, 1, 64)})
 			fill(sr.Bytes()[size:], 7)
 			win := expose(t, server, sr, size, size, tc.access)
 			cr := alloc(t, client, 2*size)
