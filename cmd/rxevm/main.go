@@ -124,6 +124,7 @@ func cmdRun(ctx context.Context, args []string, interactive bool) int {
 	mem := fs.Int("m", 2048, "guest memory in `MIB`")
 	cpus := fs.Int("c", 2, "guest vCPUs")
 	netMode := fs.String("net", "wire", "guest network: wire, flat or none")
+	mtu := fs.Int("mtu", 0, "MTU of the veth pair under rxe (0: 1500, rxe path MTU 1024; 9000: 4096)")
 	logFile := fs.String("l", "", "also write the console output to `FILE`")
 	verbose := fs.Bool("v", false, "full kernel log and build progress")
 	if fs.Parse(args) != nil {
@@ -132,6 +133,10 @@ func cmdRun(ctx context.Context, args []string, interactive bool) int {
 	command := strings.Join(fs.Args(), " ")
 	if !interactive && strings.TrimSpace(command) == "" {
 		usage()
+		return 2
+	}
+	if !vm.ValidMTU(*mtu) {
+		fmt.Fprintf(os.Stderr, "rxevm: -mtu %d: want 576..65535 (0: the default, 1500)\n", *mtu)
 		return 2
 	}
 	bopts := vm.BuildOptions{}
@@ -144,7 +149,7 @@ func cmdRun(ctx context.Context, args []string, interactive bool) int {
 		return vm.StatusQEMUFailed
 	}
 	opts := vm.Options{Image: img, Share: *share, Timeout: time.Duration(*secs) * time.Second,
-		MemMiB: *mem, CPUs: *cpus, Net: vm.Net(*netMode), Verbose: *verbose}
+		MemMiB: *mem, CPUs: *cpus, Net: vm.Net(*netMode), MTU: *mtu, Verbose: *verbose}
 	var console io.Writer = os.Stdout
 	if *logFile != "" {
 		f, err := os.Create(*logFile)

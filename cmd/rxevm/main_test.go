@@ -18,6 +18,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run"}, 2},
 		{[]string{"run", "-t", "10"}, 2},
 		{[]string{"run", "-nosuchflag", "true"}, 2},
+		{[]string{"run", "-mtu", "100", "true"}, 2},
 		{[]string{"build", "-nosuchflag"}, 2},
 		{[]string{"manifest"}, 1}, // empty cache: no image
 		{[]string{"help"}, 0},

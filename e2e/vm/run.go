@@ -78,6 +78,10 @@ type Options struct {
 	QEMU string
 }
 
+// ValidMTU reports whether Options.MTU accepts mtu: 0 (the default) or
+// 576..65535.
+func ValidMTU(mtu int) bool { return mtu == 0 || mtu >= 576 && mtu <= 65535 }
+
 // Run boots the VM, runs command with bash in it (as root, in /root, after
 // the network, the modules and the share are set up) and powers the VM off.
 // It returns the command's exit status and the console output (the guest
@@ -197,7 +201,7 @@ func qemuArgs(img *Image, opts Options, command string) (qemuCommand, func(), er
 	if net != NetWire && net != NetFlat && net != NetNone {
 		return q, nil, fmt.Errorf("unknown network %q (want wire, flat or none)", net)
 	}
-	if opts.MTU != 0 && (opts.MTU < 576 || opts.MTU > 65535) {
+	if !ValidMTU(opts.MTU) {
 		return q, nil, fmt.Errorf("MTU %d out of range (576..65535, or 0 for the default)", opts.MTU)
 	}
 	mem, cpus := opts.MemMiB, opts.CPUs
