@@ -29,6 +29,9 @@ type Provider struct {
 	// without the completion event, the netpoller's wake-up and the
 	// re-arming; the cost is up to this much CPU time per idle Wait
 	// (a little more: the clock is read every 16 polls, not at each).
+	// Between polls Wait yields its goroutine and its OS thread
+	// (sched_yield), so that polling never keeps a thread that is ready
+	// to run (the peer's, on a machine with few CPUs) off the CPU.
 	PollBeforeWait time.Duration
 
 	state providerState
