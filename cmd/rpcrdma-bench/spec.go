@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 )
 
 // Spec is what one bench run measures; the host writes it to the share as
@@ -201,7 +203,7 @@ func (s Spec) Validate() error {
 	if s.Duration <= 0 {
 		return fmt.Errorf("cell duration %v: must be positive", s.Duration)
 	}
-	if s.MTU != 0 && (s.MTU < 576 || s.MTU > 65535 || s.Provider != "rdmacore") {
+	if !vm.ValidMTU(s.MTU) || s.MTU != 0 && s.Provider != "rdmacore" {
 		return fmt.Errorf("MTU %d: want 576..65535, with the rdmacore provider", s.MTU)
 	}
 	for _, in := range s.Inlines {
