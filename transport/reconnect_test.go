@@ -113,10 +113,14 @@ func rcListen(t *testing.T, addr string, cfg *Config) *Listener {
 
 // rcAccept accepts one connection on l in the background: the channel
 // gets it, or is closed if the accept fails.
-func rcAccept(l *Listener) <-chan *Conn {
-	accepted := make(chan *Conn, 1)
+func rcAccept(l *Listener) <-chan *Conn { return acceptInBackground(l.AcceptRDMA) }
+
+// acceptInBackground calls accept once in a goroutine: the channel gets
+// what it returns, or is closed if it fails.
+func acceptInBackground[T any](accept func() (T, error)) <-chan T {
+	accepted := make(chan T, 1)
 	go func() {
-		c, err := l.AcceptRDMA()
+		c, err := accept()
 		if err != nil {
 			close(accepted)
 			return
@@ -732,15 +736,7 @@ func TestReconnectCloseDuringDial(t *testing.T) {
 	raw, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = raw.Close() })
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		nc, err := raw.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- nc
-	}()
+	accepted := acceptInBackground(raw.Accept)
 	require.NoError(t, srv.conn(t, 1).Close())
 	nc := rcRecvGuard(t, "the reconnection's TCP connection", accepted)
 	require.NotNil(t, nc)
