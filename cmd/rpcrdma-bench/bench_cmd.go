@@ -119,8 +119,9 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 // Report is a whole run: where and when it ran, what it measured.
 type Report struct {
 	Date        string      `json:"date"`
-	Host        string      `json:"host"`         // the machine (CPU, cores, kernel)
-	GuestKernel string      `json:"guest_kernel"` // the VM's kernel package, "" on soft
+	Host        string      `json:"host"`                  // the machine (CPU, cores, kernel)
+	GuestKernel string      `json:"guest_kernel"`          // the VM's kernel package, "" on soft
+	GuestClock  string      `json:"guest_clock,omitempty"` // the VM kernel's clocksource
 	Provider    string      `json:"provider"`
 	Spec        Spec        `json:"spec"`
 	Load        string      `json:"host_load"`         // /proc/loadavg at the start and the end
@@ -169,7 +170,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if rep.Results, err = decodeLines[Result](raw); err != nil {
 			return err
 		}
-		rep.Baseline = run.baseline
+		rep.Baseline, rep.GuestClock = run.baseline, run.clock
 	}
 	rep.Seconds = time.Since(t0).Seconds()
 	rep.Load = load0 + " → " + loadAvg()
@@ -207,7 +208,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 func writeOutputs(rep Report, f benchFlags, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "\n%s; %s; %s; load %s\n", rep.Provider, rep.Date, rep.Host, rep.Load)
 	if rep.GuestKernel != "" {
-		fmt.Fprintf(stdout, "guest kernel: %s\n", rep.GuestKernel)
+		fmt.Fprintf(stdout, "guest kernel: %s%s\n", rep.GuestKernel, clockNote(rep.GuestClock))
 	}
 	writeTable(stdout, rep.Results)
 	writeServerRatios(stdout, rep.Results)

@@ -69,7 +69,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%d results for %d cells", len(results), len(spec.AllCells()))
 	}
 	if *jsonOut != "" {
-		rep := Report{Date: t0.UTC().Format(time.RFC3339), Host: hostDescription(), GuestKernel: guestKernel(img),
+		rep := Report{Date: t0.UTC().Format(time.RFC3339), Host: hostDescription(), GuestKernel: guestKernel(img), GuestClock: run.clock,
 			Provider: "rdmacore (Soft-RoCE rxe in a qemu TCG VM)", Spec: spec, Load: load0 + " → " + loadAvg(),
 			Results: results, Raw: raw, Seconds: time.Since(t0).Seconds()}
 		b, _ := json.MarshalIndent(rep, "", "  ")
@@ -130,7 +130,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	writeMatrix(stdout, rows)
 	fmt.Fprintf(stdout, "matrix: %d cells in %.0f s (one boot)\n", len(rows), time.Since(t0).Seconds())
 	if *jsonOut != "" {
-		rep := Report{Date: t0.UTC().Format(time.RFC3339), Host: hostDescription(), GuestKernel: guestKernel(img),
+		rep := Report{Date: t0.UTC().Format(time.RFC3339), Host: hostDescription(), GuestKernel: guestKernel(img), GuestClock: run.clock,
 			Provider: "rdmacore (Soft-RoCE rxe in a qemu TCG VM)", Spec: spec, Matrix: rows, Seconds: time.Since(t0).Seconds()}
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		if err := writeFileOrStdout(*jsonOut, append(b, '\n'), stdout); err != nil {

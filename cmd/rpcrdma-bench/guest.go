@@ -65,6 +65,9 @@ func cmdGuest(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	phaseLine(stdout, "set-up", time.Since(t0))
+	if cs, err := os.ReadFile(clocksourceFile); err == nil {
+		_ = os.WriteFile("/host/"+guestClockFile, cs, 0o644)
+	}
 	switch g.mode {
 	case "demo":
 		if err := guestDemo(ctx, g.bin, stdout); err != nil {
@@ -164,4 +167,21 @@ func demoLine(w io.Writer, format string, args ...any) {
 	for _, l := range strings.Split(fmt.Sprintf(format, args...), "\n") {
 		fmt.Fprintf(w, "%s%s\n", tagDemo, l)
 	}
+}
+
+// clocksourceFile names the guest kernel's clocksource; the guest copies it
+// into the share as guestClockFile for the report.
+const (
+	clocksourceFile = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+	guestClockFile  = "clocksource"
+)
+
+// clockNote is how a report names the guest's clocksource: every figure of
+// the VM depends on it (docs/benchmarks.md, "The guest's clock"); runs from
+// before it was recorded ran on the HPET.
+func clockNote(clock string) string {
+	if clock == "" {
+		return ""
+	}
+	return ", clocksource " + clock
 }

@@ -261,7 +261,7 @@ func writeCSV(w io.Writer, rs []Result) error {
 func writeMarkdown(w io.Writer, rep Report) {
 	fmt.Fprintf(w, "Run of %s; %s; host: %s", rep.Date, rep.Provider, rep.Host)
 	if rep.GuestKernel != "" {
-		fmt.Fprintf(w, "; guest kernel: %s", rep.GuestKernel)
+		fmt.Fprintf(w, "; guest kernel: %s%s", rep.GuestKernel, clockNote(rep.GuestClock))
 	}
 	fmt.Fprintf(w, "; %d rounds of %v per cell (ABBA order of the inline settings); host load %s; %.0f s in all.\n\n",
 		rep.Spec.Rounds, rep.Spec.Duration, rep.Load, rep.Seconds)

@@ -245,8 +245,11 @@ func TestOutputs(t *testing.T) {
 		t.Errorf("the Go client's row: %v", rows[3])
 	}
 	var md bytes.Buffer
-	writeMarkdown(&md, Report{Date: "d", Provider: "p", Host: "h", Results: []Result{ok, bad, gc}})
+	writeMarkdown(&md, Report{Date: "d", Provider: "p", Host: "h", GuestKernel: "k", GuestClock: "tsc", Results: []Result{ok, bad, gc}})
 	if n := strings.Count(md.String(), "\n| "); n != 4 {
 		t.Errorf("markdown has %d table lines after the header line, want 4:\n%s", n, md.String())
+	}
+	if !strings.Contains(md.String(), "guest kernel: k, clocksource tsc;") {
+		t.Errorf("markdown does not name the guest's clocksource:\n%s", md.String())
 	}
 }

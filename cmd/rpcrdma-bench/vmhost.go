@@ -30,6 +30,8 @@ type vmRun struct {
 	profileOut string
 
 	baseline *Baseline // perftest's figures, when the spec asked for them
+	// clock is the guest kernel's clocksource, as the guest read it.
+	clock string
 	// phases, if not nil, gets the build's, the guest's phases and the
 	// VM's own overhead (qemu's start, the firmware, the power-off).
 	phases *phases
@@ -154,6 +156,9 @@ func (r *vmRun) run(ctx context.Context, img *vm.Image, root string) ([]byte, er
 			err = fmt.Errorf("the guest side exited with status %d", status)
 		}
 		return nil, fmt.Errorf("VM run: %w; console tail:\n%s", err, tail)
+	}
+	if b, err := os.ReadFile(filepath.Join(share, guestClockFile)); err == nil {
+		r.clock = strings.TrimSpace(string(b))
 	}
 	if b, err := os.ReadFile(filepath.Join(share, "baseline.json")); err == nil {
 		r.baseline = new(Baseline)

@@ -126,6 +126,7 @@ func cmdRun(ctx context.Context, args []string, interactive bool) int {
 	netMode := fs.String("net", "wire", "guest network: wire, flat or none")
 	mtu := fs.Int("mtu", 0, "MTU of the veth pair under rxe (0: 1500, rxe path MTU 1024; 9000: 4096)")
 	logFile := fs.String("l", "", "also write the console output to `FILE`")
+	appendArgs := fs.String("append", "", "extra guest kernel `PARAMS` (after the harness's own)")
 	verbose := fs.Bool("v", false, "full kernel log and build progress")
 	if fs.Parse(args) != nil {
 		return 2
@@ -149,7 +150,7 @@ func cmdRun(ctx context.Context, args []string, interactive bool) int {
 		return vm.StatusQEMUFailed
 	}
 	opts := vm.Options{Image: img, Share: *share, Timeout: time.Duration(*secs) * time.Second,
-		MemMiB: *mem, CPUs: *cpus, Net: vm.Net(*netMode), MTU: *mtu, Verbose: *verbose}
+		MemMiB: *mem, CPUs: *cpus, Net: vm.Net(*netMode), MTU: *mtu, Verbose: *verbose, Append: *appendArgs}
 	var console io.Writer = os.Stdout
 	if *logFile != "" {
 		f, err := os.Create(*logFile)
