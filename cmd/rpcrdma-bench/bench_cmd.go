@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ type benchFlags struct {
 	provider, inlines, sizes, inflight           string
 	workloads, servers, clients                  string
 	jsonOut, csvOut, mdOut, chartOut, consoleOut string
-	profileOut, serverFlags                      string
+	profileOut, serverFlags, compare             string
 	mtu                                          int
 }
 
@@ -51,6 +52,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.serverFlags, "server-flags", "", "more flags for rdma-nfsd, space-separated (e.g. \"-concurrent-calls 1\")")
 	fs.StringVar(&f.profileOut, "server-profile", "", "write a CPU profile (pprof) of each start of rdma-nfsd (one per inline setting and round) into DIR")
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the VM's veth pair (default 1500: rxe path MTU 1024; 9000: 4096, as RoCE with jumbo frames)")
+	fs.StringVar(&f.compare, "compare", "", "also run rdma-nfsd built from git revision `REV` (as rdma-nfsd-b, alternating with this checkout's) and print each cell's ratio")
 	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices first, for the issue's goals")
 	if err := fs.Parse(args); err != nil {
 		return Spec{}, f, err
@@ -113,6 +115,14 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	if s.Provider == "soft" {
 		s.Servers, s.Clients, s.Baseline = []string{ServerGo}, []string{ClientGo}, false
 	}
+	if f.compare != "" {
+		// B runs right after A (roundServers); resolved to a commit by
+		// cmdBench.
+		s.Compare = f.compare
+		if i := slices.Index(s.Servers, ServerGo); i >= 0 {
+			s.Servers = slices.Insert(s.Servers, i+1, ServerGoB)
+		}
+	}
 	return s, f, s.Validate()
 }
 
@@ -138,6 +148,15 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	t0 := time.Now()
+	if spec.Compare != "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		if spec.Compare, err = resolveCommit(ctx, root, spec.Compare); err != nil {
+			return err
+		}
+	}
 	rep := Report{Date: t0.UTC().Format(time.RFC3339), Host: hostDescription(), Provider: spec.Provider, Spec: spec}
 	prog := newProgress(stderr)
 	load0 := loadAvg()
@@ -212,6 +231,7 @@ func writeOutputs(rep Report, f benchFlags, stdout io.Writer) error {
 	}
 	writeTable(stdout, rep.Results)
 	writeServerRatios(stdout, rep.Results)
+	writeCompare(stdout, rep.Spec.Compare, rep.Raw)
 	writeBaseline(stdout, rep.Baseline, rep.Results)
 	if f.jsonOut != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -291,9 +311,18 @@ func benchSoft(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 	srv := newRdmaNfsd(bin, "soft", "127.0.0.1", filepath.Join(tmp, "export"))
 	srv.logPath = filepath.Join(tmp, "rdma-nfsd.log")
 	srv.profileDir, srv.extra = spec.ServerProfile, spec.ServerFlags
+	servers := map[string]server{ServerGo: srv}
+	if spec.Compare != "" {
+		b := *srv
+		b.label, b.bin = ServerGoB, compareBin(bin)
+		if err := buildAtCommit(ctx, root, spec.Compare, b.bin, "./cmd/rdma-nfsd", nil); err != nil {
+			return nil, err
+		}
+		servers[ServerGoB] = &b
+	}
 	var results []Result
 	r := &runner{spec: spec, label: "soft (TCP)", provider: &soft.Provider{},
-		servers: map[string]server{ServerGo: srv},
+		servers: servers,
 		emit:    func(res Result) { results = append(results, res) },
 	}
 	r.progress = func(done, total int, c Cell) {

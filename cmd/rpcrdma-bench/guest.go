@@ -121,6 +121,11 @@ func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Write
 	}
 	nfsd := r.servers[ServerGo].(*rdmaNfsd)
 	nfsd.profileDir, nfsd.extra = spec.ServerProfile, spec.ServerFlags
+	if spec.Compare != "" {
+		b := *nfsd
+		b.label, b.bin = ServerGoB, compareBin(bin)
+		r.servers[ServerGoB] = &b
+	}
 	enc := json.NewEncoder(out)
 	r.emit = func(res Result) {
 		_ = enc.Encode(res)

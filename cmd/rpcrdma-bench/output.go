@@ -110,7 +110,7 @@ func rdmaOps(r Result) float64 {
 }
 
 // serverOrder puts ours first, then knfsd over RDMA, then over TCP.
-var serverOrder = map[string]int{ServerGo: 0, ServerKnfsd: 1, ServerKnfsdTCP: 2}
+var serverOrder = map[string]int{ServerGo: 0, ServerGoB: 1, ServerKnfsd: 2, ServerKnfsdTCP: 3}
 
 // sorted returns results ordered for the table: peers, workload, size,
 // depth, inline.

@@ -20,7 +20,10 @@ const (
 	ClientKernel = "kernel" // the Linux kernel's NFSv3 client (xprtrdma)
 	ClientGo     = "go"     // our requester (transport.Dial): NULL today, the Go NFS client later
 	ServerGo     = "rdma-nfsd"
-	ServerKnfsd  = "knfsd"
+	// ServerGoB is rdma-nfsd built from the revision of Spec.Compare,
+	// measured against ServerGo in the same run (compare.go).
+	ServerGoB   = "rdma-nfsd-b"
+	ServerKnfsd = "knfsd"
 	// ServerKnfsdTCP is knfsd mounted over TCP: the kernel's NFS without
 	// RDMA, for scale (its cells have no inline setting: Inline 0).
 	ServerKnfsdTCP = "knfsd-tcp"

@@ -40,7 +40,7 @@ func (r *runner) run(ctx context.Context) error {
 
 // runRound measures every cell once.
 func (r *runner) runRound(ctx context.Context) error {
-	for _, name := range r.spec.Servers {
+	for _, name := range roundServers(r.spec.Servers, r.round) {
 		srv, ok := r.servers[name]
 		if !ok {
 			continue

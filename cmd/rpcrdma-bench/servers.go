@@ -61,6 +61,7 @@ type server interface {
 
 // rdmaNfsd runs cmd/rdma-nfsd as a child process, as a user would.
 type rdmaNfsd struct {
+	label               string // ServerGo, or ServerGoB for the build compared
 	bin, provider, addr string
 	dir                 string // the export (a tmpfs in the VM)
 	logPath             string
@@ -77,11 +78,11 @@ type rdmaNfsd struct {
 }
 
 func newRdmaNfsd(bin, provider, addr, dir string) *rdmaNfsd {
-	return &rdmaNfsd{bin: bin, provider: provider, addr: addr, dir: dir, metrics: goMetrics, rdmaPort: goRDMAPort, tcpPort: goTCPPort,
+	return &rdmaNfsd{label: ServerGo, bin: bin, provider: provider, addr: addr, dir: dir, metrics: goMetrics, rdmaPort: goRDMAPort, tcpPort: goTCPPort,
 		logPath: filepath.Join(os.TempDir(), "rpcrdma-bench-rdma-nfsd.log")}
 }
 
-func (s *rdmaNfsd) name() string { return ServerGo }
+func (s *rdmaNfsd) name() string { return s.label }
 func (s *rdmaNfsd) rdmaAddr() string {
 	if s.bound != "" {
 		return s.bound
@@ -104,19 +105,20 @@ func (s *rdmaNfsd) args(inline int, noRI bool) []string {
 		a = append(a, "-no-remote-invalidate")
 	}
 	if s.profileDir != "" {
-		a = append(a, "-cpuprofile", filepath.Join(s.profileDir, profileName(s.starts, inline, noRI)))
+		a = append(a, "-cpuprofile", filepath.Join(s.profileDir, profileName(s.label, s.starts, inline, noRI)))
 	}
 	return append(a, s.extra...)
 }
 
-// profileName names the CPU profile of rdma-nfsd's n-th start, which
-// serves the cells of one inline setting.
-func profileName(n, inline int, noRI bool) string {
+// profileName names the CPU profile of the n-th start of the server
+// labelled label (rdma-nfsd or rdma-nfsd-b), which serves the cells of one
+// inline setting.
+func profileName(label string, n, inline int, noRI bool) string {
 	ri := ""
 	if noRI {
 		ri = "-noRI"
 	}
-	return fmt.Sprintf("rdma-nfsd-%02d-inline%d%s.pprof", n, inline, ri)
+	return fmt.Sprintf("%s-%02d-inline%d%s.pprof", label, n, inline, ri)
 }
 
 func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {

@@ -42,6 +42,9 @@ type Spec struct {
 	// default 1500, rxe path MTU 1024; 9000: path MTU 4096, as RoCE with
 	// jumbo frames). rdmacore only.
 	MTU int `json:"mtu,omitempty"`
+	// Compare, if set, is the commit rdma-nfsd-b is built from (bench
+	// -compare REV, resolved on the host; compare.go).
+	Compare string `json:"compare,omitempty"`
 }
 
 // rxeHeaders is what rdma_rxe subtracts from its netdev's MTU before it
@@ -182,7 +185,7 @@ func (s Spec) sizesOf(w string) []int {
 func (s Spec) AllCells() []Cell {
 	var all []Cell
 	for _, srv := range s.Servers {
-		if s.Provider == "soft" && srv != ServerGo {
+		if s.Provider == "soft" && srv != ServerGo && srv != ServerGoB {
 			continue
 		}
 		for _, in := range s.Inlines {
@@ -222,9 +225,12 @@ func (s Spec) Validate() error {
 		}
 	}
 	for _, p := range s.Servers {
-		if p != ServerGo && p != ServerKnfsd && p != ServerKnfsdTCP {
+		if p != ServerGo && p != ServerKnfsd && p != ServerKnfsdTCP && (p != ServerGoB || s.Compare == "") {
 			return fmt.Errorf("server %q: want %s, %s or %s", p, ServerGo, ServerKnfsd, ServerKnfsdTCP)
 		}
+	}
+	if s.Compare != "" && (!has(s.Servers, ServerGo) || !has(s.Servers, ServerGoB)) {
+		return fmt.Errorf("comparing builds (-compare) needs %s among the servers", ServerGo)
 	}
 	for _, p := range s.Clients {
 		if p != ClientKernel && p != ClientGo {

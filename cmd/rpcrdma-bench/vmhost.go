@@ -104,6 +104,10 @@ func (r *vmRun) run(ctx context.Context, img *vm.Image, root string) ([]byte, er
 			errs[i] = goBuild(ctx, root, filepath.Join(share, b.name), b.pkg)
 		}()
 	}
+	if r.spec.Compare != "" {
+		errs = append(errs, buildAtCommit(ctx, root, r.spec.Compare, compareBin(filepath.Join(share, "rdma-nfsd")),
+			"./cmd/rdma-nfsd", []string{"CGO_ENABLED=1"}))
+	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

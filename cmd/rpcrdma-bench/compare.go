@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Comparing two builds of rdma-nfsd (bench -compare REV): the machines are
+// noisy (two shared cores under TCG; runs an hour apart differ by up to
+// 2x), so a change of the server is judged in one run, both builds
+// alternating. rdma-nfsd-b is rdma-nfsd built from the git revision REV;
+// it runs every cell rdma-nfsd runs, right after it in even rounds and
+// right before it in odd ones (an ABBA order, as for the inline
+// settings), and the report gives each cell's per-round ratio B/A and
+// their median. The bench's own Go client is this checkout's in both.
+
+// compareBin is where rdma-nfsd-b's binary goes, next to rdma-nfsd's bin.
+func compareBin(bin string) string { return bin + "-b" }
+
+// resolveCommit turns rev into the full hash of the commit it names in
+// the repository at root.
+func resolveCommit(ctx context.Context, root, rev string) (string, error) {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--verify", "--end-of-options", rev+"^{commit}").Output()
+	if err != nil {
+		return "", fmt.Errorf("-compare %q: not a commit of %s: %w", rev, root, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// buildAtCommit builds the main package pkg of the module as it was at
+// commit, into out: the commit's tree is exported with git archive into a
+// scratch directory (the checkout is left alone) and built there, with
+// cgo as env says.
+func buildAtCommit(ctx context.Context, root, commit, out, pkg string, env []string) error {
+	tmp, err := os.MkdirTemp("", "rpcrdma-bench-compare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	archive := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", commit)
+	var tarball, stderr bytes.Buffer
+	archive.Stdout, archive.Stderr = &tarball, &stderr
+	if err := archive.Run(); err != nil {
+		return fmt.Errorf("git archive %s: %w\n%s", commit, err, stderr.Bytes())
+	}
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", tmp)
+	untar.Stdin = &tarball
+	if b, err := untar.CombinedOutput(); err != nil {
+		return fmt.Errorf("extracting %s: %w\n%s", commit, err, b)
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	build.Dir, build.Env = tmp, append(os.Environ(), env...)
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s at %.12s: %w\n%s", pkg, commit, err, b)
+	}
+	return nil
+}
+
+// roundServers is the order of the servers in round r: as given, except
+// that rdma-nfsd and rdma-nfsd-b trade places in odd rounds.
+func roundServers(servers []string, r int) []string {
+	out := slices.Clone(servers)
+	a, b := slices.Index(out, ServerGo), slices.Index(out, ServerGoB)
+	if r%2 == 1 && a >= 0 && b >= 0 {
+		out[a], out[b] = out[b], out[a]
+	}
+	return out
+}
+
+// compareRow is one cell's comparison: rdma-nfsd-b's ops/s over
+// rdma-nfsd's, round by round.
+type compareRow struct {
+	cell   Cell // Server is rdma-nfsd-b
+	ratios []float64
+}
+
+// median of the rounds' ratios.
+func (c compareRow) median() float64 {
+	s := slices.Clone(c.ratios)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// compareRows pairs every round of every rdma-nfsd-b cell with rdma-nfsd's
+// same cell in the same round. Cells that failed, or measured nothing, in
+// either build are left out.
+func compareRows(raw []Result) []compareRow {
+	type key struct {
+		client, workload string
+		size, depth, inl int
+		round            int
+	}
+	keyOf := func(r Result) key {
+		return key{r.Client, r.Workload, r.Size, r.InFlight, r.Inline, r.Round}
+	}
+	a := map[key]Result{}
+	for _, r := range raw {
+		if r.Server == ServerGo && r.Err == "" && r.OpsPerS > 0 {
+			a[keyOf(r)] = r
+		}
+	}
+	var rows []compareRow
+	at := map[string]int{}
+	for _, r := range sorted(raw) {
+		if r.Server != ServerGoB || r.Err != "" {
+			continue
+		}
+		ra, ok := a[keyOf(r)]
+		if !ok {
+			continue
+		}
+		label := fmt.Sprintf("%s/%s/%d/%d/%d", r.Client, r.Workload, r.Size, r.InFlight, r.Inline)
+		i, ok := at[label]
+		if !ok {
+			i = len(rows)
+			at[label] = i
+			rows = append(rows, compareRow{cell: r.Cell})
+		}
+		rows[i].ratios = append(rows[i].ratios, r.OpsPerS/ra.OpsPerS)
+	}
+	return rows
+}
+
+// writeCompare prints the comparison of the two builds, if the run made
+// one: per cell the median of the rounds' B/A ratios and each round's,
+// and the geometric mean over all of them.
+func writeCompare(w io.Writer, commit string, raw []Result) {
+	rows := compareRows(raw)
+	if commit == "" || len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s (at %.12s) / %s (this checkout), ops/s round by round:\n", ServerGoB, commit, ServerGo)
+	var logSum float64
+	var n int
+	for _, r := range rows {
+		rounds := make([]string, len(r.ratios))
+		for i, x := range r.ratios {
+			rounds[i] = fmt.Sprintf("%.2f", x)
+			logSum += math.Log(x)
+			n++
+		}
+		fmt.Fprintf(w, "  %-6s %-7s %7s ×%-2d inline %-6s median %.2fx  rounds %s\n", r.cell.Client, r.cell.Workload,
+			sizeName(r.cell.Size), r.cell.InFlight, sizeName(r.cell.Inline), r.median(), strings.Join(rounds, " "))
+	}
+	fmt.Fprintf(w, "  geometric mean of the %d pairs: %.2fx\n", n, math.Exp(logSum/float64(n)))
+}
