@@ -59,6 +59,7 @@ type options struct {
 	concurrentCalls                        int
 	gcPercent                              int
 	maxRPC                                 int
+	pollBeforeWait                         time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -87,6 +88,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.metrics, "metrics", "", "address of the metrics endpoint (expvar JSON at /debug/vars); empty: none")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&o.gcPercent, "gc-percent", 400, "garbage collector target (as GOGC; -1 off): each READ and WRITE carries up to 1 MiB, so Go's default 100 collects after every few")
+	fs.DurationVar(&o.pollBeforeWait, "poll-before-wait", 0, "rdmacore: poll the completion queue this long before sleeping on its channel (0: 50µs; negative: never)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -128,7 +130,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 	var provider verbs.Provider
 	switch o.provider {
 	case "rdmacore":
-		provider = &rdmacore.Provider{}
+		provider = &rdmacore.Provider{PollBeforeWait: o.pollBeforeWait}
 	case "soft":
 		provider = &soft.Provider{}
 	default:

@@ -27,6 +27,7 @@ type benchFlags struct {
 	workloads, servers, clients                  string
 	jsonOut, csvOut, mdOut, chartOut, consoleOut string
 	profileOut, serverFlags, compare             string
+	compareFlags                                 string
 	mtu                                          int
 }
 
@@ -53,6 +54,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.profileOut, "server-profile", "", "write a CPU profile (pprof) of each start of rdma-nfsd (one per inline setting and round) into DIR")
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the VM's veth pair (default 1500: rxe path MTU 1024; 9000: 4096, as RoCE with jumbo frames)")
 	fs.StringVar(&f.compare, "compare", "", "also run rdma-nfsd built from git revision `REV` (as rdma-nfsd-b, alternating with this checkout's) and print each cell's ratio")
+	fs.StringVar(&f.compareFlags, "compare-flags", "", "more flags for rdma-nfsd-b only; without -compare, rdma-nfsd-b is this checkout's rdma-nfsd run with them")
 	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices first, for the issue's goals")
 	if err := fs.Parse(args); err != nil {
 		return Spec{}, f, err
@@ -115,10 +117,10 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	if s.Provider == "soft" {
 		s.Servers, s.Clients, s.Baseline = []string{ServerGo}, []string{ClientGo}, false
 	}
-	if f.compare != "" {
-		// B runs right after A (roundServers); resolved to a commit by
-		// cmdBench.
-		s.Compare = f.compare
+	s.Compare, s.CompareFlags = f.compare, strings.Fields(f.compareFlags)
+	if s.comparing() {
+		// B runs right after A (roundServers); Compare is resolved to a
+		// commit by cmdBench.
 		if i := slices.Index(s.Servers, ServerGo); i >= 0 {
 			s.Servers = slices.Insert(s.Servers, i+1, ServerGoB)
 		}
@@ -231,7 +233,7 @@ func writeOutputs(rep Report, f benchFlags, stdout io.Writer) error {
 	}
 	writeTable(stdout, rep.Results)
 	writeServerRatios(stdout, rep.Results)
-	writeCompare(stdout, rep.Spec.Compare, rep.Raw)
+	writeCompare(stdout, rep.Spec, rep.Raw)
 	writeBaseline(stdout, rep.Baseline, rep.Results)
 	if f.jsonOut != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -312,13 +314,14 @@ func benchSoft(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 	srv.logPath = filepath.Join(tmp, "rdma-nfsd.log")
 	srv.profileDir, srv.extra = spec.ServerProfile, spec.ServerFlags
 	servers := map[string]server{ServerGo: srv}
-	if spec.Compare != "" {
-		b := *srv
-		b.label, b.bin = ServerGoB, compareBin(bin)
-		if err := buildAtCommit(ctx, root, spec.Compare, b.bin, "./cmd/rdma-nfsd", nil); err != nil {
-			return nil, err
+	if spec.comparing() {
+		b := serverB(srv, spec)
+		if spec.Compare != "" {
+			if err := buildAtCommit(ctx, root, spec.Compare, b.bin, "./cmd/rdma-nfsd", nil); err != nil {
+				return nil, err
+			}
 		}
-		servers[ServerGoB] = &b
+		servers[ServerGoB] = b
 	}
 	var results []Result
 	r := &runner{spec: spec, label: "soft (TCP)", provider: &soft.Provider{},

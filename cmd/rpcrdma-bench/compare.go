@@ -22,6 +22,18 @@ import (
 // settings), and the report gives each cell's per-round ratio B/A and
 // their median. The bench's own Go client is this checkout's in both.
 
+// serverB is rdma-nfsd-b: a, with the binary built from spec.Compare if
+// set, and spec.CompareFlags added to its flags.
+func serverB(a *rdmaNfsd, spec Spec) *rdmaNfsd {
+	b := *a
+	b.label = ServerGoB
+	if spec.Compare != "" {
+		b.bin = compareBin(a.bin)
+	}
+	b.extra = append(slices.Clone(a.extra), spec.CompareFlags...)
+	return &b
+}
+
 // compareBin is where rdma-nfsd-b's binary goes, next to rdma-nfsd's bin.
 func compareBin(bin string) string { return bin + "-b" }
 
@@ -136,12 +148,19 @@ func compareRows(raw []Result) []compareRow {
 // writeCompare prints the comparison of the two builds, if the run made
 // one: per cell the median of the rounds' B/A ratios and each round's,
 // and the geometric mean over all of them.
-func writeCompare(w io.Writer, commit string, raw []Result) {
+func writeCompare(w io.Writer, spec Spec, raw []Result) {
 	rows := compareRows(raw)
-	if commit == "" || len(rows) == 0 {
+	if !spec.comparing() || len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\n%s (at %.12s) / %s (this checkout), ops/s round by round:\n", ServerGoB, commit, ServerGo)
+	b := "this checkout"
+	if spec.Compare != "" {
+		b = fmt.Sprintf("at %.12s", spec.Compare)
+	}
+	if len(spec.CompareFlags) > 0 {
+		b += fmt.Sprintf(", with %q", strings.Join(spec.CompareFlags, " "))
+	}
+	fmt.Fprintf(w, "\n%s (%s) / %s (this checkout), ops/s round by round:\n", ServerGoB, b, ServerGo)
 	var logSum float64
 	var n int
 	for _, r := range rows {

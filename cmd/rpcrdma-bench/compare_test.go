@@ -59,7 +59,7 @@ func TestCompareRows(t *testing.T) {
 		t.Errorf("median of an even count: %v", m)
 	}
 	var out bytes.Buffer
-	writeCompare(&out, "0123456789abcdef", raw)
+	writeCompare(&out, Spec{Compare: "0123456789abcdef"}, raw)
 	gm := math.Exp((math.Log(1.5) + math.Log(0.5) + math.Log(1.2) + math.Log(0.9)) / 4)
 	for _, want := range []string{"rdma-nfsd-b (at 0123456789ab) / rdma-nfsd", "median 1.20x  rounds 1.50 0.50 1.20",
 		"median 0.90x  rounds 0.90", fmt.Sprintf("geometric mean of the 4 pairs: %.2fx", gm)} {
@@ -68,10 +68,14 @@ func TestCompareRows(t *testing.T) {
 		}
 	}
 	out.Reset()
-	writeCompare(&out, "", raw)
-	writeCompare(&out, "0123", raw[10:11])
+	writeCompare(&out, Spec{}, raw)
+	writeCompare(&out, Spec{Compare: "0123"}, raw[10:11])
 	if out.Len() != 0 {
 		t.Errorf("a run without a comparison printed %q", out.String())
+	}
+	writeCompare(&out, Spec{CompareFlags: []string{"-credits", "8"}}, raw)
+	if !strings.Contains(out.String(), `rdma-nfsd-b (this checkout, with "-credits 8") / rdma-nfsd`) {
+		t.Errorf("comparison of flags:\n%s", out.String())
 	}
 }
 
@@ -95,6 +99,33 @@ func TestParseCompare(t *testing.T) {
 	s, _, err = parseBench([]string{"-provider", "soft", "-compare", "HEAD"}, &bytes.Buffer{})
 	if err != nil || !slices.Equal(s.Servers, []string{ServerGo, ServerGoB}) {
 		t.Errorf("soft: servers %v, %v", s.Servers, err)
+	}
+	s, _, err = parseBench([]string{"-compare-flags", "-credits 8", "-servers", "rdma-nfsd"}, &bytes.Buffer{})
+	if err != nil || s.Compare != "" || !slices.Equal(s.CompareFlags, []string{"-credits", "8"}) ||
+		!slices.Equal(s.Servers, []string{ServerGo, ServerGoB}) {
+		t.Errorf("-compare-flags: %v, %q, %v", err, s.CompareFlags, s.Servers)
+	}
+}
+
+// TestServerB: rdma-nfsd-b runs the compared build if there is one, with
+// the flags of both, and leaves rdma-nfsd's own alone.
+func TestServerB(t *testing.T) {
+	a := newRdmaNfsd("/host/rdma-nfsd", "rdmacore", "10.0.0.1", "/export")
+	a.extra = []string{"-log-level", "debug"}
+	a.extra = slices.Grow(a.extra, 4) // room an append would write into
+	b := serverB(a, Spec{CompareFlags: []string{"-credits", "8"}})
+	if b.name() != ServerGoB || b.bin != a.bin || !slices.Equal(b.extra, []string{"-log-level", "debug", "-credits", "8"}) {
+		t.Errorf("flags only: %s %s %q", b.name(), b.bin, b.extra)
+	}
+	b = serverB(a, Spec{Compare: "abc"})
+	if b.bin != "/host/rdma-nfsd-b" || !slices.Equal(b.extra, a.extra) {
+		t.Errorf("build: %s %q", b.bin, b.extra)
+	}
+	if a.name() != ServerGo || !slices.Equal(a.extra, []string{"-log-level", "debug"}) {
+		t.Errorf("rdma-nfsd changed: %s %q", a.name(), a.extra)
+	}
+	if got := profileName(b.name(), 1, 1024, false); got != "rdma-nfsd-b-01-inline1024.pprof" {
+		t.Errorf("profile name %q", got)
 	}
 }
 
@@ -144,5 +175,16 @@ func TestSoftCompare(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}
+	}
+
+	// The same binary with other flags: nothing built.
+	stdout.Reset()
+	err = cmdBench(context.Background(), []string{"-provider", "soft", "-compare-flags", "-concurrent-calls 1", "-workloads", "null",
+		"-inflight", "1", "-inline", "1024", "-rounds", "2", "-d", "200ms"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if want := `rdma-nfsd-b (this checkout, with "-concurrent-calls 1")`; !strings.Contains(stdout.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, stdout.String())
 	}
 }

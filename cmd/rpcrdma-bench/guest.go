@@ -121,10 +121,8 @@ func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Write
 	}
 	nfsd := r.servers[ServerGo].(*rdmaNfsd)
 	nfsd.profileDir, nfsd.extra = spec.ServerProfile, spec.ServerFlags
-	if spec.Compare != "" {
-		b := *nfsd
-		b.label, b.bin = ServerGoB, compareBin(bin)
-		r.servers[ServerGoB] = &b
+	if spec.comparing() {
+		r.servers[ServerGoB] = serverB(nfsd, spec)
 	}
 	enc := json.NewEncoder(out)
 	r.emit = func(res Result) {

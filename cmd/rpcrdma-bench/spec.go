@@ -45,7 +45,15 @@ type Spec struct {
 	// Compare, if set, is the commit rdma-nfsd-b is built from (bench
 	// -compare REV, resolved on the host; compare.go).
 	Compare string `json:"compare,omitempty"`
+	// CompareFlags are more flags for rdma-nfsd-b only (after
+	// ServerFlags): with Compare, for the build compared; without it,
+	// rdma-nfsd-b is this checkout's rdma-nfsd run with them (bench
+	// -compare-flags).
+	CompareFlags []string `json:"compare_flags,omitempty"`
 }
+
+// comparing reports whether the run has rdma-nfsd-b (compare.go).
+func (s Spec) comparing() bool { return s.Compare != "" || len(s.CompareFlags) > 0 }
 
 // rxeHeaders is what rdma_rxe subtracts from its netdev's MTU before it
 // picks the path MTU (RXE_MAX_HDR_LENGTH: Ethernet, IP, UDP and the
@@ -225,12 +233,12 @@ func (s Spec) Validate() error {
 		}
 	}
 	for _, p := range s.Servers {
-		if p != ServerGo && p != ServerKnfsd && p != ServerKnfsdTCP && (p != ServerGoB || s.Compare == "") {
+		if p != ServerGo && p != ServerKnfsd && p != ServerKnfsdTCP && (p != ServerGoB || !s.comparing()) {
 			return fmt.Errorf("server %q: want %s, %s or %s", p, ServerGo, ServerKnfsd, ServerKnfsdTCP)
 		}
 	}
-	if s.Compare != "" && (!has(s.Servers, ServerGo) || !has(s.Servers, ServerGoB)) {
-		return fmt.Errorf("comparing builds (-compare) needs %s among the servers", ServerGo)
+	if s.comparing() && (!has(s.Servers, ServerGo) || !has(s.Servers, ServerGoB)) {
+		return fmt.Errorf("comparing servers (-compare, -compare-flags) needs %s among the servers", ServerGo)
 	}
 	for _, p := range s.Clients {
 		if p != ClientKernel && p != ClientGo {
