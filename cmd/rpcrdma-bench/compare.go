@@ -19,8 +19,10 @@ import (
 // alternating. rdma-nfsd-b is rdma-nfsd built from the git revision REV;
 // it runs every cell rdma-nfsd runs, right after it in even rounds and
 // right before it in odd ones (an ABBA order, as for the inline
-// settings), and the report gives each cell's per-round ratio B/A and
-// their median. The bench's own Go client is this checkout's in both.
+// settings), and the report gives each cell's per-round ratio B/A, their
+// median and the geometric mean over all pairs. -compare-flags gives
+// rdma-nfsd-b more flags; without -compare, rdma-nfsd-b is this checkout's
+// binary with them. The bench's own Go client is this checkout's in both.
 
 // serverB is rdma-nfsd-b: a, with the binary built from spec.Compare if
 // set, and spec.CompareFlags added to its flags.

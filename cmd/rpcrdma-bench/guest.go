@@ -179,9 +179,10 @@ const (
 	guestClockFile  = "clocksource"
 )
 
-// clockNote is how a report names the guest's clocksource: every figure of
-// the VM depends on it (docs/benchmarks.md, "The guest's clock"); runs from
-// before it was recorded ran on the HPET.
+// clockNote is how a report names the guest's clocksource: a clock read
+// costs ten times as much on the HPET as on the TSC in the VM
+// (docs/benchmarks.md, "The guest's clock"); runs from before it was
+// recorded ran on the HPET.
 func clockNote(clock string) string {
 	if clock == "" {
 		return ""
