@@ -90,15 +90,22 @@ func roundServers(servers []string, r int) []string {
 }
 
 // compareRow is one cell's comparison: rdma-nfsd-b's ops/s over
-// rdma-nfsd's, round by round.
+// rdma-nfsd's, and its CPU time per RPC over rdma-nfsd's, round by round.
 type compareRow struct {
 	cell   Cell // Server is rdma-nfsd-b
 	ratios []float64
+	cpu    []float64 // rounds where both CPU times were counted
 }
 
-// median of the rounds' ratios.
-func (c compareRow) median() float64 {
-	s := slices.Clone(c.ratios)
+// median of the rounds' ops/s ratios.
+func (c compareRow) median() float64 { return median(c.ratios) }
+
+// median of xs (NA for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return NA
+	}
+	s := slices.Clone(xs)
 	sort.Float64s(s)
 	n := len(s)
 	if n%2 == 1 {
@@ -143,13 +150,17 @@ func compareRows(raw []Result) []compareRow {
 			rows = append(rows, compareRow{cell: r.Cell})
 		}
 		rows[i].ratios = append(rows[i].ratios, r.OpsPerS/ra.OpsPerS)
+		if r.ServerCPUus != NA && ra.ServerCPUus != NA && ra.ServerCPUus > 0 {
+			rows[i].cpu = append(rows[i].cpu, r.ServerCPUus/ra.ServerCPUus)
+		}
 	}
 	return rows
 }
 
 // writeCompare prints the comparison of the two builds, if the run made
-// one: per cell the median of the rounds' B/A ratios and each round's,
-// and the geometric mean over all of them.
+// one: per cell the median of the rounds' B/A ops/s ratios and each
+// round's, the median B/A of the server's CPU time per RPC, and the
+// geometric mean of the ops/s ratios over all pairs.
 func writeCompare(w io.Writer, spec Spec, raw []Result) {
 	rows := compareRows(raw)
 	if !spec.comparing() || len(rows) == 0 {
@@ -162,7 +173,7 @@ func writeCompare(w io.Writer, spec Spec, raw []Result) {
 	if len(spec.CompareFlags) > 0 {
 		b += fmt.Sprintf(", with %q", strings.Join(spec.CompareFlags, " "))
 	}
-	fmt.Fprintf(w, "\n%s (%s) / %s (this checkout), ops/s round by round:\n", ServerGoB, b, ServerGo)
+	fmt.Fprintf(w, "\n%s (%s) / %s (this checkout): ops/s round by round, and the server's CPU time per RPC:\n", ServerGoB, b, ServerGo)
 	var logSum float64
 	var n int
 	for _, r := range rows {
@@ -172,8 +183,12 @@ func writeCompare(w io.Writer, spec Spec, raw []Result) {
 			logSum += math.Log(x)
 			n++
 		}
-		fmt.Fprintf(w, "  %-6s %-7s %7s ×%-2d inline %-6s median %.2fx  rounds %s\n", r.cell.Client, r.cell.Workload,
-			sizeName(r.cell.Size), r.cell.InFlight, sizeName(r.cell.Inline), r.median(), strings.Join(rounds, " "))
+		cpu := "-"
+		if m := median(r.cpu); m != NA {
+			cpu = fmt.Sprintf("%.2fx", m)
+		}
+		fmt.Fprintf(w, "  %-6s %-7s %7s ×%-2d inline %-6s median %.2fx  rounds %s  CPU/RPC %s\n", r.cell.Client, r.cell.Workload,
+			sizeName(r.cell.Size), r.cell.InFlight, sizeName(r.cell.Inline), r.median(), strings.Join(rounds, " "), cpu)
 	}
 	fmt.Fprintf(w, "  geometric mean of the %d pairs: %.2fx\n", n, math.Exp(logSum/float64(n)))
 }

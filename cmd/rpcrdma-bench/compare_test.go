@@ -34,7 +34,7 @@ func TestRoundServers(t *testing.T) {
 func TestCompareRows(t *testing.T) {
 	cell := func(server string, inline, round int, ops float64, err string) Result {
 		return Result{Cell: Cell{Client: ClientKernel, Server: server, Workload: WorkGetattr, InFlight: 1, Inline: inline},
-			Round: round, OpsPerS: ops, Err: err}
+			Round: round, OpsPerS: ops, Err: err, ServerCPUus: 1e5 / ops}
 	}
 	raw := []Result{
 		cell(ServerGo, 1024, 0, 100, ""), cell(ServerGoB, 1024, 0, 150, ""),
@@ -55,14 +55,20 @@ func TestCompareRows(t *testing.T) {
 	if r := rows[1]; r.cell.Inline != 4096 || !slices.Equal(r.ratios, []float64{0.9}) || r.median() != 0.9 {
 		t.Errorf("4096: %+v", r)
 	}
+	if m := median(rows[0].cpu); math.Abs(m-1/1.2) > 1e-9 {
+		t.Errorf("CPU per RPC B/A median %v, want %v", m, 1/1.2)
+	}
+	if median(nil) != NA {
+		t.Error("median of nothing is not NA")
+	}
 	if m := (compareRow{ratios: []float64{2, 1, 4, 3}}).median(); m != 2.5 {
 		t.Errorf("median of an even count: %v", m)
 	}
 	var out bytes.Buffer
 	writeCompare(&out, Spec{Compare: "0123456789abcdef"}, raw)
 	gm := math.Exp((math.Log(1.5) + math.Log(0.5) + math.Log(1.2) + math.Log(0.9)) / 4)
-	for _, want := range []string{"rdma-nfsd-b (at 0123456789ab) / rdma-nfsd", "median 1.20x  rounds 1.50 0.50 1.20",
-		"median 0.90x  rounds 0.90", fmt.Sprintf("geometric mean of the 4 pairs: %.2fx", gm)} {
+	for _, want := range []string{"rdma-nfsd-b (at 0123456789ab) / rdma-nfsd", "median 1.20x  rounds 1.50 0.50 1.20  CPU/RPC 0.83x",
+		"median 0.90x  rounds 0.90  CPU/RPC 1.11x", fmt.Sprintf("geometric mean of the 4 pairs: %.2fx", gm)} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("comparison lacks %q:\n%s", want, out.String())
 		}
