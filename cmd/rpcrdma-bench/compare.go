@@ -118,35 +118,33 @@ func median(xs []float64) float64 {
 // same cell in the same round. Cells that failed, or measured nothing, in
 // either build are left out.
 func compareRows(raw []Result) []compareRow {
+	// A cell of rdma-nfsd is filed under its rdma-nfsd-b twin.
 	type key struct {
-		client, workload string
-		size, depth, inl int
-		round            int
-	}
-	keyOf := func(r Result) key {
-		return key{r.Client, r.Workload, r.Size, r.InFlight, r.Inline, r.Round}
+		cell  Cell
+		round int
 	}
 	a := map[key]Result{}
 	for _, r := range raw {
 		if r.Server == ServerGo && r.Err == "" && r.OpsPerS > 0 {
-			a[keyOf(r)] = r
+			c := r.Cell
+			c.Server = ServerGoB
+			a[key{c, r.Round}] = r
 		}
 	}
 	var rows []compareRow
-	at := map[string]int{}
+	at := map[Cell]int{}
 	for _, r := range sorted(raw) {
 		if r.Server != ServerGoB || r.Err != "" {
 			continue
 		}
-		ra, ok := a[keyOf(r)]
+		ra, ok := a[key{r.Cell, r.Round}]
 		if !ok {
 			continue
 		}
-		label := fmt.Sprintf("%s/%s/%d/%d/%d", r.Client, r.Workload, r.Size, r.InFlight, r.Inline)
-		i, ok := at[label]
+		i, ok := at[r.Cell]
 		if !ok {
 			i = len(rows)
-			at[label] = i
+			at[r.Cell] = i
 			rows = append(rows, compareRow{cell: r.Cell})
 		}
 		rows[i].ratios = append(rows[i].ratios, r.OpsPerS/ra.OpsPerS)
