@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gonfs "github.com/willscott/go-nfs"
@@ -290,3 +291,49 @@ func (f fdFile) WriteAt(b []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// WriteAtSync is WriteAt for a stable WRITE: each pwritev2 with RWF_SYNC
+// writes its part and makes it durable, data and metadata (O_SYNC's file
+// integrity, what FILE_SYNC asks: RFC 1813 §3.3.7), before it returns, so
+// that the write and its sync are one system call, and the sync covers the
+// range written and not every dirty page of the file as fsync does (knfsd
+// writes stable WRITEs with RWF_SYNC too: fs/nfsd/vfs.c, nfsd_vfs_write).
+// It returns errNoSyncWrite, having written nothing, where the kernel has
+// no RWF_SYNC (before Linux 4.7): the caller then writes and fsyncs.
+func (f fdFile) WriteAtSync(b []byte, off int64) (int, error) {
+	if noSyncWrite.Load() {
+		return 0, errNoSyncWrite
+	}
+	n := 0
+	for n < len(b) {
+		m, err := pwriteSync(int(f), b[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if n == 0 && (err == unix.ENOSYS || err == unix.EOPNOTSUPP) {
+			noSyncWrite.Store(true)
+			return 0, errNoSyncWrite
+		}
+		if err != nil {
+			return n, &os.PathError{Op: "write", Path: "", Err: err}
+		}
+		if m == 0 {
+			return n, io.ErrShortWrite
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// pwriteSync is pwritev2(fd, [b], off, RWF_SYNC); a variable for the
+// tests.
+var pwriteSync = func(fd int, b []byte, off int64) (int, error) {
+	return unix.Pwritev2(fd, [][]byte{b}, off, unix.RWF_SYNC)
+}
+
+// noSyncWrite is set once the kernel has refused RWF_SYNC.
+var noSyncWrite atomic.Bool
+
+// errNoSyncWrite is WriteAtSync's answer where the kernel cannot write
+// with RWF_SYNC.
+var errNoSyncWrite = errors.New("nfs: pwritev2 with RWF_SYNC not supported")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -255,4 +256,50 @@ func TestOpenHandleKinds(t *testing.T) {
 		t.Fatalf("read-only Dir, for reading: %v (read-write %v)", err, of != nil && of.rw)
 	}
 	rh.files.put(of)
+}
+
+// TestWriteAtSync: a stable write goes through pwritev2 with RWF_SYNC,
+// retried on EINTR and continued after a short write until all of b is
+// written; a kernel that refuses the flag gets errNoSyncWrite with
+// nothing written, and is not asked again.
+func TestWriteAtSync(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	require.NoError(t, err)
+	defer f.Close()
+	fd := fdFile(f.Fd())
+
+	var calls, eintr int
+	restore := WrapSyncWrite(func(real SyncWriteFunc) SyncWriteFunc {
+		return func(fd int, b []byte, off int64) (int, error) {
+			calls++
+			if eintr == 0 {
+				eintr++
+				return 0, unix.EINTR
+			}
+			return real(fd, b[:min(len(b), 3)], off) // short writes
+		}
+	})
+	n, err := fd.WriteAtSync([]byte("abcdefgh"), 2)
+	restore()
+	require.NoError(t, err)
+	require.Equal(t, 8, n)
+	require.Equal(t, 1+3, calls, "EINTR, then 3+3+2 bytes")
+	got, err := os.ReadFile(f.Name())
+	require.NoError(t, err)
+	require.Equal(t, "\x00\x00abcdefgh", string(got))
+
+	n, err = fd.WriteAtSync([]byte("xy"), 0)
+	require.NoError(t, err, "the real pwritev2 (Linux ≥ 4.7)")
+	require.Equal(t, 2, n)
+
+	calls = 0
+	defer WrapSyncWrite(func(SyncWriteFunc) SyncWriteFunc {
+		return func(int, []byte, int64) (int, error) { calls++; return 0, unix.EOPNOTSUPP }
+	})()
+	for range 2 {
+		n, err = fd.WriteAtSync([]byte("zz"), 0)
+		require.ErrorIs(t, err, errNoSyncWrite)
+		require.Zero(t, n)
+	}
+	require.Equal(t, 1, calls, "asked once")
 }

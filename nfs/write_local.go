@@ -16,9 +16,10 @@ import (
 // writeLocal executes an NFSv3 WRITE (RFC 1813 §3.3.7) to a file of a Dir
 // in the dispatch layer: the file's descriptor from the DirHandler's
 // open-file cache (or one open by name, for a file the cache does not
-// take), an fstat before and after for the file's wcc_data, the write at the offset, and for DATA_SYNC and
-// FILE_SYNC an fsync of the same descriptor before the reply says
-// FILE_SYNC, with the server's write verifier (finishWrite's rules).
+// take), an fstat before and after for the file's wcc_data, and the write
+// at the offset, made durable for DATA_SYNC and FILE_SYNC before the reply
+// says FILE_SYNC (writeTo), with the server's write verifier (finishWrite's
+// rules).
 // go-nfs's WRITE resolves and stats the file three times and copies the
 // data through its reflective decoder, and finishWrite opens the file once
 // more to sync it. ok is false when the call is not for this path (another
@@ -86,9 +87,11 @@ func (s *Server) writeLocal(xid uint32, args []byte) (reply []byte, ok bool) {
 }
 
 // writeTo writes data at offset to w and appends WRITE3res to b: the
-// file's wcc_data from an fstat before and after, and for DATA_SYNC and
-// FILE_SYNC an fsync before the reply says FILE_SYNC, with the server's
-// write verifier.
+// file's wcc_data from an fstat before and after, and the server's write
+// verifier. For DATA_SYNC and FILE_SYNC the data is durable before the
+// reply says FILE_SYNC: written with RWF_SYNC where w can
+// (syncWriterAt: one system call, the range alone synced), else written
+// and then fsynced.
 func (s *Server) writeTo(b []byte, w writeTarget, name string, data []byte, offset uint64, stable uint32) []byte {
 	fail := func(status uint32, pre, post *gonfs.FileAttribute) []byte {
 		b = xdr.AppendUint32(b, status)
@@ -105,17 +108,24 @@ func (s *Server) writeTo(b []byte, w writeTarget, name string, data []byte, offs
 	if pre == nil || pre.Type != gonfs.FileTypeRegular {
 		return fail(nfs3ErrInval, pre, pre)
 	}
-	n, err := w.WriteAt(data, int64(offset))
+	committed, n, err := uint32(unstable), 0, errNoSyncWrite
+	if stable != unstable {
+		committed = fileSync
+		if sw, ok := w.(syncWriterAt); ok {
+			n, err = sw.WriteAtSync(data, int64(offset))
+		}
+	}
+	if err == errNoSyncWrite {
+		n, err = w.WriteAt(data, int64(offset))
+		if err == nil && stable != unstable {
+			if err := w.Sync(); err != nil {
+				s.log.Warn("nfs: WRITE: sync failed", "name", name, "err", err)
+				return fail(nfs3ErrIO, pre, post())
+			}
+		}
+	}
 	if err != nil {
 		return fail(statusOr(err, nfs3ErrIO), pre, post())
-	}
-	committed := uint32(unstable)
-	if stable != unstable {
-		if err := w.Sync(); err != nil {
-			s.log.Warn("nfs: WRITE: sync failed", "name", name, "err", err)
-			return fail(nfs3ErrIO, pre, post())
-		}
-		committed = fileSync
 	}
 	b = xdr.AppendUint32(b, nfs3OK)
 	b = appendWcc(b, pre, post())
@@ -134,6 +144,12 @@ type writeTarget interface {
 	attr() (*gonfs.FileAttribute, error)
 }
 
+// syncWriterAt is a writeTarget that can write and make durable in one
+// step (fdFile.WriteAtSync): a stable WRITE then needs no Sync.
+type syncWriterAt interface {
+	WriteAtSync(b []byte, off int64) (int, error)
+}
+
 // cachedWrite is a WRITE's file from the open-file cache.
 type cachedWrite struct {
 	dh *DirHandler
@@ -145,6 +161,10 @@ func (c cachedWrite) WriteAt(b []byte, off int64) (int, error) {
 	return fdFile(c.of.fd).WriteAt(b, off)
 }
 func (c cachedWrite) Sync() error { return unix.Fsync(c.of.fd) }
+
+func (c cachedWrite) WriteAtSync(b []byte, off int64) (int, error) {
+	return fdFile(c.of.fd).WriteAtSync(b, off)
+}
 
 func (c cachedWrite) attr() (*gonfs.FileAttribute, error) { return c.dh.openAttr(c.fh, c.of) }
 

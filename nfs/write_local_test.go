@@ -8,6 +8,7 @@ import (
 
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
@@ -68,4 +69,54 @@ func TestServerWriteLocal(t *testing.T) {
 	require.True(t, isFail, "%T", res)
 	require.Equal(t, nfsv3.NFS3ERR_ROFS, fail.Status)
 	require.True(t, fail.Resfail.FileWcc.After.GetAttributesFollow())
+}
+
+// TestServerWriteStableSync: a DATA_SYNC or FILE_SYNC WRITE to a cached
+// file is written with RWF_SYNC (one pwritev2, no fsync after it), an
+// UNSTABLE one is not; where the kernel refuses RWF_SYNC the server writes
+// and fsyncs instead, and still answers FILE_SYNC with the data in place.
+func TestServerWriteStableSync(t *testing.T) {
+	root, h := bigDir(t, 0)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "f"), []byte("0123456789"), 0o644))
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
+	rootFH := mountRoot(t, srv)
+	c := dialRDMANFS(t, srv)
+	fFH := lookup(t, c, 2, rootFH, "f")
+
+	var synced []string
+	refuse := false
+	defer nfs.WrapSyncWrite(func(real nfs.SyncWriteFunc) nfs.SyncWriteFunc {
+		return func(fd int, b []byte, off int64) (int, error) {
+			if refuse {
+				return 0, unix.ENOSYS
+			}
+			synced = append(synced, string(b))
+			return real(fd, b, off)
+		}
+	})()
+	xid := uint32(3)
+	for _, w := range []struct {
+		data   string
+		stable nfsv3.StableHow
+		want   nfsv3.StableHow
+	}{{"u", nfsv3.UNSTABLE, nfsv3.UNSTABLE}, {"d", nfsv3.DATA_SYNC, nfsv3.FILE_SYNC}, {"f", nfsv3.FILE_SYNC, nfsv3.FILE_SYNC}} {
+		xid++
+		res := write(t, c, xid, fFH, 0, []byte(w.data), w.stable)
+		ok, isOK := res.(*nfsv3.Write3res_NFS3_OK)
+		require.True(t, isOK, "%v", res.GetStatus())
+		require.Equal(t, w.want, ok.Resok.Committed)
+	}
+	require.Equal(t, []string{"d", "f"}, synced, "the stable WRITEs, with RWF_SYNC")
+
+	refuse = true
+	for i, data := range []string{"A", "B"} {
+		xid++
+		res := write(t, c, xid, fFH, uint64(1+i), []byte(data), nfsv3.FILE_SYNC)
+		ok, isOK := res.(*nfsv3.Write3res_NFS3_OK)
+		require.True(t, isOK, "%v", res.GetStatus())
+		require.Equal(t, nfsv3.FILE_SYNC, ok.Resok.Committed)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "f"))
+	require.NoError(t, err)
+	require.Equal(t, "fAB3456789", string(got))
 }
