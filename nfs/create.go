@@ -133,7 +133,7 @@ func (s *Server) create(xid uint32, args []byte) (reply []byte, ok bool) {
 	b = xdr.AppendUint32(b, nfs3OK)
 	b = xdr.AppendBool(b, true)
 	b = xdr.AppendOpaque(b, fh)
-	b = appendPostOpAttr(b, gonfs.ToFileAttribute(fi, path))
+	b = appendPostOpAttr(b, fileAttr(fi, path))
 	return appendWcc(b, pre, de.fresh()), true
 }
 

@@ -460,8 +460,14 @@ func acceptedReply(xid uint32, stat xdr.AcceptStat, mm xdr.Mismatch) []byte {
 // successReply is an MSG_ACCEPTED SUCCESS reply carrying results.
 func successReply(xid uint32, results []byte) []byte {
 	rh := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}
-	return append(rh.Append(make([]byte, 0, 24+len(results))), results...)
+	return append(rh.Append(make([]byte, 0, max(24+len(results), smallReply))), results...)
 }
+
+// smallReply is the capacity a reply starts with: room for the results
+// the dispatch layer appends to a reply header of its own (a GETATTR's
+// fattr3, a WRITE's wcc_data, a LOOKUP's handle and two attributes), so
+// that they are appended without growing the buffer.
+const smallReply = 320
 
 // pipeListener is the net.Listener go-nfs serves: its connections are the
 // go-nfs ends of the sessions' pipes.

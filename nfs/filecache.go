@@ -248,7 +248,7 @@ func (h *DirHandler) openAttr(fh []byte, of *openFile) (*gonfs.FileAttribute, er
 	if err := h.statOpen(fh, of, &st); err != nil {
 		return nil, err
 	}
-	return gonfs.ToFileAttribute(newFileInfo("", &st), ""), nil
+	return statFileAttr(&st), nil
 }
 
 // fdFile reads and writes a descriptor at offsets (pread, pwrite) as

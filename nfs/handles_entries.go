@@ -62,7 +62,7 @@ func (e *dirEntries) entry(base string) (os.FileInfo, []byte, error) {
 
 // attr returns the directory's own attributes, as of openEntries.
 func (e *dirEntries) attr() *gonfs.FileAttribute {
-	return gonfs.ToFileAttribute(newFileInfo(path.Base(e.dir), &e.st), e.dir)
+	return statFileAttr(&e.st)
 }
 
 // fresh returns the directory's attributes now, or nil.
@@ -71,5 +71,5 @@ func (e *dirEntries) fresh() *gonfs.FileAttribute {
 	if err := unix.Fstat(e.fd, &st); err != nil {
 		return nil
 	}
-	return gonfs.ToFileAttribute(newFileInfo(path.Base(e.dir), &st), e.dir)
+	return statFileAttr(&st)
 }

@@ -113,7 +113,7 @@ func statAttr(fsys billy.Filesystem, name string) *gonfs.FileAttribute {
 	if err != nil {
 		return nil
 	}
-	return gonfs.ToFileAttribute(fi, name)
+	return fileAttr(fi, name)
 }
 
 // sameFS reports whether a and b are the same file system (a handler may

@@ -48,7 +48,7 @@ func (s *Server) getattr(xid uint32, args []byte) (reply []byte, ok bool) {
 		return xdr.AppendUint32(b, statusOr(err, nfs3ErrIO)), true
 	}
 	b = xdr.AppendUint32(b, nfs3OK)
-	return appendFattr3(b, gonfs.ToFileAttribute(fi, name)), true
+	return appendFattr3(b, fileAttr(fi, name)), true
 }
 
 // lookup executes an NFSv3 LOOKUP (RFC 1813 §3.3.3) in the dispatch
@@ -105,7 +105,7 @@ func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
 		if err != nil {
 			return fail(statusOr(err, nfs3ErrNoEnt), dirAttr)
 		}
-		return success(fh, gonfs.ToFileAttribute(fi, fsys.Join(append(p[:len(p):len(p)], fname)...)), dirAttr)
+		return success(fh, fileAttr(fi, fsys.Join(append(p[:len(p):len(p)], fname)...)), dirAttr)
 	}
 
 	dirAttr := statAttr(fsys, dirName)

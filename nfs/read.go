@@ -42,7 +42,7 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, ok bool) {
 		return fail(status, failAttr)
 	}
 	defer release()
-	attr := gonfs.ToFileAttribute(info, name)
+	attr := fileAttr(info, name)
 	if info.IsDir() {
 		return fail(nfs3ErrIsDir, attr)
 	}

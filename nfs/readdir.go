@@ -302,7 +302,7 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 		for _, e := range ents[i:j] {
 			epath := append(p[:len(p):len(p)], e.name)
 			name := fsys.Join(epath...)
-			fileid := gonfs.ToFileAttribute(e.info, name).Fileid
+			fileid := fileAttr(e.info, name).Fileid
 			var attr *gonfs.FileAttribute
 			var fh []byte
 			if plus {
@@ -318,7 +318,7 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 					continue // removed since the listing was read
 				}
 				if err == nil {
-					attr = gonfs.ToFileAttribute(fi, name)
+					attr = fileAttr(fi, name)
 					fileid = attr.Fileid
 				}
 				if de == nil || err != nil {

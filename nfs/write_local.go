@@ -176,5 +176,5 @@ func (n namedWrite) attr() (*gonfs.FileAttribute, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gonfs.ToFileAttribute(fi, n.name), nil
+	return fileAttr(fi, n.name), nil
 }
