@@ -274,10 +274,14 @@ func (f fdFile) ReadAt(b []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (f fdFile) WriteAt(b []byte, off int64) (int, error) {
+func (f fdFile) WriteAt(b []byte, off int64) (int, error) { return f.writeAll(b, off, unix.Pwrite) }
+
+// writeAll writes all of b at off with write (pwrite or pwritev2),
+// retrying on EINTR and going on after a short write.
+func (f fdFile) writeAll(b []byte, off int64, write func(fd int, b []byte, off int64) (int, error)) (int, error) {
 	n := 0
 	for n < len(b) {
-		m, err := unix.Pwrite(int(f), b[n:], off+int64(n))
+		m, err := write(int(f), b[n:], off+int64(n))
 		if err == unix.EINTR {
 			continue
 		}
@@ -304,25 +308,12 @@ func (f fdFile) WriteAtSync(b []byte, off int64) (int, error) {
 	if noSyncWrite.Load() {
 		return 0, errNoSyncWrite
 	}
-	n := 0
-	for n < len(b) {
-		m, err := pwriteSync(int(f), b[n:], off+int64(n))
-		if err == unix.EINTR {
-			continue
-		}
-		if n == 0 && (err == unix.ENOSYS || err == unix.EOPNOTSUPP) {
-			noSyncWrite.Store(true)
-			return 0, errNoSyncWrite
-		}
-		if err != nil {
-			return n, &os.PathError{Op: "write", Path: "", Err: err}
-		}
-		if m == 0 {
-			return n, io.ErrShortWrite
-		}
-		n += m
+	n, err := f.writeAll(b, off, pwriteSync)
+	if n == 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)) {
+		noSyncWrite.Store(true)
+		return 0, errNoSyncWrite
 	}
-	return n, nil
+	return n, err
 }
 
 // pwriteSync is pwritev2(fd, [b], off, RWF_SYNC); a variable for the
