@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/transport"
 )
 
 // TestServerWriteLocal: WRITE to a DirHandler's file in the dispatch
@@ -20,12 +21,7 @@ import (
 // (size before and after), count is what was written; a read-only export
 // answers NFS3ERR_ROFS with the file's attributes.
 func TestServerWriteLocal(t *testing.T) {
-	root, h := bigDir(t, 0)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "f"), []byte("0123456789"), 0o644))
-	srv := startServer(t, nfs.ServerConfig{Handler: h})
-	rootFH := mountRoot(t, srv)
-	c := dialRDMANFS(t, srv)
-	fFH := lookup(t, c, 2, rootFH, "f")
+	root, srv, c, fFH := startWriteFile(t)
 	verf := srv.WriteVerifier()
 	for i, w := range []struct {
 		off      uint64
@@ -76,12 +72,7 @@ func TestServerWriteLocal(t *testing.T) {
 // UNSTABLE one is not; where the kernel refuses RWF_SYNC the server writes
 // and fsyncs instead, and still answers FILE_SYNC with the data in place.
 func TestServerWriteStableSync(t *testing.T) {
-	root, h := bigDir(t, 0)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "f"), []byte("0123456789"), 0o644))
-	srv := startServer(t, nfs.ServerConfig{Handler: h})
-	rootFH := mountRoot(t, srv)
-	c := dialRDMANFS(t, srv)
-	fFH := lookup(t, c, 2, rootFH, "f")
+	root, _, c, fFH := startWriteFile(t)
 
 	var synced []string
 	refuse := false
@@ -119,4 +110,15 @@ func TestServerWriteStableSync(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(root, "f"))
 	require.NoError(t, err)
 	require.Equal(t, "fAB3456789", string(got))
+}
+
+// startWriteFile serves a directory holding f ("0123456789") and returns
+// the directory, the server, a connection to it and f's handle.
+func startWriteFile(t *testing.T) (root string, srv *nfs.Server, c *transport.Conn, fFH nfsv3.NfsFh3) {
+	root, h := bigDir(t, 0)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "f"), []byte("0123456789"), 0o644))
+	srv = startServer(t, nfs.ServerConfig{Handler: h})
+	rootFH := mountRoot(t, srv)
+	c = dialRDMANFS(t, srv)
+	return root, srv, c, lookup(t, c, 2, rootFH, "f")
 }
