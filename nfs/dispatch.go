@@ -37,7 +37,7 @@ const (
 const nfs3FHSize = 64
 
 // msgConn carries whole RPC messages: a *transport.Conn, or recordConn
-// over TCP.
+// over TCP. WriteMsg is safe for concurrent use.
 type msgConn interface {
 	ReadMsg(buf []byte) ([]byte, error)
 	WriteMsg(msg []byte) error
@@ -62,6 +62,8 @@ func (c *recordConn) ReadMsg(buf []byte) ([]byte, error) {
 	return xdr.ReadRecord(c.Conn, buf, c.max)
 }
 
+// WriteMsg writes msg as one record in one Write, which a net.Conn
+// makes whole: records written at once do not interleave.
 func (c *recordConn) WriteMsg(msg []byte) error {
 	_, err := c.Conn.Write(xdr.AppendRecord(nil, msg, 0))
 	return err
@@ -81,7 +83,6 @@ type session struct {
 	done    chan struct{}
 
 	closeOnce sync.Once
-	wmu       sync.Mutex // serializes writes to c
 
 	// concurrent bounds the workers (readCalls); workers counts them and
 	// executing those executing a call.
@@ -430,10 +431,10 @@ func (ss *session) readReplies() {
 	}
 }
 
-// send writes one reply to the client.
+// send writes one reply to the client. The workers send at once: a
+// msgConn's WriteMsg is safe for concurrent use, and over RDMA the
+// replies' work requests are then posted together.
 func (ss *session) send(reply []byte) error {
-	ss.wmu.Lock()
-	defer ss.wmu.Unlock()
 	return ss.c.WriteMsg(reply)
 }
 

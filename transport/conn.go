@@ -18,7 +18,9 @@ import (
 //
 // Read, Write, WriteMsg, ReadMsg, Close, the deadline setters and Stats may
 // be called from any goroutine. Writes are serialised (the record stream is
-// one stream); one Read at a time makes sense, for the same reason.
+// one stream); one Read at a time makes sense, for the same reason. A
+// responder's WriteMsg calls are not serialised: replies to different
+// calls go out at once.
 type Conn struct {
 	cfg   Config
 	role  cmpriv.Role
@@ -264,8 +266,18 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// WriteMsg sends one RPC message without record marking.
+// WriteMsg sends one RPC message without record marking. A responder's
+// WriteMsg calls run concurrently: each reply goes to its own call (by
+// XID), and the work requests of replies written at once are posted
+// together by whichever writer posts first (see postQueue), while the
+// others return. A requester's are serialised, as its Writes.
 func (c *Conn) WriteMsg(msg []byte) error {
+	if c.role == cmpriv.Responder {
+		if err := c.writeCheck(); err != nil {
+			return err
+		}
+		return c.svcState.sendReply(msg)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if err := c.writeCheck(); err != nil {

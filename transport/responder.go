@@ -482,8 +482,13 @@ func (s *responder) sendOversizedReply(xid uint32) error {
 
 // sendReplyXID sends msg as the reply to call xid; a nil msg sends
 // ERR_CHUNK.
+//
+// Several goroutines may reply at once (WriteMsg). One wake-up of
+// writeWake may stand for room for several of them, so a reply that
+// waited passes it on once it is posted.
 func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
 	c := s.c
+	waited := false
 	for {
 		c.mu.Lock()
 		if err := c.writeErrLocked(); err != nil {
@@ -505,6 +510,7 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
 					s.listenerReplies.forget(c)
 					return err
 				}
+				waited = true
 				continue
 			}
 			c.unlock()
@@ -512,12 +518,16 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
 				c.endpointDied(ep, err)
 				return c.opError("write", err)
 			}
+			if waited {
+				wake(c.writeWake)
+			}
 			return nil
 		}
 		c.unlock()
 		if err := c.waitWrite(); err != nil {
 			return err
 		}
+		waited = true
 	}
 }
 

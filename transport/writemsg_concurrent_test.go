@@ -1,0 +1,172 @@
+package transport
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// TestResponderWriteMsgConcurrent: a responder's WriteMsg does not wait for
+// another goroutine's reply to be posted. The first reply's post is held
+// (postQueue.afterPost) while a second goroutine writes its reply: the
+// second WriteMsg returns with its work requests queued, and the first
+// poster posts them when it goes on. Both replies reach the requester. A
+// WriteMsg serialised behind the first (as Write is) never returns while
+// the first is held, and the test fails.
+func TestResponderWriteMsgConcurrent(t *testing.T) {
+	l := rcListen(t, "127.0.0.1:0", nil)
+	accepted := rcAccept(l)
+	cl := rcDial(t, l.Addr().String(), nil)
+	srv := rcRecvGuard(t, "the accept", accepted)
+	if srv == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	_ = srv.SetDeadline(deadline)
+	_ = cl.SetDeadline(deadline)
+
+	// One call and its reply first: the requester has one credit until
+	// a reply grants more.
+	require.NoError(t, cl.WriteMsg(appendCall(nil, 1, 0)))
+	_, err := srv.ReadMsg(nil)
+	require.NoError(t, err)
+	require.NoError(t, srv.WriteMsg(appendReply(nil, 1)))
+	_, err = cl.ReadMsg(nil)
+	require.NoError(t, err)
+
+	for _, xid := range []uint32{10, 11} {
+		require.NoError(t, cl.WriteMsg(appendCall(nil, xid, 0)))
+		msg, err := srv.ReadMsg(nil)
+		require.NoError(t, err)
+		got, _, err := xdr.PeekXID(msg)
+		require.NoError(t, err)
+		require.Equal(t, xid, got)
+	}
+
+	// Hold the next post once, after it posted its own batch.
+	var armed atomic.Bool
+	held, release := make(chan struct{}), make(chan struct{})
+	srv.mu.Lock() // the flushing goroutines take srv.mu before they flush
+	srv.ep.posts.afterPost = func() {
+		if armed.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+		}
+	}
+	srv.mu.Unlock()
+	armed.Store(true)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Go(func() { errs <- srv.WriteMsg(appendReply(nil, 10)) })
+	rcRecvGuard(t, "the first reply's post", held)
+	second := make(chan error, 1)
+	go func() { second <- srv.WriteMsg(appendReply(nil, 11)) }()
+	select {
+	case err := <-second:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the second WriteMsg waited for the first reply's post")
+	}
+	close(release)
+	wg.Wait()
+	require.NoError(t, <-errs)
+
+	seen := map[uint32]bool{}
+	for range 2 {
+		msg, err := cl.ReadMsg(nil)
+		require.NoError(t, err)
+		xid, _, err := xdr.PeekXID(msg)
+		require.NoError(t, err)
+		seen[xid] = true
+	}
+	require.Equal(t, map[uint32]bool{10: true, 11: true}, seen)
+}
+
+// TestResponderWriteMsgManyWriters: workers that each read a call and
+// write its reply, all at once, answer every call of a requester that
+// keeps its credits full, each reply to its own call.
+func TestResponderWriteMsgManyWriters(t *testing.T) {
+	const workers, calls = 8, 400
+	l := rcListen(t, "127.0.0.1:0", nil)
+	accepted := rcAccept(l)
+	cl := rcDial(t, l.Addr().String(), nil)
+	srv := rcRecvGuard(t, "the accept", accepted)
+	if srv == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	deadline := time.Now().Add(60 * time.Second)
+	_ = srv.SetDeadline(deadline)
+	_ = cl.SetDeadline(deadline)
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				msg, err := srv.ReadMsg(nil)
+				if err != nil {
+					return // the requester's Close ends the test
+				}
+				xid, _, err := xdr.PeekXID(msg)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// The reply carries its call's procedure, which was
+				// made from the XID.
+				var c xdr.CallHeader
+				if _, err := c.Unmarshal(msg); err != nil {
+					t.Error(err)
+					return
+				}
+				reply := xdr.AppendUint32(appendReply(nil, xid), c.Proc)
+				if err := srv.WriteMsg(reply); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+
+	// Calls through Call, many at once, each checked against its reply.
+	var callers sync.WaitGroup
+	next := atomic.Uint32{}
+	for range 16 {
+		callers.Go(func() {
+			for {
+				xid := next.Add(1)
+				if xid > calls {
+					return
+				}
+				reply, err := cl.Call(t.Context(), appendCall(nil, xid, xid*7), nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var rh xdr.ReplyHeader
+				res, err := rh.Unmarshal(reply)
+				if err != nil || rh.XID != xid || len(reply) != res+4 {
+					t.Errorf("call %d: reply %x (%v)", xid, reply, err)
+					return
+				}
+				r := xdr.NewReader(reply[res:])
+				if p, _ := r.Uint32(); p != xid*7 {
+					t.Errorf("call %d: the reply of procedure %d", xid, p)
+					return
+				}
+			}
+		})
+	}
+	callers.Wait()
+	_ = cl.Close()
+	_ = srv.Close()
+	wg.Wait()
+}
