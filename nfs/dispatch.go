@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -149,8 +150,9 @@ func (ss *session) close() {
 // credits, over TCP in its stream); replies go out as they are ready,
 // each to its own call (by XID).
 func (ss *session) readCalls() {
+	var buf []byte // the worker's call buffer, kept by callBufReusable
 	for {
-		msg, err := ss.c.ReadMsg(nil)
+		msg, err := ss.c.ReadMsg(buf)
 		if err != nil {
 			ss.s.log.Debug("nfs: connection closed", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
 			ss.close()
@@ -171,6 +173,10 @@ func (ss *session) readCalls() {
 			}()
 		}
 		err = ss.dispatch(msg)
+		buf = nil
+		if callBufReusable(msg) {
+			buf = msg[:0]
+		}
 		ss.wkmu.Lock()
 		ss.executing--
 		ss.wkmu.Unlock()
@@ -180,6 +186,34 @@ func (ss *session) readCalls() {
 			return
 		}
 	}
+}
+
+// keepCallBuf bounds the call buffer a worker keeps between calls: a
+// WRITE's 1 MiB would pin that much per worker.
+const keepCallBuf = 128 << 10
+
+// callBufReusable reports whether msg, a call dispatch has returned from,
+// may be overwritten by the worker's next call: an NFSv3 NULL, GETATTR,
+// READ or WRITE, whose handlers keep no part of their call once dispatch
+// returns (a WRITE that go-nfs executes keeps copies of what it needs
+// after: the record in the pipe, decodeWriteCall's and newAttrFix's
+// handles; a retransmission waiting for its original copies its call, see
+// replay). The buffer of any other call is left to the garbage collector,
+// as are large ones.
+func callBufReusable(msg []byte) bool {
+	if cap(msg) > keepCallBuf || len(msg) < 24 {
+		return false
+	}
+	// RFC 5531 §9: xid, mtype, rpcvers, prog, vers, proc.
+	prog, vers, proc := binary.BigEndian.Uint32(msg[12:]), binary.BigEndian.Uint32(msg[16:]), binary.BigEndian.Uint32(msg[20:])
+	if prog != ProgNFS || vers != 3 {
+		return false
+	}
+	switch proc {
+	case ProcNull, ProcGetattr, ProcRead, ProcWrite:
+		return true
+	}
+	return false
 }
 
 // dispatch answers or forwards one call. An error ends the session.
@@ -359,7 +393,14 @@ func (ss *session) replay(e *drcEntry, h *xdr.CallHeader, msg []byte, args int) 
 		send()
 		return
 	}
-	hc := *h
+	// The goroutine outlives the worker's use of msg, whose buffer the
+	// worker's next call may overwrite (callBufReusable): it gets a copy,
+	// and a header that points into the copy.
+	msg = slices.Clone(msg)
+	var hc xdr.CallHeader
+	if _, err := hc.Unmarshal(msg); err != nil {
+		return // cannot be: h was decoded from the same bytes
+	}
 	ss.s.wg.Add(1)
 	go func() {
 		defer ss.s.wg.Done()

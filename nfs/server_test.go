@@ -35,6 +35,17 @@ type testFS struct {
 	links   [][2]string
 	syncs   []string
 	syncErr error
+	// openDelay slows OpenFile (go-nfs's WRITE opens the file), to hold
+	// a forwarded call in go-nfs.
+	openDelay time.Duration
+}
+
+func (fs *testFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
+	fs.mu.Lock()
+	d := fs.openDelay
+	fs.mu.Unlock()
+	time.Sleep(d)
+	return fs.Filesystem.OpenFile(name, flag, perm)
 }
 
 func (fs *testFS) Link(oldname, newname string) error {

@@ -1,6 +1,10 @@
 package transport
 
-import "github.com/go-rpcrdma/rpcrdma/xdr"
+import (
+	"slices"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
 
 // msgView is a received message in up to three pieces: head, then data
 // (a DDP-eligible result where the responder's RDMA Write placed it) with
@@ -47,8 +51,9 @@ func (v *msgView) copyAt(p []byte, off int) int {
 	return n
 }
 
-// appendTo appends the message to dst.
+// appendTo appends the message to dst, growing it at most once.
 func (v *msgView) appendTo(dst []byte) []byte {
+	dst = slices.Grow(dst, v.len())
 	dst = append(dst, v.head...)
 	if v.data != nil {
 		dst = append(dst, v.data...)

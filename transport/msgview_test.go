@@ -48,3 +48,22 @@ func TestMsgViewCopyAt(t *testing.T) {
 		}
 	}
 }
+
+// TestMsgViewAppendToAllocs: appendTo makes the message in one allocation,
+// however many pieces it has (a call's head, the data an RDMA Read pulled,
+// its pad and the tail), and none when dst has room.
+func TestMsgViewAppendToAllocs(t *testing.T) {
+	v := msgView{head: make([]byte, 100), data: make([]byte, 2047), tail: make([]byte, 60)}
+	if n := testing.AllocsPerRun(100, func() { _ = v.appendTo(nil) }); n != 1 {
+		t.Errorf("appendTo(nil): %v allocations, want 1", n)
+	}
+	buf := make([]byte, 0, v.len())
+	if n := testing.AllocsPerRun(100, func() { buf = v.appendTo(buf[:0]) }); n != 0 {
+		t.Errorf("appendTo(buf with room): %v allocations, want 0", n)
+	}
+	want := append(append(append([]byte(nil), v.head...), v.data...), 0)
+	want = append(want, v.tail...)
+	if got := v.appendTo([]byte("x")); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+		t.Error("appendTo does not append the pieces and the pad in order")
+	}
+}
