@@ -1,7 +1,6 @@
 package nfs
 
 import (
-	"container/list"
 	"hash/crc32"
 	"sync"
 	"time"
@@ -60,7 +59,9 @@ type drcEntry struct {
 	done  chan struct{}
 	reply []byte
 	at    time.Time // when the reply was recorded (complete)
-	elem  *list.Element
+	// prev and next link the entry into the cache's LRU list (an
+	// intrusive list: no allocation of its own per call).
+	prev, next *drcEntry
 }
 
 // DRCStats are the counters of the duplicate request cache.
@@ -85,7 +86,7 @@ type drc struct {
 
 	mu      sync.Mutex
 	entries map[drcKey]*drcEntry
-	lru     list.List // of *drcEntry, most recent at the front
+	lru     drcEntry // the LRU list's sentinel: lru.next is the most recent
 	n       DRCStats
 }
 
@@ -96,7 +97,21 @@ func newDRC(size int, maxAge time.Duration) *drc {
 	if maxAge <= 0 {
 		maxAge = DefaultDRCMaxAge
 	}
-	return &drc{size: size, maxAge: maxAge, now: time.Now, entries: map[drcKey]*drcEntry{}}
+	d := &drc{size: size, maxAge: maxAge, now: time.Now, entries: map[drcKey]*drcEntry{}}
+	d.lru.prev, d.lru.next = &d.lru, &d.lru
+	return d
+}
+
+// pushFrontLocked links e at the front of the LRU list.
+func (d *drc) pushFrontLocked(e *drcEntry) {
+	e.prev, e.next = &d.lru, d.lru.next
+	e.prev.next, e.next.prev = e, e
+}
+
+// unlinkLocked takes e out of the LRU list.
+func (d *drc) unlinkLocked(e *drcEntry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
 }
 
 // lookup returns the entry of k and true if the call is a retransmission
@@ -111,25 +126,26 @@ func (d *drc) lookup(k drcKey) (*drcEntry, bool) {
 		// an emulator a clock read is a system call).
 		if !isClosed(e.done) || d.now().Sub(e.at) <= d.maxAge {
 			d.n.Hits++
-			d.lru.MoveToFront(e.elem)
+			d.unlinkLocked(e)
+			d.pushFrontLocked(e)
 			return e, true
 		}
 		d.removeLocked(e)
 	}
 	d.n.Misses++
 	e := &drcEntry{key: k, done: make(chan struct{})}
-	e.elem = d.lru.PushFront(e)
+	d.pushFrontLocked(e)
 	d.entries[k] = e
 	// Evict the least recently used completed entries beyond the bound;
 	// calls in progress stay (there are at most as many as calls being
 	// executed).
-	for el := d.lru.Back(); len(d.entries) > d.size && el != nil; {
-		prev := el.Prev()
-		if old := el.Value.(*drcEntry); isClosed(old.done) {
+	for old := d.lru.prev; len(d.entries) > d.size && old != &d.lru; {
+		prev := old.prev
+		if isClosed(old.done) {
 			d.removeLocked(old)
 			d.n.Evictions++
 		}
-		el = prev
+		old = prev
 	}
 	return e, false
 }
@@ -163,7 +179,7 @@ func (d *drc) abandon(e *drcEntry) {
 
 func (d *drc) removeLocked(e *drcEntry) {
 	delete(d.entries, e.key)
-	d.lru.Remove(e.elem)
+	d.unlinkLocked(e)
 }
 
 func (d *drc) stats() DRCStats {

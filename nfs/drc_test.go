@@ -1,6 +1,7 @@
 package nfs
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -59,4 +60,74 @@ func TestDRC(t *testing.T) {
 	long[999] = 1
 	require.Equal(t, k1, newDRCKey("c", 1, ProgNFS, 3, ProcWrite, long))
 	require.NotEqual(t, k1, newDRCKey("c", 1, ProgNFS, 3, ProcWrite, long[:998]))
+}
+
+// TestDRCModel: random lookups, completions and abandonments against a
+// model of the cache (a list of keys, most recently used first, and each
+// entry's state): after every step the cache's LRU list holds the model's
+// keys in the model's order, linked both ways, and its map the same keys.
+func TestDRCModel(t *testing.T) {
+	type mEntry struct {
+		key  drcKey
+		done bool
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 50 {
+		size := 1 + rng.IntN(6)
+		d := newDRC(size, time.Hour)
+		var model []mEntry // most recent first
+		live := map[drcKey]*drcEntry{}
+		find := func(k drcKey) int {
+			for i, m := range model {
+				if m.key == k {
+					return i
+				}
+			}
+			return -1
+		}
+		for step := range 200 {
+			k := newDRCKey("c", uint32(rng.IntN(12)), ProgNFS, 3, ProcWrite, nil)
+			switch op := rng.IntN(3); {
+			case op == 0 || live[k] == nil && op != 2:
+				e, dup := d.lookup(k)
+				if i := find(k); i >= 0 {
+					require.True(t, dup, "round %d step %d: %v is cached", round, step, k.xid)
+					m := model[i]
+					model = append([]mEntry{m}, append(model[:i:i], model[i+1:]...)...)
+				} else {
+					require.False(t, dup, "round %d step %d: %v is not cached", round, step, k.xid)
+					model = append([]mEntry{{key: k}}, model...)
+					live[k] = e
+					for j := len(model) - 1; len(model) > size && j >= 0; j-- {
+						if model[j].done {
+							delete(live, model[j].key)
+							model = append(model[:j:j], model[j+1:]...)
+						}
+					}
+				}
+			case op == 1:
+				if i := find(k); i >= 0 && !model[i].done {
+					d.complete(live[k], []byte("r"))
+					model[i].done = true
+				}
+			default:
+				if i := find(k); i >= 0 && !model[i].done {
+					d.abandon(live[k])
+					delete(live, k)
+					model = append(model[:i:i], model[i+1:]...)
+				}
+			}
+			var got []drcKey
+			for e := d.lru.next; e != &d.lru; e = e.next {
+				require.Same(t, e, e.next.prev, "round %d step %d: broken links", round, step)
+				got = append(got, e.key)
+			}
+			var want []drcKey
+			for _, m := range model {
+				want = append(want, m.key)
+			}
+			require.Equal(t, want, got, "round %d step %d: LRU order", round, step)
+			require.Len(t, d.entries, len(model))
+		}
+	}
 }
