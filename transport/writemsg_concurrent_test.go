@@ -170,3 +170,62 @@ func TestResponderWriteMsgManyWriters(t *testing.T) {
 	_ = srv.Close()
 	wg.Wait()
 }
+
+// TestResponderWriteMsgPeerGone: writers replying at once when the
+// requester goes away mid-stream all return (with an error or not), none
+// hangs, and the responder's Close completes: the writers waiting for room
+// in the send queue are woken by the connection's loss.
+func TestResponderWriteMsgPeerGone(t *testing.T) {
+	const workers = 8
+	l := rcListen(t, "127.0.0.1:0", nil)
+	accepted := rcAccept(l)
+	cl := rcDial(t, l.Addr().String(), nil)
+	srv := rcRecvGuard(t, "the accept", accepted)
+	if srv == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	deadline := time.Now().Add(30 * time.Second)
+	_ = srv.SetDeadline(deadline)
+	_ = cl.SetDeadline(deadline)
+
+	var replied atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				msg, err := srv.ReadMsg(nil)
+				if err != nil {
+					return
+				}
+				xid, _, _ := xdr.PeekXID(msg)
+				if srv.WriteMsg(append(appendReply(nil, xid), make([]byte, 512)...)) == nil {
+					replied.Add(1)
+				}
+			}
+		})
+	}
+	var callers sync.WaitGroup
+	next := atomic.Uint32{}
+	for range 16 {
+		callers.Go(func() {
+			for {
+				xid := next.Add(1)
+				if _, err := cl.Call(t.Context(), appendCall(nil, xid, 0), nil); err != nil {
+					return // the requester's Close
+				}
+			}
+		})
+	}
+	rcEventually(t, "replies flowing", func() bool { return replied.Load() > 100 })
+	require.NoError(t, cl.Close())
+	callers.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("responder workers still blocked after the requester went away")
+	}
+	require.NoError(t, srv.Close())
+}
