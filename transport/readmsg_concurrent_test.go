@@ -16,17 +16,7 @@ import (
 // not reach deterministically.)
 func TestReadMsgConcurrentReaders(t *testing.T) {
 	const readers = 4
-	l := rcListen(t, "127.0.0.1:0", nil)
-	accepted := rcAccept(l)
-	cl := rcDial(t, l.Addr().String(), nil)
-	srv := rcRecvGuard(t, "the accept", accepted)
-	if srv == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	_ = srv.SetDeadline(deadline)
-	_ = cl.SetDeadline(deadline)
+	cl, srv := loopbackPair(t, 10*time.Second)
 
 	// One call and its reply first: the requester has one credit until
 	// a reply grants more.

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,17 +21,7 @@ import (
 // WriteMsg serialised behind the first (as Write is) never returns while
 // the first is held, and the test fails.
 func TestResponderWriteMsgConcurrent(t *testing.T) {
-	l := rcListen(t, "127.0.0.1:0", nil)
-	accepted := rcAccept(l)
-	cl := rcDial(t, l.Addr().String(), nil)
-	srv := rcRecvGuard(t, "the accept", accepted)
-	if srv == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	_ = srv.SetDeadline(deadline)
-	_ = cl.SetDeadline(deadline)
+	cl, srv := loopbackPair(t, 10*time.Second)
 
 	// One call and its reply first: the requester has one credit until
 	// a reply grants more.
@@ -95,76 +87,42 @@ func TestResponderWriteMsgConcurrent(t *testing.T) {
 // keeps its credits full, each reply to its own call.
 func TestResponderWriteMsgManyWriters(t *testing.T) {
 	const workers, calls = 8, 400
-	l := rcListen(t, "127.0.0.1:0", nil)
-	accepted := rcAccept(l)
-	cl := rcDial(t, l.Addr().String(), nil)
-	srv := rcRecvGuard(t, "the accept", accepted)
-	if srv == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	deadline := time.Now().Add(60 * time.Second)
-	_ = srv.SetDeadline(deadline)
-	_ = cl.SetDeadline(deadline)
+	cl, srv := loopbackPair(t, 60*time.Second)
 
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				msg, err := srv.ReadMsg(nil)
-				if err != nil {
-					return // the requester's Close ends the test
-				}
-				xid, _, err := xdr.PeekXID(msg)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				// The reply carries its call's procedure, which was
-				// made from the XID.
-				var c xdr.CallHeader
-				if _, err := c.Unmarshal(msg); err != nil {
-					t.Error(err)
-					return
-				}
-				reply := xdr.AppendUint32(appendReply(nil, xid), c.Proc)
-				if err := srv.WriteMsg(reply); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
+	// The reply carries its call's procedure, which was made from the
+	// XID.
+	wg := replyWorkers(t, srv, workers, func(call []byte) ([]byte, error) {
+		var c xdr.CallHeader
+		if _, err := c.Unmarshal(call); err != nil {
+			return nil, err
+		}
+		return xdr.AppendUint32(appendReply(nil, c.XID), c.Proc), nil
+	}, func(err error) {
+		if err != nil {
+			t.Error(err)
+		}
+	})
 
 	// Calls through Call, many at once, each checked against its reply.
-	var callers sync.WaitGroup
-	next := atomic.Uint32{}
-	for range 16 {
-		callers.Go(func() {
-			for {
-				xid := next.Add(1)
-				if xid > calls {
-					return
-				}
-				reply, err := cl.Call(t.Context(), appendCall(nil, xid, xid*7), nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				var rh xdr.ReplyHeader
-				res, err := rh.Unmarshal(reply)
-				if err != nil || rh.XID != xid || len(reply) != res+4 {
-					t.Errorf("call %d: reply %x (%v)", xid, reply, err)
-					return
-				}
-				r := xdr.NewReader(reply[res:])
-				if p, _ := r.Uint32(); p != xid*7 {
-					t.Errorf("call %d: the reply of procedure %d", xid, p)
-					return
-				}
-			}
-		})
-	}
+	callers := callInParallel(16, func(xid uint32) error {
+		if xid > calls {
+			return errStop
+		}
+		reply, err := cl.Call(t.Context(), appendCall(nil, xid, xid*7), nil)
+		if err != nil {
+			return err
+		}
+		var rh xdr.ReplyHeader
+		res, err := rh.Unmarshal(reply)
+		if err != nil || rh.XID != xid || len(reply) != res+4 {
+			return fmt.Errorf("call %d: reply %x (%v)", xid, reply, err)
+		}
+		r := xdr.NewReader(reply[res:])
+		if p, _ := r.Uint32(); p != xid*7 {
+			return fmt.Errorf("call %d: the reply of procedure %d", xid, p)
+		}
+		return nil
+	}, func(err error) { t.Error(err) })
 	callers.Wait()
 	_ = cl.Close()
 	_ = srv.Close()
@@ -177,46 +135,21 @@ func TestResponderWriteMsgManyWriters(t *testing.T) {
 // in the send queue are woken by the connection's loss.
 func TestResponderWriteMsgPeerGone(t *testing.T) {
 	const workers = 8
-	l := rcListen(t, "127.0.0.1:0", nil)
-	accepted := rcAccept(l)
-	cl := rcDial(t, l.Addr().String(), nil)
-	srv := rcRecvGuard(t, "the accept", accepted)
-	if srv == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	deadline := time.Now().Add(30 * time.Second)
-	_ = srv.SetDeadline(deadline)
-	_ = cl.SetDeadline(deadline)
+	cl, srv := loopbackPair(t, 30*time.Second)
 
 	var replied atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				msg, err := srv.ReadMsg(nil)
-				if err != nil {
-					return
-				}
-				xid, _, _ := xdr.PeekXID(msg)
-				if srv.WriteMsg(append(appendReply(nil, xid), make([]byte, 512)...)) == nil {
-					replied.Add(1)
-				}
-			}
-		})
-	}
-	var callers sync.WaitGroup
-	next := atomic.Uint32{}
-	for range 16 {
-		callers.Go(func() {
-			for {
-				xid := next.Add(1)
-				if _, err := cl.Call(t.Context(), appendCall(nil, xid, 0), nil); err != nil {
-					return // the requester's Close
-				}
-			}
-		})
-	}
+	wg := replyWorkers(t, srv, workers, func(call []byte) ([]byte, error) {
+		xid, _, err := xdr.PeekXID(call)
+		return append(appendReply(nil, xid), make([]byte, 512)...), err
+	}, func(err error) {
+		if err == nil {
+			replied.Add(1)
+		}
+	})
+	callers := callInParallel(16, func(xid uint32) error {
+		_, err := cl.Call(t.Context(), appendCall(nil, xid, 0), nil)
+		return err
+	}, func(error) {}) // the requester's Close ends the calls
 	rcEventually(t, "replies flowing", func() bool { return replied.Load() > 100 })
 	require.NoError(t, cl.Close())
 	callers.Wait()
@@ -228,4 +161,72 @@ func TestResponderWriteMsgPeerGone(t *testing.T) {
 		t.Fatal("responder workers still blocked after the requester went away")
 	}
 	require.NoError(t, srv.Close())
+}
+
+// loopbackPair connects a requester to a responder over the software
+// provider on loopback, both with a deadline d from now; the responder is
+// closed when the test ends.
+func loopbackPair(t *testing.T, d time.Duration) (cl, srv *Conn) {
+	t.Helper()
+	l := rcListen(t, "127.0.0.1:0", nil)
+	accepted := rcAccept(l)
+	cl = rcDial(t, l.Addr().String(), nil)
+	srv = rcRecvGuard(t, "the accept", accepted)
+	if srv == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	deadline := time.Now().Add(d)
+	_ = srv.SetDeadline(deadline)
+	_ = cl.SetDeadline(deadline)
+	return cl, srv
+}
+
+// replyWorkers starts n goroutines that each read calls from srv and write
+// the reply reply makes of each, until a ReadMsg fails (the connection's
+// end); written gets each WriteMsg's error. A call reply cannot answer
+// fails the test and stops its worker.
+func replyWorkers(t *testing.T, srv *Conn, n int, reply func(call []byte) ([]byte, error), written func(error)) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for {
+				msg, err := srv.ReadMsg(nil)
+				if err != nil {
+					return
+				}
+				out, err := reply(msg)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				written(srv.WriteMsg(out))
+			}
+		})
+	}
+	return &wg
+}
+
+// errStop ends a callInParallel goroutine without an error.
+var errStop = errors.New("stop")
+
+// callInParallel starts n goroutines that each take the next XID (from 1)
+// and run call with it, until call returns an error; failed gets the
+// errors other than errStop. It returns the group to wait on.
+func callInParallel(n int, call func(xid uint32) error, failed func(error)) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	var next atomic.Uint32
+	for range n {
+		wg.Go(func() {
+			for {
+				if err := call(next.Add(1)); err != nil {
+					if !errors.Is(err, errStop) {
+						failed(err)
+					}
+					return
+				}
+			}
+		})
+	}
+	return &wg
 }
