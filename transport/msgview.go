@@ -1,10 +1,6 @@
 package transport
 
-import (
-	"slices"
-
-	"github.com/go-rpcrdma/rpcrdma/xdr"
-)
+import "github.com/go-rpcrdma/rpcrdma/xdr"
 
 // msgView is a received message in up to three pieces: head, then data
 // (a DDP-eligible result where the responder's RDMA Write placed it) with
@@ -53,7 +49,12 @@ func (v *msgView) copyAt(p []byte, off int) int {
 
 // appendTo appends the message to dst, growing it at most once.
 func (v *msgView) appendTo(dst []byte) []byte {
-	dst = slices.Grow(dst, v.len())
+	if n := v.len(); cap(dst)-len(dst) < n {
+		// One allocation (slices.Grow makes two under the race detector).
+		grown := make([]byte, len(dst), len(dst)+n)
+		copy(grown, dst)
+		dst = grown
+	}
 	dst = append(dst, v.head...)
 	if v.data != nil {
 		dst = append(dst, v.data...)
