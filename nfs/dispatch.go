@@ -188,9 +188,12 @@ func (ss *session) readCalls() {
 	}
 }
 
-// keepCallBuf bounds the call buffer a worker keeps between calls: a
-// WRITE's 1 MiB would pin that much per worker.
-const keepCallBuf = 128 << 10
+// keepCallBuf bounds the call buffer a worker keeps between calls: the
+// small calls, where an allocation is a noticeable part of the work, fit
+// (metadata, WRITEs of a few KiB); a large WRITE's buffer would stay
+// pinned in every idle worker of every connection (at most 16 × 16 KiB
+// per connection at the default ConcurrentCalls).
+const keepCallBuf = 16 << 10
 
 // callBufReusable reports whether msg, a call dispatch has returned from,
 // may be overwritten by the worker's next call: an NFSv3 NULL, GETATTR,

@@ -1,0 +1,37 @@
+package nfs
+
+import (
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// TestCallBufReusable: a worker keeps its call buffer only after the NFSv3
+// calls whose handlers keep nothing of it, and only a small one.
+func TestCallBufReusable(t *testing.T) {
+	call := func(prog, vers, proc uint32, capacity int) []byte {
+		h := xdr.CallHeader{XID: 1, Prog: prog, Vers: vers, Proc: proc}
+		return h.Append(make([]byte, 0, capacity))
+	}
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		want bool
+	}{
+		{"NULL", call(ProgNFS, 3, ProcNull, 512), true},
+		{"GETATTR", call(ProgNFS, 3, ProcGetattr, 512), true},
+		{"READ", call(ProgNFS, 3, ProcRead, 512), true},
+		{"WRITE", call(ProgNFS, 3, ProcWrite, keepCallBuf), true},
+		{"WRITE, a large buffer", call(ProgNFS, 3, ProcWrite, keepCallBuf+1), false},
+		{"CREATE", call(ProgNFS, 3, ProcCreate, 512), false},
+		{"LOOKUP", call(ProgNFS, 3, ProcLookup, 512), false},
+		{"SETATTR", call(ProgNFS, 3, ProcSetattr, 512), false},
+		{"NFSv4", call(ProgNFS, 4, ProcGetattr, 512), false},
+		{"MOUNT", call(ProgMount, 3, ProcGetattr, 512), false},
+		{"too short", make([]byte, 20, 512), false},
+	} {
+		if got := callBufReusable(tc.msg); got != tc.want {
+			t.Errorf("%s: callBufReusable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
