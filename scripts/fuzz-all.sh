@@ -23,19 +23,30 @@ while IFS= read -r file; do
 		echo "fuzz: ./$dir $target ($FUZZTIME)"
 		corpus="$dir/testdata/fuzz/$target"
 		before=$(inputs "$corpus")
-		if ! "$GO" test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "./$dir"; then
-			# A failure that wrote no new input to the corpus is not a finding:
-			# go test -fuzz sometimes ends with "context deadline exceeded"
-			# when -fuzztime expires while a worker is being set up. Run once
-			# more; a real crasher reproduces from the file it wrote.
+		# go test -fuzz sometimes ends with "context deadline exceeded" when
+		# -fuzztime expires while a worker is being set up or stopped: a
+		# failure that says so and wrote no new input to the corpus is not a
+		# finding, and the target runs again, up to three times in all. Any
+		# other failure, or a new input (a real crasher reproduces from the
+		# file it wrote), fails the run.
+		for attempt in 1 2 3; do
+			log=$(mktemp)
+			if "$GO" test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "./$dir" 2>&1 | tee "$log"; then
+				rm -f "$log"
+				break
+			fi
 			after=$(inputs "$corpus")
 			if [ "$after" != "$before" ]; then
 				echo "fuzz: $target found a failing input: $corpus" >&2
 				exit 1
 			fi
-			echo "fuzz: $target failed without a failing input; running it again"
-			"$GO" test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "./$dir"
-		fi
+			if ! grep -q 'context deadline exceeded' "$log" || [ "$attempt" = 3 ]; then
+				echo "fuzz: $target failed (attempt $attempt)" >&2
+				exit 1
+			fi
+			rm -f "$log"
+			echo "fuzz: $target ended with the fuzzing engine's deadline error and no failing input; running it again"
+		done
 		count=$((count + 1))
 	done
 done < <(git ls-files '*_test.go' 2>/dev/null | xargs grep -l '^func Fuzz' | sort)
