@@ -272,14 +272,10 @@ func (c *Conn) Write(p []byte) (int, error) {
 // together by whichever writer posts first (see postQueue), while the
 // others return. A requester's are serialised, as its Writes.
 func (c *Conn) WriteMsg(msg []byte) error {
-	if c.role == cmpriv.Responder {
-		if err := c.writeCheck(); err != nil {
-			return err
-		}
-		return c.svcState.sendReply(msg)
+	if c.role == cmpriv.Requester {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	if err := c.writeCheck(); err != nil {
 		return err
 	}
