@@ -163,19 +163,11 @@ func TestResponderWriteMsgPeerGone(t *testing.T) {
 	require.NoError(t, srv.Close())
 }
 
-// loopbackPair connects a requester to a responder over the software
-// provider on loopback, both with a deadline d from now; the responder is
-// closed when the test ends.
+// loopbackPair is netconvPair (soft provider, loopback) with a deadline
+// d from now on both Conns.
 func loopbackPair(t *testing.T, d time.Duration) (cl, srv *Conn) {
 	t.Helper()
-	l := rcListen(t, "127.0.0.1:0", nil)
-	accepted := rcAccept(l)
-	cl = rcDial(t, l.Addr().String(), nil)
-	srv = rcRecvGuard(t, "the accept", accepted)
-	if srv == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	cl, srv = netconvPair(t, nil, nil)
 	deadline := time.Now().Add(d)
 	_ = srv.SetDeadline(deadline)
 	_ = cl.SetDeadline(deadline)
