@@ -13,19 +13,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
-	"github.com/go-rpcrdma/rpcrdma/transport"
-	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
-	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // TestServerForwardedWritesOwnTheirCall: the session's workers reuse their
 // call buffer after a GETATTR, READ or WRITE, so a WRITE that go-nfs
 // executes (a file system other than a Dir), whose pending call keeps the
 // file handle until go-nfs answers and the handle is synced for FILE_SYNC,
-// must keep its own copy of it (go-nfs, slowed, holds each WRITE 2 ms). Writers to eight files, each followed by
-// GETATTRs that overwrite a reused buffer, all on one connection at once:
-// and more GETATTRs without pause: every WRITE is FILE_SYNC, the file system synced each file once per WRITE
-// and no other name, and every file holds what was written to it.
+// must keep its own copy of it (go-nfs, slowed, holds each WRITE 2 ms).
+// Writers to eight files, each WRITE followed by GETATTRs, and more
+// GETATTRs without pause, all on one connection at once, so that reused
+// buffers are overwritten: every WRITE is FILE_SYNC, the file system
+// synced each file once per WRITE and no other name, and every file holds
+// what was written to it.
 func TestServerForwardedWritesOwnTheirCall(t *testing.T) {
 	const files, rounds = 8, 25
 	fs := newTestFS(t)
@@ -46,28 +45,7 @@ func TestServerForwardedWritesOwnTheirCall(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := transport.Dial(ctx, srv.RDMAAddr().String(), &transport.Config{Provider: &soft.Provider{}, Binding: nfs.Binding{}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	var xmu sync.Mutex
-	xid := uint32(100)
-	do := func(proc uint32, args []byte) ([]byte, error) {
-		xmu.Lock()
-		xid++
-		hdr := xdr.CallHeader{XID: xid, Prog: nfs.ProgNFS, Vers: 3, Proc: proc,
-			Cred: (&xdr.AuthSys{Stamp: 1, MachineName: []byte("client")}).OpaqueAuth(nil)}
-		xmu.Unlock()
-		rep, err := c.Call(ctx, append(hdr.Append(nil), args...), nil)
-		if err != nil {
-			return nil, err
-		}
-		var rh xdr.ReplyHeader
-		off, err := rh.Unmarshal(rep)
-		if err != nil || rh.AcceptStat != xdr.AcceptSuccess {
-			return nil, fmt.Errorf("reply %+v: %v", rh, err)
-		}
-		return rep[off:], nil
-	}
+	do := dialNFSCaller(t, ctx, srv, 101)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*files)

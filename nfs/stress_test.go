@@ -3,8 +3,10 @@ package nfs_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,33 +35,13 @@ func TestServerPipelinedWrites(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := transport.Dial(ctx, srv.RDMAAddr().String(), &transport.Config{Provider: &soft.Provider{}, Binding: nfs.Binding{}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-
-	var xid uint32
-	var xmu sync.Mutex
-	nextXID := func() uint32 {
-		xmu.Lock()
-		defer xmu.Unlock()
-		xid++
-		return xid
-	}
+	call := dialNFSCaller(t, ctx, srv, 1)
 	do := func(proc uint32, args []byte) []byte {
-		sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("client")}
-		hdr := xdr.CallHeader{XID: nextXID(), Prog: nfs.ProgNFS, Vers: 3, Proc: proc, Cred: sys.OpaqueAuth(nil)}
-		rep, err := c.Call(ctx, append(hdr.Append(nil), args...), nil)
+		res, err := call(proc, args)
 		if err != nil {
 			t.Errorf("%s: %v", nfs.ProcName(nfs.ProgNFS, 3, proc), err)
-			return nil
 		}
-		var rh xdr.ReplyHeader
-		off, err := rh.Unmarshal(rep)
-		if err != nil || rh.AcceptStat != xdr.AcceptSuccess {
-			t.Errorf("%s: reply %+v: %v", nfs.ProcName(nfs.ProgNFS, 3, proc), rh, err)
-			return nil
-		}
-		return rep[off:]
+		return res
 	}
 	created := do(nfs.ProcCreate, encode(t, &nfsv3.Create3args{Where: nfsv3.Diropargs3{Dir: root, Name: "f"},
 		How: &nfsv3.Createhow3_UNCHECKED{ObjAttributes: sattrNone()}}))
@@ -123,4 +105,31 @@ func TestServerPipelinedWrites(t *testing.T) {
 		off += len(data)
 	}
 	require.True(t, bytes.Equal(model, got), "the file differs from the model of the writes")
+}
+
+// dialNFSCaller dials srv over RDMA (soft provider, the NFS binding) and
+// returns a function, safe for concurrent use, that sends one NFSv3 call
+// with an AUTH_SYS credential and returns its results: an error unless the
+// reply is MSG_ACCEPTED with SUCCESS. XIDs count up from first.
+func dialNFSCaller(t *testing.T, ctx context.Context, srv *nfs.Server, first uint32) func(proc uint32, args []byte) ([]byte, error) {
+	t.Helper()
+	c, err := transport.Dial(ctx, srv.RDMAAddr().String(), &transport.Config{Provider: &soft.Provider{}, Binding: nfs.Binding{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	var next atomic.Uint32
+	next.Store(first - 1)
+	return func(proc uint32, args []byte) ([]byte, error) {
+		sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("client")}
+		hdr := xdr.CallHeader{XID: next.Add(1), Prog: nfs.ProgNFS, Vers: 3, Proc: proc, Cred: sys.OpaqueAuth(nil)}
+		rep, err := c.Call(ctx, append(hdr.Append(nil), args...), nil)
+		if err != nil {
+			return nil, err
+		}
+		var rh xdr.ReplyHeader
+		off, err := rh.Unmarshal(rep)
+		if err != nil || rh.AcceptStat != xdr.AcceptSuccess {
+			return nil, fmt.Errorf("reply %+v: %v", rh, err)
+		}
+		return rep[off:], nil
+	}
 }
