@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,31 +25,37 @@ const perftestMiB = 1 << 20 / 1e6
 // are benchmark results, logged and written in the README, not asserted:
 // the VM runs under TCG on a shared host.
 //
-// perftest runs twice and the better figure counts (the lower latency,
-// the higher bandwidth): a perftest run under TCG on a shared host swings
-// up to 2x, and a ratio to its worse run would flatter us.
+// ib_send_lat -e runs twice and its lower latency counts. The READ goal
+// is measured in readRounds interleaved rounds, each an ib_write_bw run
+// followed at once by the READ benchmark, and compares the medians: within
+// one boot ib_write_bw alone swings from 32 to 58 MB/s (2026-11-24), so a
+// ratio of one run to one run, or of ours to perftest's best, says more
+// about which run of perftest was lucky than about the transport.
 func TestRdmacoreTransport(t *testing.T) {
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
 		Pkg: "github.com/go-rpcrdma/rpcrdma/transport",
 		CGO: true,
-		Setup: perftestScript + perfSendLatEvents + perfWriteBW +
+		Setup: perftestScript + perfSendLatEvents +
 			strings.Replace(perfSendLatEvents, "send_lat_events", "send_lat_events_2", 1) +
-			strings.Replace(perfWriteBW, "write_bw", "write_bw_2", 1),
+			interleavedReadRounds,
 		Args:    []string{"-test.run=^$", "-test.bench=^BenchmarkRdmacore", "-test.benchtime=2000x", "-test.timeout=5m"},
-		Options: vm.Options{Timeout: 7 * time.Minute},
+		Options: vm.Options{Timeout: 8 * time.Minute},
 	})
 	perf, bench := perfAndBench(r)
+	perfBW, oursBW := readRoundsOf(r)
+	if len(perfBW) != readRounds || len(oursBW) != readRounds {
+		t.Errorf("interleaved rounds: %d ib_write_bw and %d READ results, want %d each", len(perfBW), len(oursBW), readRounds)
+	}
 	var b strings.Builder
 	row := func(what, ours, theirs, ratio string) {
-		fmt.Fprintf(&b, "  %-44s %-14s %-38s %s\n", what, ours, theirs, ratio)
+		fmt.Fprintf(&b, "  %-44s %-14s %-44s %s\n", what, ours, theirs, ratio)
 	}
 	row("", "transport", "perftest (same boot)", "ratio")
 	lat := best(true, perfField(perf["send_lat_events"], 4), perfField(perf["send_lat_events_2"], 4))
 	latAvg := best(true, perfField(perf["send_lat_events"], 5), perfField(perf["send_lat_events_2"], 5))
-	bw := best(false, perfField(perf["write_bw"], 3), perfField(perf["write_bw_2"], 3)) * perftestMiB
-	t.Logf("perftest, two runs each: ib_send_lat -e t_typical %.1f / %.1f us, ib_write_bw %.1f / %.1f MB/s",
-		perfField(perf["send_lat_events"], 4), perfField(perf["send_lat_events_2"], 4),
-		perfField(perf["write_bw"], 3)*perftestMiB, perfField(perf["write_bw_2"], 3)*perftestMiB)
+	bw := median(perfBW)
+	t.Logf("perftest: ib_send_lat -e t_typical %.1f / %.1f us; interleaved rounds: ib_write_bw %s MB/s, 64 KiB READ (poll first, 16 in flight) %s MB/s",
+		perfField(perf["send_lat_events"], 4), perfField(perf["send_lat_events_2"], 4), mbList(perfBW), mbList(oursBW))
 	for _, mode := range []string{"poll-first", "events-only"} {
 		null := bench["BenchmarkRdmacoreNull/"+mode]
 		if null == nil {
@@ -67,13 +74,14 @@ func TestRdmacoreTransport(t *testing.T) {
 				t.Errorf("no result for %s in the guest output", name)
 			}
 			mbs := benchMetric(bench[name], "MB/s")
-			goal := ""
-			if d == "16" && mode == "poll-first" {
-				goal = "goal >= 0.95"
-			}
-			row("64 KiB READ, "+mode+", "+d+" in flight", fmt.Sprintf("%.1f MB/s", mbs), fmt.Sprintf("best ib_write_bw (128) %.1f MB/s", bw), ratio(mbs, bw, goal))
+			row("64 KiB READ, "+mode+", "+d+" in flight", fmt.Sprintf("%.1f MB/s", mbs), fmt.Sprintf("median ib_write_bw (128) %.1f MB/s", bw), ratio(mbs, bw, ""))
 		}
 	}
+	ours := median(oursBW)
+	row(fmt.Sprintf("64 KiB READ, poll-first, 16: median of %d", len(oursBW)), fmt.Sprintf("%.1f MB/s", ours),
+		fmt.Sprintf("median ib_write_bw, interleaved %.1f MB/s", bw), ratio(ours, bw, "goal >= 0.95"))
+	row("  the same, best of each", fmt.Sprintf("%.1f MB/s", best(false, oursBW...)),
+		fmt.Sprintf("best ib_write_bw %.1f MB/s", best(false, perfBW...)), ratio(best(false, oursBW...), best(false, perfBW...), ""))
 	async := benchMetric(bench["BenchmarkRdmacoreRead64K/poll-first/depth16"], "MB/s")
 	name := "BenchmarkRdmacoreRead64K/post-inline/depth16"
 	if bench[name] == nil {
@@ -86,7 +94,7 @@ func TestRdmacoreTransport(t *testing.T) {
 		t.Errorf("no result for %s in the guest output", name)
 	}
 	into := benchMetric(bench[name], "MB/s")
-	row("64 KiB READ, CallInto (placed), 16", fmt.Sprintf("%.1f MB/s", into), fmt.Sprintf("best ib_write_bw (128) %.1f MB/s", bw), ratio(into, bw, "goal >= 0.95"))
+	row("64 KiB READ, CallInto (placed), 16", fmt.Sprintf("%.1f MB/s", into), fmt.Sprintf("median ib_write_bw (128) %.1f MB/s", bw), ratio(into, bw, ""))
 	// The same exchange written directly on verbs, without the RPC layer.
 	for _, d := range []string{"1", "16"} {
 		name = "BenchmarkRdmacoreVerbsRead64K/depth" + d
@@ -94,12 +102,70 @@ func TestRdmacoreTransport(t *testing.T) {
 			t.Errorf("no result for %s in the guest output", name)
 		}
 		shaped := benchMetric(bench[name], "MB/s")
-		row("bare verbs: call, Write + reply Send, "+d, fmt.Sprintf("%.1f MB/s", shaped), fmt.Sprintf("best ib_write_bw (128) %.1f MB/s", bw), ratio(shaped, bw, ""))
+		row("bare verbs: call, Write + reply Send, "+d, fmt.Sprintf("%.1f MB/s", shaped), fmt.Sprintf("median ib_write_bw (128) %.1f MB/s", bw), ratio(shaped, bw, ""))
 		if d == "16" {
 			row("64 KiB READ, CallInto, 16 / bare verbs", fmt.Sprintf("%.1f MB/s", into), fmt.Sprintf("bare verbs, 16 %.1f MB/s", shaped), ratio(into, shaped, ""))
 		}
 	}
 	t.Log("the transport over rdma-core against perftest on rxe (TCG VM):\n" + b.String())
+}
+
+// readRounds is the number of interleaved rounds of ib_write_bw and the
+// 64 KiB READ benchmark behind the READ goal.
+const readRounds = 3
+
+// interleavedReadRounds runs readRounds rounds of ib_write_bw and, right
+// after each, BenchmarkRdmacoreRead64K/poll-first/depth16 from the test
+// binary RunGuestTests put in the share; the benchmark's lines are marked
+// "ROUND n" (readRoundsOf). The script runs under set -e.
+var interleavedReadRounds = fmt.Sprintf(`
+for round in $(seq %d); do
+	perf write_bw_round$round ib_write_bw -s 65536 -n 2000 -F
+	/host/transport.test -test.run '^$' -test.bench '^BenchmarkRdmacoreRead64K/poll-first/depth16$' \
+		-test.benchtime 2000x -test.timeout 2m > /tmp/round.out 2>&1 || true
+	sed -n "s/^Benchmark/ROUND $round Benchmark/p" /tmp/round.out
+done
+`, readRounds)
+
+// readRoundsOf returns the MB/s (10^6 bytes) of ib_write_bw and of the READ
+// benchmark in the interleaved rounds that produced a figure.
+func readRoundsOf(r *vmtest.Result) (perf, ours []float64) {
+	for _, l := range r.Lines() {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 5 && f[0] == "PERFTEST" && strings.HasPrefix(f[1], "write_bw_round"):
+			if v := perfField(f[2:], 3) * perftestMiB; v > 0 && !math.IsInf(v, 0) {
+				perf = append(perf, v)
+			}
+		case len(f) >= 4 && f[0] == "ROUND":
+			if v := benchMetric(f[2:], "MB/s"); v > 0 {
+				ours = append(ours, v)
+			}
+		}
+	}
+	return perf, ours
+}
+
+// median returns the median of vs (the mean of the middle two for an even
+// count), or 0 for none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(vs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// mbList formats MB/s figures as "a / b / c".
+func mbList(vs []float64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%.1f", v)
+	}
+	return strings.Join(parts, " / ")
 }
 
 // best returns the lowest (or, lower false, the highest) of the measured
