@@ -85,6 +85,8 @@ type endpoint struct {
 	cancel   context.CancelFunc
 	loopDone chan struct{}
 	once     sync.Once
+	// trimTimer runs trimPool (armTrim); guarded by c.mu.
+	trimTimer *time.Timer
 }
 
 // setupEndpoint allocates and registers the endpoint's memory and posts its
@@ -96,8 +98,7 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (crypto/rand)
 	ep.keys = rand.NewChaCha8(seed)
-	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize}
-	ep.pool.onTrim = ep.trimPool
+	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize, armTrim: ep.armTrim}
 	ep.regs.limit = max(ep.c.cfg.DirectPlacementCache, 0)
 	var err error
 	if ep.recvRegion, err = vc.AllocRegion(nRecv * recvSize); err != nil {
@@ -278,6 +279,16 @@ func (ep *endpoint) run() {
 	}
 }
 
+// armTrim runs trimPool poolTrimAfter from now (chunkPool.armTrim). Called
+// with c.mu held.
+func (ep *endpoint) armTrim() {
+	if ep.trimTimer == nil {
+		ep.trimTimer = time.AfterFunc(poolTrimAfter, ep.trimPool)
+		return
+	}
+	ep.trimTimer.Reset(poolTrimAfter)
+}
+
 // trimPool runs when the chunk pool's trim timer fires: it frees what a
 // burst left in the cache, and in the responder's cache of call buffers,
 // once the pool is idle.
@@ -289,7 +300,7 @@ func (ep *endpoint) trimPool() {
 		return // the connection's close frees the regions
 	}
 	if ep.pool.trimIdle() {
-		ep.pool.trim.Reset(poolTrimAfter)
+		ep.armTrim()
 	} else if c.role == cmpriv.Responder {
 		c.svcState.msgs.trim(poolKeepIdle)
 	}
@@ -300,7 +311,9 @@ func (ep *endpoint) trimPool() {
 func (ep *endpoint) shutdown() {
 	ep.once.Do(func() {
 		ep.c.mu.Lock()
-		ep.pool.stop()
+		if ep.trimTimer != nil {
+			ep.trimTimer.Stop()
+		}
 		ep.c.unlock()
 		ep.cancel()
 		// What the posting goroutine left (a reply written just before

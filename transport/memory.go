@@ -40,8 +40,14 @@ type chunkPool struct {
 	cached  []verbs.Region // idle, oldest first
 	idle    int            // bytes cached
 	used    bool           // get was called since the last trim check
-	trim    *time.Timer    // runs the trim check while idle > poolKeepIdle
-	onTrim  func()         // what trim runs: endpoint.trimPool
+	// armTrim schedules a trim check (trimIdle) poolTrimAfter from now:
+	// endpoint.armTrim. The pool arms it once, when its cache first
+	// exceeds poolKeepIdle, and not again until a check finds nothing
+	// left to watch: a check that finds the pool used since the last one
+	// has its caller re-arm it. Re-arming on every put would move a timer,
+	// and read the clock, on every RPC that moves a chunk.
+	armTrim func()
+	armed   bool // a trim check is scheduled
 }
 
 // get returns a registered buffer of at least n bytes: the smallest cached
@@ -87,36 +93,32 @@ func (p *chunkPool) put(r verbs.Region) {
 	}
 	p.cached = append(p.cached, r)
 	p.idle += size
-	if p.idle > poolKeepIdle && p.onTrim != nil {
-		if p.trim == nil {
-			p.trim = time.AfterFunc(poolTrimAfter, p.onTrim)
-		} else {
-			p.trim.Reset(poolTrimAfter)
-		}
+	if p.idle > poolKeepIdle && p.armTrim != nil && !p.armed {
+		p.armed = true
+		p.armTrim()
 	}
 }
 
-// trimIdle frees cached buffers, oldest first, down to poolKeepIdle bytes if
-// the pool was not used since the last check; it reports whether it should
-// be checked again.
+// trimIdle is the trim check: it frees cached buffers, oldest first, down
+// to poolKeepIdle bytes if the pool was not used since the last check. It
+// reports whether to check again (the caller re-arms); if not, the next put
+// that takes the cache over poolKeepIdle arms the check.
 func (p *chunkPool) trimIdle() (again bool) {
 	if p.used {
 		p.used = false
-		return p.idle > poolKeepIdle
+		if p.idle > poolKeepIdle {
+			return true
+		}
+		p.armed = false
+		return false
 	}
 	for len(p.cached) > 0 && p.idle > poolKeepIdle {
 		p.idle -= len(p.cached[0].Bytes())
 		_ = p.cached[0].Close()
 		p.cached = append(p.cached[:0], p.cached[1:]...)
 	}
+	p.armed = false
 	return false
-}
-
-// stop stops the trim timer.
-func (p *chunkPool) stop() {
-	if p.trim != nil {
-		p.trim.Stop()
-	}
 }
 
 // budget bounds bytes in use: a connection's (guarded by Conn.mu) or, as
