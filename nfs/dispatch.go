@@ -331,11 +331,13 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		}
 		return ss.answer(entry, successReply(h.XID, results))
 	case ProcRead:
-		reply, ok := ss.s.read(h.XID, msg[args:])
+		reply, rb, ok := ss.s.read(h.XID, msg[args:])
 		if !ok {
 			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 		}
-		return ss.send(reply)
+		err := ss.send(reply) // WriteMsg copies the reply: its buffer is free after
+		putReplyBuf(rb, reply)
+		return err
 	case ProcGetattr:
 		reply, ok := ss.s.getattr(h.XID, msg[args:])
 		if !ok {

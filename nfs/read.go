@@ -26,16 +26,17 @@ import (
 //	READ3resok: post_op_attr file_attributes; count3 count; bool eof;
 //	            opaque data<>;
 //	READ3resfail: post_op_attr file_attributes;
-func (s *Server) read(xid uint32, args []byte) (reply []byte, ok bool) {
+func (s *Server) read(xid uint32, args []byte) (reply []byte, rb *replyBuf, ok bool) {
 	r := xdr.NewReader(args)
 	fh, offset, count, err := decodeFileRange(&r)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
-	fail := func(status uint32, attr *gonfs.FileAttribute) ([]byte, bool) {
+	fail := func(status uint32, attr *gonfs.FileAttribute) ([]byte, *replyBuf, bool) {
+		putReplyBuf(rb, reply)
 		b := successReply(xid, nil)
 		b = xdr.AppendUint32(b, status)
-		return appendPostOpAttr(b, attr), true
+		return appendPostOpAttr(b, attr), nil, true
 	}
 	f, info, name, release, status, failAttr := s.openRead(fh)
 	if status != nfs3OK {
@@ -57,8 +58,10 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, ok bool) {
 			n = uint32(rest)
 		}
 	}
-	b := successReply(xid, nil)
-	b = append(make([]byte, 0, len(b)+4+postOpAttrMax+12+int(n)+3), b...)
+	rh := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}
+	reply, rb = getReplyBuf(replyHeaderMax + 4 + postOpAttrMax + 12 + int(n) + 3)
+	b := rh.Append(reply)
+	reply = b
 	b = xdr.AppendUint32(b, nfs3OK)
 	b = appendPostOpAttr(b, attr)
 	hdr := len(b)
@@ -76,7 +79,7 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, ok bool) {
 	if pad := padded4(got) - got; pad > 0 {
 		b = append(b, make([]byte, pad)...)
 	}
-	return b, true
+	return b, rb, true
 }
 
 // openRead opens fh's file for READ and returns it with its attributes,

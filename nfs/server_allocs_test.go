@@ -1,7 +1,9 @@
 package nfs_test
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,8 +17,12 @@ import (
 // before the duplicate request cache's LRU list was made intrusive, 10
 // before the session's workers kept their call buffer, 17 before the
 // attributes were built from the stat result in one allocation and replies
-// were given room for their results) and a GETATTR (7; 8; 13). The bounds
-// leave room for a stray allocation of a background goroutine.
+// were given room for their results), a GETATTR (7; 8; 13), and a 1 MiB
+// READ (4 allocations and well under 1 KiB a call once each processor's
+// pool holds a buffer; 6 and 1 MiB a call before READ replies were built
+// in pooled buffers; the bytes are not bounded under -race, where
+// sync.Pool drops buffers on purpose). The bounds leave room for a stray
+// allocation of a background goroutine.
 func TestServerCallAllocs(t *testing.T) {
 	env := startClientEnv(t, nil)
 	require.NoError(t, os.WriteFile(env.path("f"), pattern(64<<10, 1), 0o644))
@@ -25,13 +31,25 @@ func TestServerCallAllocs(t *testing.T) {
 	require.NoError(t, err)
 	c := env.exp.Client
 	buf := pattern(4<<10, 2)
+	big := make([]byte, 1<<20)
+	require.NoError(t, os.WriteFile(env.path("big"), pattern(len(big), 3), 0o644))
+	bigFH, _, err := env.exp.Lookup(ctx, "big", true)
+	require.NoError(t, err)
 	for _, tc := range []struct {
-		name string
-		max  float64
-		call func() error
+		name     string
+		max      float64
+		maxBytes uint64 // heap bytes allocated per call; 0: not bounded
+		call     func() error
 	}{
-		{"WRITE", 10, func() error { _, err := c.Write(ctx, fh, 0, buf, nfs.FileSync); return err }},
-		{"GETATTR", 9, func() error { _, err := c.Getattr(ctx, fh); return err }},
+		{"WRITE", 10, 0, func() error { _, err := c.Write(ctx, fh, 0, buf, nfs.FileSync); return err }},
+		{"GETATTR", 9, 0, func() error { _, err := c.Getattr(ctx, fh); return err }},
+		{"READ 1 MiB", 6, 128 << 10, func() error {
+			n, _, err := c.Read(ctx, bigFH, 0, big)
+			if err == nil && n != len(big) {
+				err = fmt.Errorf("READ returned %d bytes", n)
+			}
+			return err
+		}},
 	} {
 		require.NoError(t, tc.call()) // warm: the open-file cache, the client's buffers
 		var callErr error
@@ -42,6 +60,21 @@ func TestServerCallAllocs(t *testing.T) {
 		})
 		require.NoError(t, callErr)
 		require.LessOrEqual(t, n, tc.max, "%s: allocations per call", tc.name)
-		t.Logf("%s: %.1f allocations per call", tc.name, n)
+		if tc.maxBytes == 0 {
+			t.Logf("%s: %.1f allocations per call", tc.name, n)
+			continue
+		}
+		const runs = 100
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			require.NoError(t, tc.call())
+		}
+		runtime.ReadMemStats(&after)
+		perCall := (after.TotalAlloc - before.TotalAlloc) / runs
+		if !raceEnabled { // -race: sync.Pool drops what it is given at random
+			require.LessOrEqual(t, perCall, tc.maxBytes, "%s: heap bytes per call", tc.name)
+		}
+		t.Logf("%s: %.1f allocations, %d bytes per call", tc.name, n, perCall)
 	}
 }

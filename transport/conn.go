@@ -270,7 +270,11 @@ func (c *Conn) Write(p []byte) (int, error) {
 // WriteMsg calls run concurrently: each reply goes to its own call (by
 // XID), and the work requests of replies written at once are posted
 // together by whichever writer posts first (see postQueue), while the
-// others return. A requester's are serialised, as its Writes.
+// others return. A requester's are serialised, as its Writes. WriteMsg
+// keeps no reference to msg: what it sends is copied into registered
+// memory before it returns, so the caller may reuse msg at once (the NFS
+// server builds READ replies in pooled buffers); only Call and CallInto,
+// which own their message until the reply, may expose it in place.
 func (c *Conn) WriteMsg(msg []byte) error {
 	if c.role == cmpriv.Requester {
 		c.wmu.Lock()

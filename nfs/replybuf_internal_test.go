@@ -1,0 +1,45 @@
+package nfs
+
+import "testing"
+
+// TestReplyBufClasses: a buffer comes from the smallest class that holds
+// the request, goes back to its class when it kept its capacity, and is
+// left to the garbage collector when it is over the largest class or grew
+// out of its own.
+func TestReplyBufClasses(t *testing.T) {
+	for _, tc := range []struct{ n, class int }{
+		{0, 0}, {1, 0}, {minReplyBuf, 0}, {minReplyBuf + 1, 1}, {64 << 10, 4}, {64<<10 + 1, 5},
+		{1 << maxReplyBufShift, maxReplyBufShift - minReplyBufShift}, {1<<maxReplyBufShift + 1, -1},
+	} {
+		if got := replyBufClass(tc.n); got != tc.class {
+			t.Errorf("replyBufClass(%d) = %d, want %d", tc.n, got, tc.class)
+		}
+		b, rb := getReplyBuf(tc.n)
+		if len(b) != 0 || cap(b) < tc.n {
+			t.Errorf("getReplyBuf(%d): len %d cap %d", tc.n, len(b), cap(b))
+		}
+		if (rb == nil) != (tc.class < 0) {
+			t.Errorf("getReplyBuf(%d): pooled %v, want %v", tc.n, rb != nil, tc.class >= 0)
+		}
+		if tc.class >= 0 && cap(b) != 1<<(tc.class+minReplyBufShift) {
+			t.Errorf("getReplyBuf(%d): cap %d, want the class's %d", tc.n, cap(b), 1<<(tc.class+minReplyBufShift))
+		}
+	}
+
+	// Back to the pool and out again: the same memory, emptied. (A
+	// sync.Pool may drop what it is given; with no collection in between
+	// and one P's cache it does not.)
+	b, rb := getReplyBuf(100 << 10)
+	b = append(b, "reply"...)
+	putReplyBuf(rb, b)
+	b2, rb2 := getReplyBuf(100 << 10)
+	if len(b2) != 0 || &b2[:1][0] != &b[0] || rb2 != rb {
+		t.Errorf("a buffer given back was not the one taken next (len %d)", len(b2))
+	}
+	// A reply that outgrew its buffer is not pooled under the wrong class.
+	grown := append(b2, make([]byte, cap(b2)+1)...)
+	putReplyBuf(rb2, grown)
+	if b3, _ := getReplyBuf(100 << 10); cap(b3) != 128<<10 {
+		t.Errorf("class of 128 KiB handed out a buffer of %d bytes", cap(b3))
+	}
+}
