@@ -114,6 +114,15 @@ func (fi *fileInfo) attr() *gonfs.FileAttribute {
 		Rdev: s.Rdev, Ino: s.Ino, Mtim: unix.Timespec{Sec: s.Mtim.Sec, Nsec: s.Mtim.Nsec}})
 }
 
+// statFileID is fileAttr(info, name).Fileid without building the attributes
+// where info is one of ours (READDIR's entries need only the file id).
+func statFileID(info os.FileInfo, name string) uint64 {
+	if fi, ok := info.(*fileInfo); ok {
+		return fi.st.Ino
+	}
+	return fileAttr(info, name).Fileid
+}
+
 // fileAttr is gonfs.ToFileAttribute(info, name), by statFileAttr where
 // info is one of ours.
 func fileAttr(info os.FileInfo, name string) *gonfs.FileAttribute {

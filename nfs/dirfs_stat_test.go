@@ -25,6 +25,7 @@ func TestStatFileAttr(t *testing.T) {
 		fi := newFileInfo("name", st)
 		require.Equal(t, want, fi.attr())
 		require.Equal(t, want, fileAttr(fi, "/some/path"))
+		require.Equal(t, want.Fileid, statFileID(fi, "/some/path"))
 	}
 	for i := range 2000 {
 		st := unix.Stat_t{

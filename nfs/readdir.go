@@ -302,7 +302,7 @@ func (s *Server) readdir(args []byte, plus bool) (results []byte, ok bool) {
 		for _, e := range ents[i:j] {
 			epath := append(p[:len(p):len(p)], e.name)
 			name := fsys.Join(epath...)
-			fileid := fileAttr(e.info, name).Fileid
+			fileid := statFileID(e.info, name)
 			var attr *gonfs.FileAttribute
 			var fh []byte
 			if plus {
