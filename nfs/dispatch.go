@@ -63,12 +63,23 @@ func (c *recordConn) ReadMsg(buf []byte) ([]byte, error) {
 	return xdr.ReadRecord(c.Conn, buf, c.max)
 }
 
-// WriteMsg writes msg as one record in one Write, which a net.Conn
-// makes whole: records written at once do not interleave.
+// WriteMsg writes msg as one record, whole: records written at once do not
+// interleave. On a TCP connection a message of writevMin bytes or more (a
+// READ's reply) goes out with its record mark in one writev, uncopied: the
+// descriptor's write lock holds for the whole writev, as for a Write.
+// Anything else is copied behind its mark and written in one Write.
 func (c *recordConn) WriteMsg(msg []byte) error {
+	if tc, ok := c.Conn.(*net.TCPConn); ok && len(msg) >= writevMin && len(msg) <= xdr.MaxFragmentLen {
+		bufs := net.Buffers{xdr.AppendFragmentHeader(make([]byte, 0, 4), len(msg), true), msg}
+		_, err := bufs.WriteTo(tc)
+		return err
+	}
 	_, err := c.Conn.Write(xdr.AppendRecord(nil, msg, 0))
 	return err
 }
+
+// writevMin is the smallest message recordConn writes without copying it.
+const writevMin = 4 << 10
 
 // session is the dispatch layer of one client connection: it reads the
 // connection's calls, answers some itself (programs go-nfs does not serve,

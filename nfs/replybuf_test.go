@@ -8,7 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // TestServerConcurrentReads: READs of many sizes at once, from several
@@ -57,5 +61,57 @@ func TestServerConcurrentReads(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestServerPipelinedReadsOverTCP: 64 READs of many sizes written at once
+// on one TCP connection, executed by the session's workers at once, their
+// replies (from pooled buffers) written concurrently into the one stream,
+// those of 4 KiB or more by writev behind their record mark: every reply
+// arrives whole, as its own record, with the file's bytes.
+func TestServerPipelinedReadsOverTCP(t *testing.T) {
+	env := startClientEnv(t, func(c *nfs.ServerConfig, _ *nfs.MountOptions) { c.NFSOverTCP = true })
+	const size = 1 << 20
+	data := pattern(size, 9)
+	require.NoError(t, os.WriteFile(env.path("f"), data, 0o644))
+	fh, _, err := env.exp.Lookup(callCtx(t), "f", true)
+	require.NoError(t, err)
+	tc := dialTCP(t, env.srv.TCPAddr())
+	rng := rand.New(rand.NewPCG(3, 4))
+	type want struct{ off, n int }
+	wants := map[uint32]want{}
+	sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("client")}
+	for i := range 64 {
+		w := want{off: rng.IntN(size), n: 1 + rng.IntN(200<<10)}
+		if i%2 == 0 {
+			w.n = 1 + rng.IntN(2<<10)
+		}
+		xid := uint32(100 + i)
+		wants[xid] = w
+		h := xdr.CallHeader{XID: xid, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcRead, Cred: sys.OpaqueAuth(nil)}
+		args := encode(t, &nfsv3.Read3args{File: nfsv3.NfsFh3{Data: fh}, Offset: uint64(w.off), Count: uint32(w.n)})
+		require.NoError(t, tc.WriteMsg(append(h.Append(nil), args...)))
+	}
+	for range 64 {
+		rep, err := tc.ReadMsg(nil)
+		require.NoError(t, err)
+		var rh xdr.ReplyHeader
+		off, err := rh.Unmarshal(rep)
+		require.NoError(t, err)
+		w, ok := wants[rh.XID]
+		require.True(t, ok, "reply to xid %d: not asked, or answered twice", rh.XID)
+		delete(wants, rh.XID)
+		require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+		r := xdr.NewReader(rep[off:])
+		status, _ := r.Uint32()
+		require.Zero(t, status, "READ status")
+		if present, _ := r.Bool(); present {
+			require.NoError(t, r.Skip(84)) // fattr3
+		}
+		_, _ = r.Uint32() // count
+		_, _ = r.Bool()   // eof
+		got, err := r.Opaque(size)
+		require.NoError(t, err)
+		require.Equal(t, data[w.off:min(w.off+w.n, size)], got, "READ xid %d of %d bytes at %d", rh.XID, w.n, w.off)
 	}
 }
