@@ -9,14 +9,19 @@ import (
 // once the reply is written (msgConn.WriteMsg copies it: into registered
 // memory and a Send buffer over RDMA, into the socket over TCP), so that a
 // stream of large READs allocates, zeroes and collects no buffer per call.
-// Buffers come in power-of-two classes from minReplyBuf up; a reply larger
-// than the largest class is allocated as before. sync.Pool lets the
-// garbage collector take back what an idle server no longer uses.
+// A class holds a power of two of data, from 4 KiB to 1 MiB, and replySlack
+// more bytes for the reply's header, attributes and counts, so that a READ
+// of 2^k bytes takes the class of 2^k, not twice that; a reply larger than
+// the largest class is allocated as before. sync.Pool lets the garbage
+// collector take back what an idle server no longer uses.
 
 const (
-	minReplyBufShift = 12 // 4 KiB
-	maxReplyBufShift = 21 // 2 MiB: a 1 MiB READ's reply, and more
-	minReplyBuf      = 1 << minReplyBufShift
+	minReplyBufShift = 12 // 4 KiB of data
+	maxReplyBufShift = 20 // 1 MiB of data: the largest READ (FSINFO's rtmax)
+	// replySlack covers what a READ reply holds besides its data:
+	// replyHeaderMax, the status, post_op_attr, count, eof, the data's
+	// length and its padding.
+	replySlack = 1 << 10
 )
 
 // replyBuf is a pooled reply buffer; the pool holds pointers, so that
@@ -25,13 +30,17 @@ type replyBuf struct{ b []byte }
 
 var replyBufs [maxReplyBufShift - minReplyBufShift + 1]sync.Pool
 
-// replyBufClass returns the class of a buffer of at least n bytes, or -1 if
-// n is over the largest class.
+// replyBufCap is the capacity of the buffers of class.
+func replyBufCap(class int) int { return 1<<(class+minReplyBufShift) + replySlack }
+
+// replyBufClass returns the smallest class whose buffers hold n bytes, or -1
+// if n is over the largest class.
 func replyBufClass(n int) int {
-	if n <= minReplyBuf {
+	data := n - replySlack
+	if data <= 1<<minReplyBufShift {
 		return 0
 	}
-	shift := bits.Len(uint(n - 1))
+	shift := bits.Len(uint(data - 1))
 	if shift > maxReplyBufShift {
 		return -1
 	}
@@ -49,7 +58,7 @@ func getReplyBuf(n int) (b []byte, rb *replyBuf) {
 	if v, _ := replyBufs[class].Get().(*replyBuf); v != nil {
 		return v.b[:0], v
 	}
-	return make([]byte, 0, 1<<(class+minReplyBufShift)), &replyBuf{}
+	return make([]byte, 0, replyBufCap(class)), &replyBuf{}
 }
 
 // putReplyBuf gives back the buffer b of getReplyBuf's rb (b may have been
@@ -60,7 +69,7 @@ func putReplyBuf(rb *replyBuf, b []byte) {
 		return
 	}
 	class := replyBufClass(cap(b))
-	if class < 0 || cap(b) != 1<<(class+minReplyBufShift) {
+	if class < 0 || cap(b) != replyBufCap(class) {
 		return
 	}
 	rb.b = b[:0]

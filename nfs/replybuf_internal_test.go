@@ -7,9 +7,11 @@ import "testing"
 // left to the garbage collector when it is over the largest class or grew
 // out of its own.
 func TestReplyBufClasses(t *testing.T) {
+	const k4, m1 = 1 << minReplyBufShift, 1 << maxReplyBufShift
 	for _, tc := range []struct{ n, class int }{
-		{0, 0}, {1, 0}, {minReplyBuf, 0}, {minReplyBuf + 1, 1}, {64 << 10, 4}, {64<<10 + 1, 5},
-		{1 << maxReplyBufShift, maxReplyBufShift - minReplyBufShift}, {1<<maxReplyBufShift + 1, -1},
+		{0, 0}, {1, 0}, {k4, 0}, {k4 + replySlack, 0}, {k4 + replySlack + 1, 1},
+		{64<<10 + replySlack, 4}, {64<<10 + replySlack + 1, 5},
+		{m1 + replySlack, maxReplyBufShift - minReplyBufShift}, {m1 + replySlack + 1, -1},
 	} {
 		if got := replyBufClass(tc.n); got != tc.class {
 			t.Errorf("replyBufClass(%d) = %d, want %d", tc.n, got, tc.class)
@@ -21,9 +23,14 @@ func TestReplyBufClasses(t *testing.T) {
 		if (rb == nil) != (tc.class < 0) {
 			t.Errorf("getReplyBuf(%d): pooled %v, want %v", tc.n, rb != nil, tc.class >= 0)
 		}
-		if tc.class >= 0 && cap(b) != 1<<(tc.class+minReplyBufShift) {
-			t.Errorf("getReplyBuf(%d): cap %d, want the class's %d", tc.n, cap(b), 1<<(tc.class+minReplyBufShift))
+		if tc.class >= 0 && cap(b) != replyBufCap(tc.class) {
+			t.Errorf("getReplyBuf(%d): cap %d, want the class's %d", tc.n, cap(b), replyBufCap(tc.class))
 		}
+	}
+	// The largest READ's reply (1 MiB of data, the longest header and
+	// attributes) fits the largest class.
+	if c := replyBufClass(replyHeaderMax + 4 + postOpAttrMax + 12 + m1 + 3); c != maxReplyBufShift-minReplyBufShift {
+		t.Errorf("a 1 MiB READ's reply takes class %d", c)
 	}
 
 	// Back to the pool and out again: the same memory, emptied. A
@@ -52,7 +59,7 @@ func TestReplyBufClasses(t *testing.T) {
 	// A reply that outgrew its buffer is not pooled under the wrong class.
 	grown := append(b2, make([]byte, cap(b2)+1)...)
 	putReplyBuf(rb2, grown)
-	if b3, _ := getReplyBuf(100 << 10); cap(b3) != 128<<10 {
+	if b3, _ := getReplyBuf(100 << 10); cap(b3) != replyBufCap(5) {
 		t.Errorf("class of 128 KiB handed out a buffer of %d bytes", cap(b3))
 	}
 }
