@@ -27,6 +27,7 @@ type benchFlags struct {
 	workloads, servers, clients                  string
 	jsonOut, csvOut, mdOut, chartOut, consoleOut string
 	profileOut, serverFlags, compare             string
+	clientProfileOut                             string
 	compareFlags                                 string
 	mtu                                          int
 }
@@ -52,6 +53,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.consoleOut, "console", "", "save the VM's console to FILE")
 	fs.StringVar(&f.serverFlags, "server-flags", "", "more flags for rdma-nfsd, space-separated (e.g. \"-concurrent-calls 1\")")
 	fs.StringVar(&f.profileOut, "server-profile", "", "write a CPU profile (pprof) of each start of rdma-nfsd (one per inline setting and round) into DIR")
+	fs.StringVar(&f.clientProfileOut, "client-profile", "", "write a CPU profile (pprof) of the bench's own process during each Go client cell into DIR")
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the VM's veth pair (default 1500: rxe path MTU 1024; 9000: 4096, as RoCE with jumbo frames)")
 	fs.StringVar(&f.compare, "compare", "", "also run rdma-nfsd built from git revision `REV` (as rdma-nfsd-b, alternating with this checkout's) and print each cell's ratio")
 	fs.StringVar(&f.compareFlags, "compare-flags", "", "more flags for rdma-nfsd-b only; without -compare, rdma-nfsd-b is this checkout's rdma-nfsd run with them")
@@ -111,6 +113,19 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 		if s.Provider == "soft" {
 			if s.ServerProfile, err = filepath.Abs(f.profileOut); err != nil {
 				return s, f, fmt.Errorf("-server-profile: %w", err)
+			}
+		}
+	}
+	if f.clientProfileOut != "" {
+		if err := os.MkdirAll(f.clientProfileOut, 0o755); err != nil {
+			return s, f, fmt.Errorf("-client-profile: %w", err)
+		}
+		// The Go client runs in the bench's guest process: its profiles
+		// go to the VM's share, like rdma-nfsd's; here, to the directory.
+		s.ClientProfile = guestProfileDir
+		if s.Provider == "soft" {
+			if s.ClientProfile, err = filepath.Abs(f.clientProfileOut); err != nil {
+				return s, f, fmt.Errorf("-client-profile: %w", err)
 			}
 		}
 	}
@@ -179,7 +194,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rep.GuestKernel = guestKernel(img)
 		rep.Provider = fmt.Sprintf("rdmacore (Soft-RoCE rxe in a qemu TCG VM: not hardware; path MTU %d)", spec.PathMTU())
 		cells := spec.AllCells()
-		run := &vmRun{mode: "bench", spec: spec, log: stderr, console: f.consoleOut, profileOut: f.profileOut,
+		run := &vmRun{mode: "bench", spec: spec, log: stderr, console: f.consoleOut, profileOut: f.profileOut, clientProfileOut: f.clientProfileOut,
 			timeout: vmTimeout(len(cells)*spec.Rounds, spec.Duration, spec.Rounds*len(spec.Servers)*len(spec.Inlines)),
 			onLine:  prog.guestLine}
 		fmt.Fprintf(stderr, "%d cells × %d rounds of %v each\n", len(cells), spec.Rounds, spec.Duration)

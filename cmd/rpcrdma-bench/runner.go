@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
@@ -121,30 +125,71 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 		sessions = append(sessions, s)
 	}
 	for _, c := range cells {
-		if c.Workload == WorkNull {
-			r.measure(ctx, c, srv, g.nullOps(c.InFlight), func() (map[string]uint64, error) { return withProcess(g.snapshot()), nil }, g.negotiated)
-			continue
-		}
-		ran := false
-		for i, gc := range goClients {
-			if s := sessions[i]; s != nil && gc.Supports(c.Workload) && !ran {
-				op, undo, err := s.Ops(c)
-				if err != nil {
-					r.report(Result{Cell: c, Provider: r.label, Err: err.Error()})
-				} else {
-					r.measure(ctx, c, srv, op, func() (map[string]uint64, error) { return withProcess(s.Counters()), nil }, s.Negotiated)
-					undo()
-				}
-				ran = true
+		stop := r.profileClient(c)
+		r.runGoCell(ctx, srv, c, g, sessions, goClients, openErrs)
+		stop()
+	}
+}
+
+// runGoCell measures one Go client cell: RPC NULL on our requester, the
+// rest on the first Go NFS client that supports the workload.
+func (r *runner) runGoCell(ctx context.Context, srv server, c Cell, g *goRequester, sessions []goNFSSession, goClients []goNFSClient, openErrs []error) {
+	if c.Workload == WorkNull {
+		r.measure(ctx, c, srv, g.nullOps(c.InFlight), func() (map[string]uint64, error) { return withProcess(g.snapshot()), nil }, g.negotiated)
+		return
+	}
+	for i, gc := range goClients {
+		if s := sessions[i]; s != nil && gc.Supports(c.Workload) {
+			op, undo, err := s.Ops(c)
+			if err != nil {
+				r.report(Result{Cell: c, Provider: r.label, Err: err.Error()})
+				return
 			}
+			r.measure(ctx, c, srv, op, func() (map[string]uint64, error) { return withProcess(s.Counters()), nil }, s.Negotiated)
+			undo()
+			return
 		}
-		if !ran {
-			msg := "no Go NFS client could open the export"
-			if len(openErrs) > 0 {
-				msg += ": " + errors.Join(openErrs...).Error()
-			}
-			r.report(Result{Cell: c, Provider: r.label, Err: msg})
+	}
+	msg := "no Go NFS client could open the export"
+	if len(openErrs) > 0 {
+		msg += ": " + errors.Join(openErrs...).Error()
+	}
+	r.report(Result{Cell: c, Provider: r.label, Err: msg})
+}
+
+// clientProfilePrefix begins the name of every Go client profile.
+const clientProfilePrefix = "go-client-"
+
+// clientProfileName names the CPU profile of cell c in round (0-based):
+// go-client-<server>-<workload>[-<size>]-x<in flight>-inline<N>-r<round>.pprof.
+func clientProfileName(c Cell, round int) string {
+	name := clientProfilePrefix + c.Server + "-" + c.Workload
+	if c.Size > 0 {
+		name += "-" + strconv.Itoa(c.Size)
+	}
+	return fmt.Sprintf("%s-x%d-inline%d-r%d.pprof", name, c.InFlight, c.Inline, round+1)
+}
+
+// profileClient starts a CPU profile of this process for Go client cell c
+// if the spec asks for one (ClientProfile), and returns what stops it. A
+// profile that cannot be written is reported and the cell runs anyway.
+func (r *runner) profileClient(c Cell) (stop func()) {
+	if r.spec.ClientProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(r.spec.ClientProfile, clientProfileName(c, r.round)))
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
 		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "-client-profile: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
 	}
 }
 

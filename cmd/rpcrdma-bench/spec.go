@@ -36,6 +36,11 @@ type Spec struct {
 	// rdma-nfsd writes a CPU profile of its run (-cpuprofile), on the side
 	// that runs it: /host/profiles in the VM.
 	ServerProfile string `json:"server_profile,omitempty"`
+	// ClientProfile, if set, is the directory where the bench's own
+	// process writes a CPU profile of each Go client cell
+	// (clientProfileName), on the side that runs it: /host/profiles in
+	// the VM.
+	ClientProfile string `json:"client_profile,omitempty"`
 	// ServerFlags are more flags for rdma-nfsd (after the bench's own).
 	ServerFlags []string `json:"server_flags,omitempty"`
 	// MTU is the MTU of the VM's veth pair under the rxe devices (0: the

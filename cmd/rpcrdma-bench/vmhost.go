@@ -26,8 +26,9 @@ type vmRun struct {
 	onLine  func(line string) // every guest line, as it comes
 	console string            // file to save the console to ("" none)
 	// profileOut, if set, gets the CPU profiles rdma-nfsd wrote into the
-	// share's guestProfileDir.
-	profileOut string
+	// share's guestProfileDir, and clientProfileOut the Go client's
+	// (clientProfileName).
+	profileOut, clientProfileOut string
 
 	baseline *Baseline // perftest's figures, when the spec asked for them
 	// clock is the guest kernel's clocksource, as the guest read it.
@@ -119,13 +120,13 @@ func (r *vmRun) run(ctx context.Context, img *vm.Image, root string) ([]byte, er
 	if err := os.WriteFile(filepath.Join(share, "spec.json"), spec, 0o644); err != nil {
 		return nil, err
 	}
-	if r.spec.ServerProfile != "" {
+	if r.spec.ServerProfile != "" || r.spec.ClientProfile != "" {
 		if err := os.Mkdir(filepath.Join(share, "profiles"), 0o777); err != nil {
 			return nil, err
 		}
 		defer func() {
-			if err := copyProfiles(filepath.Join(share, "profiles"), r.profileOut); err != nil {
-				fmt.Fprintf(r.log, "-server-profile: %v\n", err)
+			if err := copyProfiles(filepath.Join(share, "profiles"), r.profileOut, r.clientProfileOut); err != nil {
+				fmt.Fprintf(r.log, "-server-profile, -client-profile: %v\n", err)
 			}
 		}()
 	}
@@ -236,17 +237,26 @@ func tagged(line, tag string) (string, bool) {
 	return line[i+len(tag):], true
 }
 
-// guestProfileDir is where rdma-nfsd writes its CPU profiles in the VM:
-// the share's profiles directory.
+// guestProfileDir is where rdma-nfsd and the Go client write their CPU
+// profiles in the VM: the share's profiles directory.
 const guestProfileDir = "/host/profiles"
 
-// copyProfiles copies the profiles in dir (the share's) to out.
-func copyProfiles(dir, out string) error {
+// copyProfiles copies the profiles in dir (the share's) out: the Go
+// client's (clientProfilePrefix) to clientOut, rdma-nfsd's to serverOut;
+// those whose directory is "" stay.
+func copyProfiles(dir, serverOut, clientOut string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
+		out := serverOut
+		if strings.HasPrefix(e.Name(), clientProfilePrefix) {
+			out = clientOut
+		}
+		if out == "" {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return err
