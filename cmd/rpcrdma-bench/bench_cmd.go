@@ -103,31 +103,14 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	s.Baseline = *baseline
 	s.MTU = f.mtu
 	s.ServerFlags = strings.Fields(f.serverFlags)
-	if f.profileOut != "" {
-		if err := os.MkdirAll(f.profileOut, 0o755); err != nil {
-			return s, f, fmt.Errorf("-server-profile: %w", err)
-		}
-		// Where rdma-nfsd writes them: the VM's share, copied out after
-		// the run; here, the directory itself.
-		s.ServerProfile = guestProfileDir
-		if s.Provider == "soft" {
-			if s.ServerProfile, err = filepath.Abs(f.profileOut); err != nil {
-				return s, f, fmt.Errorf("-server-profile: %w", err)
-			}
-		}
+	// Profiles are written in the VM's share, copied out after the run
+	// (rdma-nfsd's, and the Go client's, which runs in the bench's guest
+	// process); on soft, into the directory itself.
+	if s.ServerProfile, err = profileDir("-server-profile", f.profileOut, s.Provider); err != nil {
+		return s, f, err
 	}
-	if f.clientProfileOut != "" {
-		if err := os.MkdirAll(f.clientProfileOut, 0o755); err != nil {
-			return s, f, fmt.Errorf("-client-profile: %w", err)
-		}
-		// The Go client runs in the bench's guest process: its profiles
-		// go to the VM's share, like rdma-nfsd's; here, to the directory.
-		s.ClientProfile = guestProfileDir
-		if s.Provider == "soft" {
-			if s.ClientProfile, err = filepath.Abs(f.clientProfileOut); err != nil {
-				return s, f, fmt.Errorf("-client-profile: %w", err)
-			}
-		}
+	if s.ClientProfile, err = profileDir("-client-profile", f.clientProfileOut, s.Provider); err != nil {
+		return s, f, err
 	}
 	if s.Provider == "soft" {
 		s.Servers, s.Clients, s.Baseline = []string{ServerGo}, []string{ClientGo}, false
@@ -386,4 +369,24 @@ func guestKernel(img *vm.Image) string {
 		return img.Packages[0]
 	}
 	return ""
+}
+
+// profileDir creates out, the directory of a profile flag (name), and
+// returns where the profiling process writes into it: guestProfileDir in
+// the VM, out itself (absolute) on soft; "" if out is "".
+func profileDir(name, out, provider string) (string, error) {
+	if out == "" {
+		return "", nil
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if provider != "soft" {
+		return guestProfileDir, nil
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return abs, nil
 }

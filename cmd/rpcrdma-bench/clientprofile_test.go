@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
 // TestClientProfile: -client-profile puts the profiles in the VM's share
@@ -37,16 +34,7 @@ func TestClientProfile(t *testing.T) {
 	spec := Spec{Provider: "soft", Duration: 100 * time.Millisecond, Rounds: 2, Inlines: []int{4096},
 		Sizes: []int{512}, InFlight: []int{1}, Workloads: []string{WorkNull, WorkRead},
 		Servers: []string{ServerGo}, Clients: []string{ClientGo}, ClientProfile: dir}
-	if err := spec.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var results []Result
-	r := &runner{spec: spec, label: "soft", provider: &soft.Provider{}, servers: map[string]server{ServerGo: srv},
-		emit: func(res Result) { results = append(results, res) }}
-	if err := r.run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, res := range results {
+	for _, res := range runSoft(t, srv, spec) {
 		if res.Err != "" {
 			t.Errorf("%s: %s", res.Label(), res.Err)
 		}

@@ -115,15 +115,7 @@ func TestSoftGoNFS(t *testing.T) {
 	spec := Spec{Provider: "soft", Duration: 150 * time.Millisecond, Rounds: 1, Inlines: []int{1024, 4096},
 		Sizes: []int{512, 2 << 10, 64 << 10}, InFlight: []int{1, 4}, CreateSize: 2 << 10,
 		Workloads: []string{WorkRead, WorkWrite, WorkGetattr, WorkCreate}, Servers: []string{ServerGo}, Clients: []string{ClientGo}}
-	if err := spec.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var results []Result
-	r := &runner{spec: spec, label: "soft", provider: &soft.Provider{}, servers: map[string]server{ServerGo: srv},
-		emit: func(res Result) { results = append(results, res) }}
-	if err := r.run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	results := runSoft(t, srv, spec)
 	// The write and create cells leave nothing behind (the VM's exports
 	// are tmpfs: a full run once filled them, NFS3ERR_NOSPC).
 	var left []string
@@ -171,4 +163,20 @@ func TestSoftGoNFS(t *testing.T) {
 			t.Errorf("%s: %v MB/s", res.Label(), res.MBPerS)
 		}
 	}
+}
+
+// runSoft validates spec and runs it on the soft provider against srv, and
+// returns the results in the order the runner emitted them.
+func runSoft(t *testing.T, srv server, spec Spec) []Result {
+	t.Helper()
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var results []Result
+	r := &runner{spec: spec, label: "soft", provider: &soft.Provider{}, servers: map[string]server{ServerGo: srv},
+		emit: func(res Result) { results = append(results, res) }}
+	if err := r.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return results
 }
