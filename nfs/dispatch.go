@@ -517,8 +517,14 @@ func acceptedReply(xid uint32, stat xdr.AcceptStat, mm xdr.Mismatch) []byte {
 
 // successReply is an MSG_ACCEPTED SUCCESS reply carrying results.
 func successReply(xid uint32, results []byte) []byte {
+	return append(appendSuccessHeader(make([]byte, 0, max(24+len(results), smallReply)), xid), results...)
+}
+
+// appendSuccessHeader appends the header of an MSG_ACCEPTED SUCCESS reply
+// to xid (RFC 5531 §9), which its results follow.
+func appendSuccessHeader(b []byte, xid uint32) []byte {
 	rh := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}
-	return append(rh.Append(make([]byte, 0, max(24+len(results), smallReply))), results...)
+	return rh.Append(b)
 }
 
 // smallReply is the capacity a reply starts with: room for the results

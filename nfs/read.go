@@ -58,10 +58,9 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, rb *replyBuf, ok b
 			n = uint32(rest)
 		}
 	}
-	rh := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSuccess}
 	reply, rb = getReplyBuf(replyHeaderMax + 4 + postOpAttrMax + 12 + int(n) + 3)
-	b := rh.Append(reply)
-	reply = b
+	reply = appendSuccessHeader(reply, xid)
+	b := reply
 	b = xdr.AppendUint32(b, nfs3OK)
 	b = appendPostOpAttr(b, attr)
 	hdr := len(b)
