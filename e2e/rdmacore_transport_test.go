@@ -42,7 +42,7 @@ func TestRdmacoreTransport(t *testing.T) {
 		Options: vm.Options{Timeout: 8 * time.Minute},
 	})
 	perf, bench := perfAndBench(r)
-	perfBW, oursBW := readRoundsOf(r)
+	perfBW, oursBW := readRoundsOf(r, perf)
 	if len(perfBW) != readRounds || len(oursBW) != readRounds {
 		t.Errorf("interleaved rounds: %d ib_write_bw and %d READ results, want %d each", len(perfBW), len(oursBW), readRounds)
 	}
@@ -127,23 +127,23 @@ for round in $(seq %d); do
 done
 `, readRounds)
 
-// readRoundsOf returns the MB/s (10^6 bytes) of ib_write_bw and of the READ
-// benchmark in the interleaved rounds that produced a figure.
-func readRoundsOf(r *vmtest.Result) (perf, ours []float64) {
+// readRoundsOf returns the MB/s (10^6 bytes) of ib_write_bw (from perf,
+// perfAndBench's PERFTEST lines) and of the READ benchmark (the ROUND
+// lines) in the interleaved rounds that produced a figure.
+func readRoundsOf(r *vmtest.Result, perf map[string][]string) (perfMBs, ours []float64) {
+	for round := 1; round <= readRounds; round++ {
+		if v := best(false, perfField(perf["write_bw_round"+strconv.Itoa(round)], 3)) * perftestMiB; v > 0 {
+			perfMBs = append(perfMBs, v)
+		}
+	}
 	for _, l := range r.Lines() {
-		f := strings.Fields(l)
-		switch {
-		case len(f) >= 5 && f[0] == "PERFTEST" && strings.HasPrefix(f[1], "write_bw_round"):
-			if v := perfField(f[2:], 3) * perftestMiB; v > 0 && !math.IsInf(v, 0) {
-				perf = append(perf, v)
-			}
-		case len(f) >= 4 && f[0] == "ROUND":
+		if f := strings.Fields(l); len(f) >= 4 && f[0] == "ROUND" {
 			if v := benchMetric(f[2:], "MB/s"); v > 0 {
 				ours = append(ours, v)
 			}
 		}
 	}
-	return perf, ours
+	return perfMBs, ours
 }
 
 // median returns the median of vs (the mean of the middle two for an even
