@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/stats"
 )
 
 // perftestMiB converts perftest's MB/sec, which are MiB/s (perftest
@@ -53,7 +53,7 @@ func TestRdmacoreTransport(t *testing.T) {
 	row("", "transport", "perftest (same boot)", "ratio")
 	lat := best(true, perfField(perf["send_lat_events"], 4), perfField(perf["send_lat_events_2"], 4))
 	latAvg := best(true, perfField(perf["send_lat_events"], 5), perfField(perf["send_lat_events_2"], 5))
-	bw := median(perfBW)
+	bw, _ := stats.Median(perfBW)
 	t.Logf("perftest: ib_send_lat -e t_typical %.1f / %.1f us; interleaved rounds: ib_write_bw %s MB/s, 64 KiB READ (poll first, 16 in flight) %s MB/s",
 		perfField(perf["send_lat_events"], 4), perfField(perf["send_lat_events_2"], 4), mbList(perfBW), mbList(oursBW))
 	for _, mode := range []string{"poll-first", "events-only"} {
@@ -77,7 +77,7 @@ func TestRdmacoreTransport(t *testing.T) {
 			row("64 KiB READ, "+mode+", "+d+" in flight", fmt.Sprintf("%.1f MB/s", mbs), fmt.Sprintf("median ib_write_bw (128) %.1f MB/s", bw), ratio(mbs, bw, ""))
 		}
 	}
-	ours := median(oursBW)
+	ours, _ := stats.Median(oursBW)
 	row(fmt.Sprintf("64 KiB READ, poll-first, 16: median of %d", len(oursBW)), fmt.Sprintf("%.1f MB/s", ours),
 		fmt.Sprintf("median ib_write_bw, interleaved %.1f MB/s", bw), ratio(ours, bw, "goal >= 0.95"))
 	row("  the same, best of each", fmt.Sprintf("%.1f MB/s", best(false, oursBW...)),
@@ -144,19 +144,6 @@ func readRoundsOf(r *vmtest.Result, perf map[string][]string) (perfMBs, ours []f
 		}
 	}
 	return perfMBs, ours
-}
-
-// median returns the median of vs (the mean of the middle two for an even
-// count), or 0 for none.
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(vs))
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 // mbList formats MB/s figures as "a / b / c".

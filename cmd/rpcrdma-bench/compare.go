@@ -9,8 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/stats"
 )
 
 // Comparing two builds of rdma-nfsd (bench -compare REV): the machines are
@@ -102,16 +103,10 @@ func (c compareRow) median() float64 { return median(c.ratios) }
 
 // median of xs (NA for none).
 func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return NA
+	if m, ok := stats.Median(xs); ok {
+		return m
 	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return NA
 }
 
 // compareRows pairs every round of every rdma-nfsd-b cell with rdma-nfsd's

@@ -9,14 +9,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
+	"github.com/go-rpcrdma/rpcrdma/internal/stats"
 )
 
 // The tests of this file run in one boot for TestRdmaNfsdVsKnfsd
@@ -350,19 +349,8 @@ func medianCalls(reps []mountstats.Ops, p string) uint64 {
 	for i, o := range reps {
 		v[i] = float64(o[p].Ops)
 	}
-	return uint64(median(v))
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	m, _ := stats.Median(v)
+	return uint64(m)
 }
 
 // opsSlack is the absolute allowance over 1.2x knfsd's count of a
@@ -416,7 +404,8 @@ func TestVsKnfsd(t *testing.T) {
 		}
 	}
 	for _, w := range workloads {
-		k, o := median(knfsd.rates[w.name]), median(ours.rates[w.name])
+		k, _ := stats.Median(knfsd.rates[w.name])
+		o, _ := stats.Median(ours.rates[w.name])
 		verdict := "met"
 		if o < w.target*k {
 			verdict = "MISSED"
