@@ -57,7 +57,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the VM's veth pair (default 1500: rxe path MTU 1024; 9000: 4096, as RoCE with jumbo frames)")
 	fs.StringVar(&f.compare, "compare", "", "also run rdma-nfsd built from git revision `REV` (as rdma-nfsd-b, alternating with this checkout's) and print each cell's ratio")
 	fs.StringVar(&f.compareFlags, "compare-flags", "", "more flags for rdma-nfsd-b only; without -compare, rdma-nfsd-b is this checkout's rdma-nfsd run with them")
-	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices first, for the issue's goals")
+	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices before every round, for the issue's goals")
 	if err := fs.Parse(args); err != nil {
 		return Spec{}, f, err
 	}
@@ -231,8 +231,9 @@ func writeOutputs(rep Report, f benchFlags, stdout io.Writer) error {
 	}
 	writeTable(stdout, rep.Results)
 	writeServerRatios(stdout, rep.Results)
+	writeInlineRounds(stdout, rep.Raw)
 	writeCompare(stdout, rep.Spec, rep.Raw)
-	writeBaseline(stdout, rep.Baseline, rep.Results)
+	writeBaseline(stdout, rep.Baseline, rep.Results, rep.Raw)
 	if f.jsonOut != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {

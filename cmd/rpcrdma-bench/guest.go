@@ -99,14 +99,9 @@ func guestSetup(knfsd bool) error {
 	return sh(2*time.Minute, cmd)
 }
 
-// guestBench runs the spec's cells in the VM, after perftest if asked.
+// guestBench runs the spec's cells in the VM, each round after perftest
+// if asked.
 func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Writer) error {
-	if spec.Baseline {
-		b, _ := json.Marshal(runBaseline(ctx, stdout))
-		if err := os.WriteFile("/host/baseline.json", b, 0o644); err != nil {
-			return err
-		}
-	}
 	r := &runner{
 		spec:     spec,
 		label:    "rdmacore (rxe, qemu TCG)",
@@ -133,7 +128,22 @@ func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Write
 	r.progress = func(done, total int, c Cell) {
 		fmt.Fprintf(stdout, "%s%d %d %s\n", tagProgress, done, total, c.Label())
 	}
-	return r.run(ctx)
+	var perf []Baseline
+	if spec.Baseline {
+		r.beforeRound = func(ctx context.Context, round int) {
+			b := runBaseline(ctx, stdout)
+			b.Round = round
+			perf = append(perf, b)
+		}
+	}
+	err := r.run(ctx)
+	if len(perf) > 0 {
+		b, _ := json.Marshal(mergeBaselines(perf))
+		if werr := os.WriteFile("/host/baseline.json", b, 0o644); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
 }
 
 // inlineThreshRE matches the kernel client's xprtrdma_inline_thresh

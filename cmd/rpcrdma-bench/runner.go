@@ -25,6 +25,9 @@ type runner struct {
 	rxe      bool          // rxe's packet counters are there to read (RDMA mounts)
 	emit     func(Result)
 	progress func(done, total int, c Cell)
+	// beforeRound, if set, runs before each round's cells (perftest, for
+	// Spec.Baseline).
+	beforeRound func(ctx context.Context, round int)
 
 	done, total, round int
 }
@@ -35,6 +38,9 @@ func (r *runner) run(ctx context.Context) error {
 	rounds := max(1, r.spec.Rounds)
 	r.total = len(r.spec.AllCells()) * rounds
 	for r.round = 0; r.round < rounds; r.round++ {
+		if r.beforeRound != nil {
+			r.beforeRound(ctx, r.round)
+		}
 		if err := r.runRound(ctx); err != nil {
 			return err
 		}

@@ -25,7 +25,7 @@ type Spec struct {
 	// ABBA order (rounds.go).
 	Rounds int `json:"rounds"`
 	// Baseline runs perftest (ib_send_lat -e, ib_write_bw) on the same
-	// devices first.
+	// devices before every round.
 	Baseline bool `json:"baseline"`
 	// CreateSize is the size of each small file of the create workload.
 	CreateSize int `json:"create_size"`

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Inline settings round by round: the table's "vs 1024" divides ops/s
+// totalled over all rounds, so one round that a busy host slowed weighs on
+// it. A round measures a cell at every inline setting back to back (in an
+// ABBA order, roundInlines), so the ratio of two settings within one round
+// shares that round's load; writeInlineRounds gives each cell's ratios to
+// its 1024 cell round by round and their median, the figure the issue's
+// goal for a 2 KiB WRITE is judged on.
+
+// inlineRow is one cell at an inline setting other than 1024 and its
+// ops/s over the same cell at 1024 in each round that measured both.
+type inlineRow struct {
+	cell   Cell
+	ratios []float64
+}
+
+// median of the rounds' ratios.
+func (r inlineRow) median() float64 { return median(r.ratios) }
+
+// inlineRows pairs every round of every cell at an inline setting other
+// than 1024 with the same cell at 1024 in the same round. Cells that
+// failed or measured nothing in either are left out.
+func inlineRows(raw []Result) []inlineRow {
+	type key struct {
+		cell  Cell
+		round int
+	}
+	base := map[key]Result{}
+	for _, r := range raw {
+		if r.Inline == 1024 && r.Err == "" && r.OpsPerS > 0 {
+			base[key{r.Cell, r.Round}] = r
+		}
+	}
+	var rows []inlineRow
+	at := map[Cell]int{}
+	for _, r := range sorted(raw) {
+		if r.Inline == 1024 || r.Err != "" {
+			continue
+		}
+		c := r.Cell
+		c.Inline = 1024
+		b, ok := base[key{c, r.Round}]
+		if !ok {
+			continue
+		}
+		i, ok := at[r.Cell]
+		if !ok {
+			i = len(rows)
+			at[r.Cell] = i
+			rows = append(rows, inlineRow{cell: r.Cell})
+		}
+		rows[i].ratios = append(rows[i].ratios, r.OpsPerS/b.OpsPerS)
+	}
+	return rows
+}
+
+// writeInlineRounds prints inlineRows when the run had more than one
+// round (with one, the table's "vs 1024" says the same). The 2 KiB WRITE
+// rows carry the goal.
+func writeInlineRounds(w io.Writer, raw []Result) {
+	rows := inlineRows(raw)
+	many := false
+	for _, r := range rows {
+		many = many || len(r.ratios) > 1
+	}
+	if !many {
+		return
+	}
+	fmt.Fprintf(w, "\nops/s over the same cell at inline 1024, round by round (each pair measured back to back):\n")
+	for _, r := range rows {
+		rounds := make([]string, len(r.ratios))
+		for i, x := range r.ratios {
+			rounds[i] = fmt.Sprintf("%.2f", x)
+		}
+		goal := ""
+		if r.cell.Workload == WorkWrite && r.cell.Size == 2<<10 {
+			goal = "  (goal ≥ 1.5x)"
+		}
+		fmt.Fprintf(w, "  %-18s %-7s %7s ×%-2d inline %-6s median %.2fx  rounds %s%s\n", r.cell.Client+"→"+r.cell.Server, r.cell.Workload,
+			sizeName(r.cell.Size), r.cell.InFlight, sizeName(r.cell.Inline), r.median(), strings.Join(rounds, " "), goal)
+	}
+}
