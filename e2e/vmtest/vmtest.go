@@ -5,9 +5,11 @@
 //   - RPCRDMA_VM=1 (make test and CI set it): they run, and fail if qemu is
 //     missing or the image cannot be built or booted.
 //   - RPCRDMA_VM=0: they are skipped.
-//   - unset: they run when qemu-system-x86_64 is installed and -short is not
-//     given; otherwise they are skipped with a message saying how to enable
-//     them.
+//   - unset: they run when qemu-system-x86_64 is installed, -short is not
+//     given and the test binary's -timeout is 0 or at least MinAutoTimeout;
+//     otherwise they are skipped with a message saying how to enable them.
+//     (A plain `go test ./...` has a 10-minute -timeout, less than package
+//     e2e's VM tests take: it would panic midway.)
 //
 // A test either calls RunGuestTests, which compiles a package's guest-only
 // tests (build tag e2eguest) and runs them in one boot, or calls Require,
@@ -20,6 +22,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -43,6 +46,12 @@ const EnvInGuest = "RPCRDMA_IN_VM"
 const SkipMessage = "VM tests need qemu-system-x86_64; run `make test` or set RPCRDMA_VM=1 " +
 	"(e2e/vm/install-host-deps.sh installs qemu)"
 
+// MinAutoTimeout is the shortest -timeout with which the VM tests run when
+// RPCRDMA_VM is unset: a package's VM tests take up to about 13 minutes
+// under TCG (e2e's), and a test binary that reaches its -timeout panics
+// midway. make test passes -timeout 30m.
+const MinAutoTimeout = 20 * time.Minute
+
 // InGuest reports whether the program runs inside the VM.
 func InGuest() bool { return os.Getenv(EnvInGuest) == "1" }
 
@@ -59,7 +68,7 @@ var (
 func Require(t testing.TB) *vm.Image {
 	t.Helper()
 	_, err := exec.LookPath("qemu-system-x86_64")
-	switch act, msg := decide(os.Getenv(EnvVM), testing.Short(), err == nil); act {
+	switch act, msg := decide(os.Getenv(EnvVM), testing.Short(), err == nil, testTimeout()); act {
 	case skip:
 		t.Skip(msg)
 	case fail:
@@ -86,9 +95,25 @@ const (
 	fail
 )
 
+// testTimeout is the test binary's -timeout (0: none, or not a test
+// binary).
+func testTimeout() time.Duration {
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		return 0
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		if d, ok := g.Get().(time.Duration); ok {
+			return d
+		}
+	}
+	return 0
+}
+
 // decide applies the policy of the package comment to the value of
-// RPCRDMA_VM, the -short flag and whether qemu is installed.
-func decide(env string, short, haveQEMU bool) (action, string) {
+// RPCRDMA_VM, the -short flag, whether qemu is installed and the test
+// binary's -timeout.
+func decide(env string, short, haveQEMU bool, timeout time.Duration) (action, string) {
 	switch {
 	case env == "0":
 		return skip, "VM tests disabled by RPCRDMA_VM=0"
@@ -100,6 +125,9 @@ func decide(env string, short, haveQEMU bool) (action, string) {
 		return skip, "VM tests skipped in -short mode; set RPCRDMA_VM=1 to run them"
 	case !haveQEMU:
 		return skip, SkipMessage
+	case timeout > 0 && timeout < MinAutoTimeout:
+		return skip, fmt.Sprintf("VM tests skipped: -timeout %v is under the %v they may take; "+
+			"pass -timeout 30m, set RPCRDMA_VM=1, or run `make test` (which does both)", timeout, MinAutoTimeout)
 	}
 	return run, ""
 }

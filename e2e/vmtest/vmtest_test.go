@@ -4,35 +4,46 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestDecide(t *testing.T) {
 	for _, c := range []struct {
 		env         string
 		short, qemu bool
+		timeout     time.Duration
 		want        action
 	}{
-		{"1", false, true, run},
-		{"1", true, true, run},
-		{"1", false, false, fail},
-		{"0", false, true, skip},
-		{"0", false, false, skip},
-		{"", false, true, run},
-		{"", true, true, skip},
-		{"", false, false, skip},
+		{"1", false, true, 0, run},
+		{"1", true, true, 0, run},
+		{"1", false, true, 10 * time.Minute, run}, // required: the caller chose
+		{"1", false, false, 0, fail},
+		{"0", false, true, 0, skip},
+		{"0", false, false, 0, skip},
+		{"", false, true, 0, run},
+		{"", false, true, 30 * time.Minute, run},
+		{"", false, true, MinAutoTimeout, run},
+		{"", false, true, 10 * time.Minute, skip}, // go test's default
+		{"", true, true, 0, skip},
+		{"", false, false, 0, skip},
 	} {
-		got, msg := decide(c.env, c.short, c.qemu)
+		got, msg := decide(c.env, c.short, c.qemu, c.timeout)
 		if got != c.want {
-			t.Errorf("decide(%q, short=%v, qemu=%v) = %v (%s), want %v", c.env, c.short, c.qemu, got, msg, c.want)
+			t.Errorf("decide(%q, short=%v, qemu=%v, timeout=%v) = %v (%s), want %v", c.env, c.short, c.qemu, c.timeout, got, msg, c.want)
 		}
 		if got != run && msg == "" {
-			t.Errorf("decide(%q, short=%v, qemu=%v): no message", c.env, c.short, c.qemu)
+			t.Errorf("decide(%q, short=%v, qemu=%v, timeout=%v): no message", c.env, c.short, c.qemu, c.timeout)
 		}
 	}
-	if _, msg := decide("", false, false); msg != SkipMessage {
+	if _, msg := decide("", false, true, 10*time.Minute); !strings.Contains(msg, "-timeout 10m0s") || !strings.Contains(msg, "RPCRDMA_VM=1") {
+		t.Errorf("skip message for a short -timeout = %q", msg)
+	}
+	if _, msg := decide("", false, false, 0); msg != SkipMessage {
 		t.Errorf("skip message without qemu = %q", msg)
 	}
 }
@@ -142,5 +153,24 @@ func TestGuestOutput(t *testing.T) {
 	r := &Result{Console: []byte("[    1.234] rdma_rxe: loaded\r\n=== RUN   TestX\r\n--- PASS: TestX (0.00s)\r\n[x]\r\n")}
 	if got := guestOutput(r); got != "=== RUN   TestX\n--- PASS: TestX (0.00s)\n[x]" {
 		t.Errorf("guestOutput = %q", got)
+	}
+}
+
+// TestTestTimeout reads the test binary's -timeout flag.
+func TestTestTimeout(t *testing.T) {
+	f := flag.Lookup("test.timeout")
+	if f == nil {
+		t.Fatal("no test.timeout flag in a test binary")
+	}
+	old := f.Value.String()
+	t.Cleanup(func() { _ = flag.Set("test.timeout", old) })
+	for _, v := range []string{"17m", "0s", "45m"} {
+		if err := flag.Set("test.timeout", v); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := time.ParseDuration(v)
+		if got := testTimeout(); got != want {
+			t.Errorf("-timeout %s: testTimeout() = %v", v, got)
+		}
 	}
 }
