@@ -98,7 +98,7 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (crypto/rand)
 	ep.keys = rand.NewChaCha8(seed)
-	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize, armTrim: ep.armTrim}
+	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize, maxBufs: nSlots, armTrim: ep.armTrim}
 	ep.regs.limit = max(ep.c.cfg.DirectPlacementCache, 0)
 	var err error
 	if ep.recvRegion, err = vc.AllocRegion(nRecv * recvSize); err != nil {

@@ -20,11 +20,15 @@ import (
 // pinned 128 MiB on an idle connection).
 
 // Pool sizes: buffers are registered in multiples of chunkBufAlign, and a
-// connection keeps at most maxCachedBufs of them idle for reuse, of at most
-// its pool's maxIdle bytes together (2 × MaxRPCSize): steady traffic reuses
-// them (no registration on the call path), and after a burst the rest is
-// freed as it comes back. A pool that saw no use for poolTrimAfter frees its
-// cache down to poolKeepIdle bytes.
+// connection keeps idle for reuse at most one of them per call slot (a
+// call, or a reply until its Send completes, holds at most one; without
+// slots, maxCachedBufs), of at most its pool's maxIdle bytes together
+// (2 × MaxRPCSize): steady traffic reuses them (no registration on the
+// call path, even with every credit's reply in flight: 32 READs of 64 KiB
+// in flight took a registration and a deregistration each, 8% of
+// rdma-nfsd's CPU, when the count was 16), and after a burst the rest is
+// freed as it comes back. A pool that saw no use for poolTrimAfter frees
+// its cache down to poolKeepIdle bytes.
 const (
 	chunkBufAlign = 16 << 10
 	maxCachedBufs = 16
@@ -37,6 +41,7 @@ const (
 type chunkPool struct {
 	vc      verbs.Conn
 	maxIdle int
+	maxBufs int            // most buffers cached (0: maxCachedBufs)
 	cached  []verbs.Region // idle, oldest first
 	idle    int            // bytes cached
 	used    bool           // get was called since the last trim check
@@ -85,7 +90,11 @@ func (p *chunkPool) put(r verbs.Region) {
 		_ = r.Close()
 		return
 	}
-	for len(p.cached) > 0 && (p.idle+size > p.maxIdle || len(p.cached) == maxCachedBufs) {
+	maxBufs := p.maxBufs
+	if maxBufs <= 0 {
+		maxBufs = maxCachedBufs
+	}
+	for len(p.cached) > 0 && (p.idle+size > p.maxIdle || len(p.cached) >= maxBufs) {
 		old := p.cached[0]
 		p.idle -= len(old.Bytes())
 		_ = old.Close()

@@ -11,11 +11,13 @@ import (
 // implemented.
 type fakeRegions struct {
 	verbs.Conn
-	live int
+	live   int
+	allocs int // AllocRegion calls
 }
 
 func (c *fakeRegions) AllocRegion(size int) (verbs.Region, error) {
 	c.live++
+	c.allocs++
 	return &fakeRegion{p: make([]byte, size), live: &c.live}, nil
 }
 
@@ -66,5 +68,49 @@ func TestChunkPoolArmsTrimOnce(t *testing.T) {
 	cycle(4)
 	if arms != 2 {
 		t.Fatalf("trim check armed %d times after a new burst, want 2", arms)
+	}
+}
+
+// TestChunkPoolKeepsOnePerSlot: a pool with a slot count keeps a buffer for
+// every slot across bursts that use them all (no registration on the call
+// path), within maxIdle, and falls back to maxCachedBufs without slots.
+func TestChunkPoolKeepsOnePerSlot(t *testing.T) {
+	burst := func(p *chunkPool, n, size int) {
+		t.Helper()
+		rs := make([]verbs.Region, 0, n)
+		for range n {
+			r, err := p.get(size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		for _, r := range rs {
+			p.put(r)
+		}
+	}
+	for _, c := range []struct {
+		slots, inFlight, size, maxIdle int
+		wantCached                     int
+	}{
+		{slots: 64, inFlight: 32, size: 64 << 10, maxIdle: 2 << 20, wantCached: 32},
+		{slots: 64, inFlight: 64, size: 16 << 10, maxIdle: 2 << 20, wantCached: 64},
+		{slots: 64, inFlight: 40, size: 64 << 10, maxIdle: 2 << 20, wantCached: 32}, // bytes bound
+		{slots: 8, inFlight: 32, size: 16 << 10, maxIdle: 2 << 20, wantCached: 8},
+		{slots: 0, inFlight: 32, size: 16 << 10, maxIdle: 2 << 20, wantCached: maxCachedBufs},
+	} {
+		vc := &fakeRegions{}
+		p := &chunkPool{vc: vc, maxIdle: c.maxIdle, maxBufs: c.slots}
+		burst(p, c.inFlight, c.size)
+		if len(p.cached) != c.wantCached || vc.live != c.wantCached || p.idle > c.maxIdle {
+			t.Errorf("%+v: %d cached (%d bytes), %d live; want %d", c, len(p.cached), p.idle, vc.live, c.wantCached)
+		}
+		// A second burst of the same size registers nothing new when the
+		// first one's buffers were all kept.
+		before := vc.allocs
+		burst(p, c.inFlight, c.size)
+		if c.wantCached == c.inFlight && vc.allocs != before {
+			t.Errorf("%+v: the second burst registered %d buffers", c, vc.allocs-before)
+		}
 	}
 }
