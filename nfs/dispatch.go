@@ -41,6 +41,9 @@ const nfs3FHSize = 64
 // over TCP. WriteMsg is safe for concurrent use.
 type msgConn interface {
 	ReadMsg(buf []byte) ([]byte, error)
+	// ReadMsgAlloc is ReadMsg with the buffer from get(the message's
+	// length) (transport.Conn.ReadMsgAlloc).
+	ReadMsgAlloc(get func(n int) []byte) ([]byte, error)
 	WriteMsg(msg []byte) error
 	Close() error
 	LocalAddr() net.Addr
@@ -62,6 +65,11 @@ func (c *recordConn) ReadMsg(buf []byte) ([]byte, error) {
 	defer c.rmu.Unlock()
 	return xdr.ReadRecord(c.Conn, buf, c.max)
 }
+
+// ReadMsgAlloc reads the next record into a buffer of its own: a record's
+// length is known only once its last fragment is read, and over TCP only
+// MOUNT (and NFS when Config.NFSOverTCP says so) comes this way.
+func (c *recordConn) ReadMsgAlloc(func(n int) []byte) ([]byte, error) { return c.ReadMsg(nil) }
 
 // WriteMsg writes msg as one record, whole: records written at once do not
 // interleave. On a TCP connection a message of writevMin bytes or more (a
@@ -161,9 +169,19 @@ func (ss *session) close() {
 // credits, over TCP in its stream); replies go out as they are ready,
 // each to its own call (by XID).
 func (ss *session) readCalls() {
-	var buf []byte // the worker's call buffer, kept by callBufReusable
+	var buf []byte   // the worker's call buffer, kept if small (keepCallBuf)
+	var rb *replyBuf // the pooled buffer a large call was read into
+	get := func(n int) []byte {
+		if n <= max(cap(buf), keepCallBuf) {
+			return buf // appending allocates a small one, to keep
+		}
+		var b []byte
+		b, rb = getReplyBuf(n)
+		return b
+	}
 	for {
-		msg, err := ss.c.ReadMsg(buf)
+		rb = nil
+		msg, err := ss.c.ReadMsgAlloc(get)
 		if err != nil {
 			ss.s.log.Debug("nfs: connection closed", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
 			ss.close()
@@ -185,8 +203,14 @@ func (ss *session) readCalls() {
 		}
 		err = ss.dispatch(msg)
 		buf = nil
-		if callBufReusable(msg) {
-			buf = msg[:0]
+		if callKeepsNothing(msg) {
+			if cap(msg) <= keepCallBuf {
+				buf = msg[:0]
+			} else {
+				// A large WRITE's buffer goes back to the pool it came
+				// from (putReplyBuf leaves any other to the collector).
+				putReplyBuf(rb, msg)
+			}
 		}
 		ss.wkmu.Lock()
 		ss.executing--
@@ -206,16 +230,19 @@ func (ss *session) readCalls() {
 // per connection at the default ConcurrentCalls).
 const keepCallBuf = 16 << 10
 
-// callBufReusable reports whether msg, a call dispatch has returned from,
+// callKeepsNothing reports whether msg, a call dispatch has returned from,
 // may be overwritten by the worker's next call: an NFSv3 NULL, GETATTR,
 // READ or WRITE, whose handlers keep no part of their call once dispatch
 // returns (a WRITE that go-nfs executes keeps copies of what it needs
 // after: the record in the pipe, decodeWriteCall's and newAttrFix's
 // handles; a retransmission waiting for its original copies its call, see
-// replay). The buffer of any other call is left to the garbage collector,
-// as are large ones.
-func callBufReusable(msg []byte) bool {
-	if cap(msg) > keepCallBuf || len(msg) < 24 {
+// replay). The buffer of any other call is left to the garbage collector.
+// A worker keeps a reusable buffer of up to keepCallBuf bytes for its next
+// call and gives a larger one, which a large WRITE took
+// from the pool of READ replies, back to that pool: a stream of large
+// WRITEs then allocates, zeroes and collects no buffer per call.
+func callKeepsNothing(msg []byte) bool {
+	if len(msg) < 24 {
 		return false
 	}
 	// RFC 5531 §9: xid, mtype, rpcvers, prog, vers, proc.
@@ -410,7 +437,7 @@ func (ss *session) replay(e *drcEntry, h *xdr.CallHeader, msg []byte, args int) 
 		return
 	}
 	// The goroutine outlives the worker's use of msg, whose buffer the
-	// worker's next call may overwrite (callBufReusable): it gets a copy,
+	// worker's next call may overwrite (callKeepsNothing): it gets a copy,
 	// and a header that points into the copy.
 	msg = slices.Clone(msg)
 	var hc xdr.CallHeader

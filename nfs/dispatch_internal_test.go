@@ -6,9 +6,10 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// TestCallBufReusable: a worker keeps its call buffer only after the NFSv3
-// calls whose handlers keep nothing of it, and only a small one.
-func TestCallBufReusable(t *testing.T) {
+// TestCallKeepsNothing: a worker reuses its call buffer (a small one
+// itself, a large one through the pool) only after the NFSv3 calls whose
+// handlers keep nothing of it.
+func TestCallKeepsNothing(t *testing.T) {
 	call := func(prog, vers, proc uint32, capacity int) []byte {
 		h := xdr.CallHeader{XID: 1, Prog: prog, Vers: vers, Proc: proc}
 		return h.Append(make([]byte, 0, capacity))
@@ -22,7 +23,7 @@ func TestCallBufReusable(t *testing.T) {
 		{"GETATTR", call(ProgNFS, 3, ProcGetattr, 512), true},
 		{"READ", call(ProgNFS, 3, ProcRead, 512), true},
 		{"WRITE", call(ProgNFS, 3, ProcWrite, keepCallBuf), true},
-		{"WRITE, a large buffer", call(ProgNFS, 3, ProcWrite, keepCallBuf+1), false},
+		{"WRITE, a large buffer", call(ProgNFS, 3, ProcWrite, keepCallBuf+1), true},
 		{"CREATE", call(ProgNFS, 3, ProcCreate, 512), false},
 		{"LOOKUP", call(ProgNFS, 3, ProcLookup, 512), false},
 		{"SETATTR", call(ProgNFS, 3, ProcSetattr, 512), false},
@@ -30,8 +31,8 @@ func TestCallBufReusable(t *testing.T) {
 		{"MOUNT", call(ProgMount, 3, ProcGetattr, 512), false},
 		{"too short", make([]byte, 20, 512), false},
 	} {
-		if got := callBufReusable(tc.msg); got != tc.want {
-			t.Errorf("%s: callBufReusable = %v, want %v", tc.name, got, tc.want)
+		if got := callKeepsNothing(tc.msg); got != tc.want {
+			t.Errorf("%s: callKeepsNothing = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -20,8 +20,9 @@ import (
 // were given room for their results), a GETATTR (7; 8; 13), and a 1 MiB
 // READ (4 allocations and well under 1 KiB a call once each processor's
 // pool holds a buffer; 6 and 1 MiB a call before READ replies were built
-// in pooled buffers; the bytes are not bounded under -race, where
-// sync.Pool drops buffers on purpose). The bounds leave room for a stray
+// in pooled buffers), and a 1 MiB UNSTABLE WRITE (well under 1 KiB a call
+// once its call is read into a pooled buffer; 1 MiB before) (the bytes are
+// not bounded under -race, where sync.Pool drops buffers on purpose). The bounds leave room for a stray
 // allocation of a background goroutine.
 func TestServerCallAllocs(t *testing.T) {
 	env := startClientEnv(t, nil)
@@ -43,6 +44,7 @@ func TestServerCallAllocs(t *testing.T) {
 	}{
 		{"WRITE", 10, 0, func() error { _, err := c.Write(ctx, fh, 0, buf, nfs.FileSync); return err }},
 		{"GETATTR", 9, 0, func() error { _, err := c.Getattr(ctx, fh); return err }},
+		{"WRITE 1 MiB", 12, 128 << 10, func() error { _, err := c.Write(ctx, bigFH, 0, big, nfs.Unstable); return err }},
 		{"READ 1 MiB", 6, 128 << 10, func() error {
 			n, _, err := c.Read(ctx, bigFH, 0, big)
 			if err == nil && n != len(big) {

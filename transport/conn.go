@@ -159,7 +159,19 @@ func (c *Conn) Read(p []byte) (int, error) {
 // the responder sent (the call was not executed), or an error wrapping
 // ErrCallLost when the connection was lost with the call in flight and it
 // was not retransmitted (the call may or may not have been executed).
-func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
+func (c *Conn) ReadMsg(buf []byte) ([]byte, error) { return c.readMsg(buf, nil) }
+
+// ReadMsgAlloc is ReadMsg with the buffer chosen once the message's length
+// is known: the message is appended to get(n)[:0], where n is its length,
+// so that a server can take a buffer of the right size from a pool of its
+// own rather than have a large message allocate a new one. get runs with
+// the connection's lock held: it must not call c's methods. Its result
+// may be shorter than n (then the message allocates, as ReadMsg's would).
+// On an error the returned slice is empty and not from get.
+func (c *Conn) ReadMsgAlloc(get func(n int) []byte) ([]byte, error) { return c.readMsg(nil, get) }
+
+// readMsg is ReadMsg, with get (if not nil) choosing the buffer.
+func (c *Conn) readMsg(buf []byte, get func(n int) []byte) ([]byte, error) {
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -176,6 +188,9 @@ func (c *Conn) ReadMsg(buf []byte) ([]byte, error) {
 		}
 		if idx, ok := c.readQ.pop(); ok {
 			v := c.slotViewLocked(idx)
+			if get != nil {
+				buf = get(v.len())
+			}
 			buf = v.appendTo(buf[:0])
 			err := c.slotErrLocked(idx)
 			c.releaseSlotLocked(idx)
