@@ -113,39 +113,18 @@ func median(xs []float64) float64 {
 // same cell in the same round. Cells that failed, or measured nothing, in
 // either build are left out.
 func compareRows(raw []Result) []compareRow {
-	// A cell of rdma-nfsd is filed under its rdma-nfsd-b twin.
-	type key struct {
-		cell  Cell
-		round int
-	}
-	a := map[key]Result{}
-	for _, r := range raw {
-		if r.Server == ServerGo && r.Err == "" && r.OpsPerS > 0 {
-			c := r.Cell
-			c.Server = ServerGoB
-			a[key{c, r.Round}] = r
-		}
-	}
 	var rows []compareRow
-	at := map[Cell]int{}
-	for _, r := range sorted(raw) {
-		if r.Server != ServerGoB || r.Err != "" {
-			continue
+	for _, c := range pairRounds(raw, func(r Result) bool { return r.Server == ServerGoB },
+		func(c Cell) Cell { c.Server = ServerGo; return c }) {
+		row := compareRow{cell: c.cell}
+		for _, p := range c.pairs {
+			b, a := p[0], p[1]
+			row.ratios = append(row.ratios, b.OpsPerS/a.OpsPerS)
+			if b.ServerCPUus != NA && a.ServerCPUus != NA && a.ServerCPUus > 0 {
+				row.cpu = append(row.cpu, b.ServerCPUus/a.ServerCPUus)
+			}
 		}
-		ra, ok := a[key{r.Cell, r.Round}]
-		if !ok {
-			continue
-		}
-		i, ok := at[r.Cell]
-		if !ok {
-			i = len(rows)
-			at[r.Cell] = i
-			rows = append(rows, compareRow{cell: r.Cell})
-		}
-		rows[i].ratios = append(rows[i].ratios, r.OpsPerS/ra.OpsPerS)
-		if r.ServerCPUus != NA && ra.ServerCPUus != NA && ra.ServerCPUus > 0 {
-			rows[i].cpu = append(rows[i].cpu, r.ServerCPUus/ra.ServerCPUus)
-		}
+		rows = append(rows, row)
 	}
 	return rows
 }

@@ -28,35 +28,14 @@ func (r inlineRow) median() float64 { return median(r.ratios) }
 // than 1024 with the same cell at 1024 in the same round. Cells that
 // failed or measured nothing in either are left out.
 func inlineRows(raw []Result) []inlineRow {
-	type key struct {
-		cell  Cell
-		round int
-	}
-	base := map[key]Result{}
-	for _, r := range raw {
-		if r.Inline == 1024 && r.Err == "" && r.OpsPerS > 0 {
-			base[key{r.Cell, r.Round}] = r
-		}
-	}
 	var rows []inlineRow
-	at := map[Cell]int{}
-	for _, r := range sorted(raw) {
-		if r.Inline == 1024 || r.Err != "" {
-			continue
+	for _, c := range pairRounds(raw, func(r Result) bool { return r.Inline != 1024 },
+		func(c Cell) Cell { c.Inline = 1024; return c }) {
+		row := inlineRow{cell: c.cell}
+		for _, p := range c.pairs {
+			row.ratios = append(row.ratios, p[0].OpsPerS/p[1].OpsPerS)
 		}
-		c := r.Cell
-		c.Inline = 1024
-		b, ok := base[key{c, r.Round}]
-		if !ok {
-			continue
-		}
-		i, ok := at[r.Cell]
-		if !ok {
-			i = len(rows)
-			at[r.Cell] = i
-			rows = append(rows, inlineRow{cell: r.Cell})
-		}
-		rows[i].ratios = append(rows[i].ratios, r.OpsPerS/b.OpsPerS)
+		rows = append(rows, row)
 	}
 	return rows
 }

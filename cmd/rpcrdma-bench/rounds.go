@@ -111,3 +111,46 @@ func mergeCell(g []Result) Result {
 	}
 	return m
 }
+
+// cellRounds is a cell and, round by round, its result paired with the
+// result of its twin cell in the same round.
+type cellRounds struct {
+	cell  Cell
+	pairs [][2]Result // {the cell's, its twin's}
+}
+
+// pairRounds pairs every round of every cell that isB selects with the
+// cell twin(cell) measured in the same round, the cells in the order of
+// sorted. A round is left out when the cell failed, or its twin failed or
+// measured nothing.
+func pairRounds(raw []Result, isB func(Result) bool, twin func(Cell) Cell) []cellRounds {
+	type key struct {
+		cell  Cell
+		round int
+	}
+	ok := map[key]Result{}
+	for _, r := range raw {
+		if r.Err == "" && r.OpsPerS > 0 {
+			ok[key{r.Cell, r.Round}] = r
+		}
+	}
+	var out []cellRounds
+	at := map[Cell]int{}
+	for _, r := range sorted(raw) {
+		if !isB(r) || r.Err != "" {
+			continue
+		}
+		a, found := ok[key{twin(r.Cell), r.Round}]
+		if !found {
+			continue
+		}
+		i, seen := at[r.Cell]
+		if !seen {
+			i = len(out)
+			at[r.Cell] = i
+			out = append(out, cellRounds{cell: r.Cell})
+		}
+		out[i].pairs = append(out[i].pairs, [2]Result{r, a})
+	}
+	return out
+}
