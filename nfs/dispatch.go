@@ -238,9 +238,9 @@ const keepCallBuf = 16 << 10
 // handles; a retransmission waiting for its original copies its call, see
 // replay). The buffer of any other call is left to the garbage collector.
 // A worker keeps a reusable buffer of up to keepCallBuf bytes for its next
-// call and gives a larger one, which a large WRITE took
-// from the pool of READ replies, back to that pool: a stream of large
-// WRITEs then allocates, zeroes and collects no buffer per call.
+// call and gives a larger one, which a large WRITE took from the pool of
+// READ replies, back to that pool: a stream of large WRITEs then
+// allocates, zeroes and collects no buffer per call.
 func callKeepsNothing(msg []byte) bool {
 	if len(msg) < 24 {
 		return false
