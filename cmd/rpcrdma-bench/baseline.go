@@ -178,7 +178,6 @@ func baselineRatio(b *Baseline, r Result, raw []Result, pick func(Result, Baseli
 		perRound[p.Round] = p
 	}
 	var xs []float64
-	var rounds []string
 	for _, c := range raw {
 		p, ok := perRound[c.Round]
 		if !ok || c.Cell != r.Cell || c.Err != "" {
@@ -186,11 +185,10 @@ func baselineRatio(b *Baseline, r Result, raw []Result, pick func(Result, Baseli
 		}
 		if ours, theirs := pick(c, p); ours > 0 && theirs > 0 {
 			xs = append(xs, ours/theirs)
-			rounds = append(rounds, fmt.Sprintf("%.2f", ours/theirs))
 		}
 	}
 	if m, ok := stats.Median(xs); ok && len(xs) > 1 {
-		return m, fmt.Sprintf(", median of rounds %s", strings.Join(rounds, " "))
+		return m, ", median of rounds " + roundRatios(xs)
 	}
 	ours, theirs := pick(r, *b)
 	return ours / theirs, ""

@@ -149,9 +149,7 @@ func writeCompare(w io.Writer, spec Spec, raw []Result) {
 	var logSum float64
 	var n int
 	for _, r := range rows {
-		rounds := make([]string, len(r.ratios))
-		for i, x := range r.ratios {
-			rounds[i] = fmt.Sprintf("%.2f", x)
+		for _, x := range r.ratios {
 			logSum += math.Log(x)
 			n++
 		}
@@ -160,7 +158,7 @@ func writeCompare(w io.Writer, spec Spec, raw []Result) {
 			cpu = fmt.Sprintf("%.2fx", m)
 		}
 		fmt.Fprintf(w, "  %-6s %-7s %7s ×%-2d inline %-6s median %.2fx  rounds %s  CPU/RPC %s\n", r.cell.Client, r.cell.Workload,
-			sizeName(r.cell.Size), r.cell.InFlight, sizeName(r.cell.Inline), r.median(), strings.Join(rounds, " "), cpu)
+			sizeName(r.cell.Size), r.cell.InFlight, sizeName(r.cell.Inline), r.median(), roundRatios(r.ratios), cpu)
 	}
 	fmt.Fprintf(w, "  geometric mean of the %d pairs: %.2fx\n", n, math.Exp(logSum/float64(n)))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 )
 
 // Inline settings round by round: the table's "vs 1024" divides ops/s
@@ -54,15 +53,11 @@ func writeInlineRounds(w io.Writer, raw []Result) {
 	}
 	fmt.Fprintf(w, "\nops/s over the same cell at inline 1024, round by round (each pair measured back to back):\n")
 	for _, r := range rows {
-		rounds := make([]string, len(r.ratios))
-		for i, x := range r.ratios {
-			rounds[i] = fmt.Sprintf("%.2f", x)
-		}
 		goal := ""
 		if r.cell.Workload == WorkWrite && r.cell.Size == 2<<10 {
 			goal = "  (goal ≥ 1.5x)"
 		}
 		fmt.Fprintf(w, "  %-18s %-7s %7s ×%-2d inline %-6s median %.2fx  rounds %s%s\n", r.cell.Client+"→"+r.cell.Server, r.cell.Workload,
-			sizeName(r.cell.Size), r.cell.InFlight, sizeName(r.cell.Inline), r.median(), strings.Join(rounds, " "), goal)
+			sizeName(r.cell.Size), r.cell.InFlight, sizeName(r.cell.Inline), r.median(), roundRatios(r.ratios), goal)
 	}
 }

@@ -1,6 +1,10 @@
 package main
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Rounds: a run measures every cell Spec.Rounds times, the inline
 // settings in ascending order in even rounds and descending in odd ones
@@ -153,4 +157,14 @@ func pairRounds(raw []Result, isB func(Result) bool, twin func(Cell) Cell) []cel
 		out[i].pairs = append(out[i].pairs, [2]Result{r, a})
 	}
 	return out
+}
+
+// roundRatios formats the rounds' ratios as the reports list them: "1.04
+// 0.85 1.08".
+func roundRatios(xs []float64) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(out, " ")
 }
