@@ -51,7 +51,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.mdOut, "md", "", "write the results as a Markdown table to FILE")
 	fs.StringVar(&f.chartOut, "chart", "", "draw ops/s and RDMA operations per RPC against I/O size to FILE (.png or .svg)")
 	fs.StringVar(&f.consoleOut, "console", "", "save the VM's console to FILE")
-	fs.StringVar(&f.serverFlags, "server-flags", "", "more flags for rdma-nfsd, space-separated (e.g. \"-concurrent-calls 1\")")
+	fs.StringVar(&f.serverFlags, "server-flags", "", "more flags for rdma-nfsd, space-separated (e.g. \"-concurrent-calls 1\"); NAME=value words set its environment (GOMAXPROCS=1)")
 	fs.StringVar(&f.profileOut, "server-profile", "", "write a CPU profile (pprof) of each start of rdma-nfsd (one per inline setting and round) into DIR")
 	fs.StringVar(&f.clientProfileOut, "client-profile", "", "write a CPU profile (pprof) of the bench's own process during each Go client cell into DIR")
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the VM's veth pair (default 1500: rxe path MTU 1024; 9000: 4096, as RoCE with jumbo frames)")

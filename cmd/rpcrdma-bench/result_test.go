@@ -253,3 +253,15 @@ func TestOutputs(t *testing.T) {
 		t.Errorf("markdown does not name the guest's clocksource:\n%s", md.String())
 	}
 }
+
+func TestServerFlagsEnv(t *testing.T) {
+	srv := newRdmaNfsd("rdma-nfsd", "soft", "127.0.0.1", t.TempDir())
+	srv.extra = []string{"GOMAXPROCS=1", "-credits", "8", "GODEBUG=gctrace=1", "-x=Y=1"}
+	a := srv.args(4096, false)
+	if !slices.Equal(a[len(a)-3:], []string{"-credits", "8", "-x=Y=1"}) || slices.Contains(a, "GOMAXPROCS=1") {
+		t.Fatalf("args %q", a)
+	}
+	if _, env := splitEnv(srv.extra); !slices.Equal(env, []string{"GOMAXPROCS=1", "GODEBUG=gctrace=1"}) {
+		t.Fatalf("env %q", env)
+	}
+}

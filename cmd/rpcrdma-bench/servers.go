@@ -107,8 +107,25 @@ func (s *rdmaNfsd) args(inline int, noRI bool) []string {
 	if s.profileDir != "" {
 		a = append(a, "-cpuprofile", filepath.Join(s.profileDir, profileName(s.label, s.starts, inline, noRI)))
 	}
-	return append(a, s.extra...)
+	flags, _ := splitEnv(s.extra)
+	return append(a, flags...)
 }
+
+// splitEnv separates the words of Spec.ServerFlags and CompareFlags of the
+// form NAME=value (NAME in capitals, digits and underscores: GOMAXPROCS=1,
+// GODEBUG=...), which go into rdma-nfsd's environment, from its flags.
+func splitEnv(words []string) (flags, env []string) {
+	for _, w := range words {
+		if envWordRE.MatchString(w) {
+			env = append(env, w)
+			continue
+		}
+		flags = append(flags, w)
+	}
+	return flags, env
+}
+
+var envWordRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
 
 // profileName names the CPU profile of the n-th start of the server
 // labelled label (rdma-nfsd or rdma-nfsd-b), which serves the cells of one
@@ -133,6 +150,9 @@ func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {
 	defer logf.Close()
 	s.starts++
 	s.cmd = exec.Command(s.bin, s.args(inline, noRI)...)
+	if _, env := splitEnv(s.extra); env != nil {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.bin, err)
