@@ -59,7 +59,7 @@ type options struct {
 	concurrentCalls                        int
 	gcPercent                              int
 	maxRPC                                 int
-	pollBeforeWait                         time.Duration
+	pollBeforeWait, pollBeforeWaitMax      time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -89,6 +89,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&o.gcPercent, "gc-percent", 400, "garbage collector target (as GOGC; -1 off): each READ and WRITE carries up to 1 MiB, so Go's default 100 collects after every few")
 	fs.DurationVar(&o.pollBeforeWait, "poll-before-wait", 0, "rdmacore: poll the completion queue this long before sleeping on its channel (0: 50µs; negative: never)")
+	fs.DurationVar(&o.pollBeforeWaitMax, "poll-before-wait-max", 0, "rdmacore: poll up to this long while a connection's recent waits were short (0: 2ms; negative: -poll-before-wait only)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -130,7 +131,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 	var provider verbs.Provider
 	switch o.provider {
 	case "rdmacore":
-		provider = &rdmacore.Provider{PollBeforeWait: o.pollBeforeWait}
+		provider = &rdmacore.Provider{PollBeforeWait: o.pollBeforeWait, PollBeforeWaitMax: o.pollBeforeWaitMax}
 	case "soft":
 		provider = &soft.Provider{}
 	default:

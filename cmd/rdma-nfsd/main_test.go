@@ -127,9 +127,10 @@ func TestRdmaNfsdFlags(t *testing.T) {
 	ctx := context.Background()
 	require.ErrorContains(t, run(ctx, nil, io.Discard, nil), "-dir is required")
 	require.ErrorContains(t, run(ctx, []string{"-dir", t.TempDir(), "-provider", "x"}, io.Discard, nil), "want rdmacore or soft")
-	o, err := parse([]string{"-dir", "/x", "-poll-before-wait", "200us"}, io.Discard)
+	o, err := parse([]string{"-dir", "/x", "-poll-before-wait", "200us", "-poll-before-wait-max", "1ms"}, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, 200*time.Microsecond, o.pollBeforeWait)
+	require.Equal(t, time.Millisecond, o.pollBeforeWaitMax)
 }
 
 // mountRoot sends MOUNT3 MNT "/" over TCP (record marked) and returns the

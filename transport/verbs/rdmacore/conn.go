@@ -17,7 +17,6 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
@@ -128,7 +127,7 @@ type conn struct {
 	windows map[*window]struct{}
 
 	waitSem chan struct{} // held by the one Wait that may park
-	spin    time.Duration // the provider's PollBeforeWait
+	spin    spinPolicy    // how long Wait polls first; guarded by waitSem
 	woken   bool          // the completion fd's deadline was set to wake Wait
 	// Guarded by waitSem: the context whose end wakes Wait (its Done
 	// channel, and the stop function of its context.AfterFunc).
@@ -155,7 +154,7 @@ func newConn(p *Provider, caps verbs.QueueCaps, state connState) *conn {
 		regions: make(map[*region]struct{}),
 		windows: make(map[*window]struct{}),
 		waitSem: make(chan struct{}, 1),
-		spin:    p.pollBeforeWait(),
+		spin:    newSpinPolicy(p.pollBeforeWait(), p.pollBeforeWaitMax()),
 	}
 	c.wakeFn = c.wake
 	c.readEvent = c.getEvent

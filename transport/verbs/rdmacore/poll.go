@@ -136,7 +136,20 @@ func (c *conn) Wait(ctx context.Context) error {
 		c.waitStop = context.AfterFunc(ctx, c.wakeFn)
 		c.waitDone = d
 	}
-	if c.pollFirst(ctx) {
+	// The Wait's gap, from here to the completion it finds, for the spin
+	// policy; the clock is read only where the policy adapts.
+	adaptive := c.spin.max > c.spin.min && c.spin.min > 0
+	var start time.Time
+	if adaptive {
+		start = time.Now()
+	}
+	found := func() {
+		if adaptive {
+			c.spin.observe(time.Since(start))
+		}
+	}
+	if c.pollFirst(ctx, start, c.spin.limit()) {
+		found()
 		return nil
 	}
 	for {
@@ -151,6 +164,7 @@ func (c *conn) Wait(ctx context.Context) error {
 		}
 		if c.stashed {
 			c.mu.Unlock()
+			found()
 			return nil
 		}
 		if c.state == stateFailed && c.sqOut == 0 && c.rqOut == 0 {
@@ -174,6 +188,7 @@ func (c *conn) Wait(ctx context.Context) error {
 		if c.pollLocked(c.stash[:]) > 0 {
 			c.stashed = true
 			c.mu.Unlock()
+			found()
 			return nil
 		}
 		c.mu.Unlock()
@@ -195,8 +210,21 @@ func (p *Provider) pollBeforeWait() time.Duration {
 	return p.PollBeforeWait
 }
 
-// pollFirst polls the completion queue for up to the provider's
-// PollBeforeWait, yielding between polls, and reports whether it found a
+// pollBeforeWaitMax returns the provider's PollBeforeWaitMax with the
+// default applied (0 for none: polling for PollBeforeWait only).
+func (p *Provider) pollBeforeWaitMax() time.Duration {
+	switch {
+	case p.PollBeforeWaitMax < 0:
+		return 0
+	case p.PollBeforeWaitMax == 0:
+		return DefaultPollBeforeWaitMax
+	}
+	return p.PollBeforeWaitMax
+}
+
+// pollFirst polls the completion queue for up to spin from start (the
+// spin policy's limit: PollBeforeWait, or longer while recent Waits were
+// short), yielding between polls, and reports whether it found a
 // completion (kept for the next Poll). It gives up at once when anything
 // but a completion needs Wait's attention: the connection's close or
 // failure, a wake-up, or ctx's end.
@@ -216,11 +244,13 @@ func (p *Provider) pollBeforeWait() time.Duration {
 // It reads the clock only every spinClockEvery polls: under an emulator
 // the clock may cost more than a poll (in the project's TCG VM the guest's
 // clocksource is the HPET, and every time.Now is a system call).
-func (c *conn) pollFirst(ctx context.Context) bool {
-	if c.spin <= 0 {
+func (c *conn) pollFirst(ctx context.Context, start time.Time, spin time.Duration) bool {
+	if spin <= 0 {
 		return false
 	}
-	start := time.Now()
+	if start.IsZero() {
+		start = time.Now()
+	}
 	for i := 1; ; i++ {
 		c.mu.Lock()
 		if c.closed || c.woken || c.state == stateFailed || c.cq == nil || ctx.Err() != nil {
@@ -233,7 +263,7 @@ func (c *conn) pollFirst(ctx context.Context) bool {
 			return true
 		}
 		c.mu.Unlock()
-		if i%spinClockEvery == 0 && time.Since(start) >= c.spin {
+		if i%spinClockEvery == 0 && time.Since(start) >= spin {
 			return false
 		}
 		runtime.Gosched()

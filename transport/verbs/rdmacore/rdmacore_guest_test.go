@@ -272,6 +272,7 @@ type pingPonger struct {
 	p         pair
 	size      int
 	spin      bool
+	delay     atomic.Int64 // nanoseconds the echo waits before it answers
 	ctx       context.Context
 	cancel    context.CancelFunc
 	serverErr chan error
@@ -282,6 +283,11 @@ type pingPonger struct {
 
 func newPingPonger(tb testing.TB, size int, spin bool) *pingPonger {
 	client, server := providers()
+	return newPingPongerOn(tb, client, server, size, spin)
+}
+
+// newPingPongerOn is newPingPonger with the two sides' providers.
+func newPingPongerOn(tb testing.TB, client, server verbs.Provider, size int, spin bool) *pingPonger {
 	ctx, cancel := context.WithCancel(context.Background())
 	ln, err := server.Listen(listenAddr)
 	require.NoError(tb, err)
@@ -317,6 +323,9 @@ func (pp *pingPonger) echo() error {
 	for {
 		if _, err := pumpUntilRecv(pp.ctx, c, cs, pp.spin); err != nil {
 			return err
+		}
+		if d := pp.delay.Load(); d > 0 {
+			time.Sleep(time.Duration(d))
 		}
 		if err := c.PostRecv(recv); err != nil {
 			return err
@@ -496,5 +505,36 @@ func pumpUntilBind(ctx context.Context, c verbs.Conn, cs []verbs.Completion) (ve
 		if err := c.Wait(ctx); err != nil {
 			return verbs.Completion{}, err
 		}
+	}
+}
+
+// TestWaitSpinAdapts checks that Wait's polling follows the connection's
+// recent waits (spinPolicy): back-to-back round trips make the requester's
+// Wait poll longer than PollBeforeWait; answers that come 100 ms late make
+// it poll for PollBeforeWait only, and back-to-back round trips bring the
+// long polls back.
+func TestWaitSpinAdapts(t *testing.T) {
+	const min, max = 50 * time.Microsecond, 50 * time.Millisecond
+	client := &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: min, PollBeforeWaitMax: max}
+	pp := newPingPongerOn(t, client, &rdmacore.Provider{}, 64, false)
+	c := pp.p.client
+	roundTrips := func(n int) {
+		for range n {
+			require.NoError(t, pp.roundTrip())
+		}
+	}
+	roundTrips(8)
+	if got := rdmacore.SpinLimit(c); got <= min || got > max {
+		t.Fatalf("after 8 back-to-back round trips Wait polls for %v, want more than %v, at most %v", got, min, max)
+	}
+	pp.delay.Store(int64(100 * time.Millisecond))
+	roundTrips(5)
+	if got := rdmacore.SpinLimit(c); got != min {
+		t.Fatalf("after 5 round trips of 100 ms Wait polls for %v, want %v", got, min)
+	}
+	pp.delay.Store(0)
+	roundTrips(5)
+	if got := rdmacore.SpinLimit(c); got <= min {
+		t.Fatalf("back to back again, Wait polls for %v, want more than %v", got, min)
 	}
 }
