@@ -479,6 +479,9 @@ func (c *Conn) slotViewLocked(idx int) msgView {
 	if c.role == cmpriv.Requester {
 		return c.reqState.calls[idx].view()
 	}
+	if call := &c.svcState.calls[idx]; call.inPlace {
+		return call.view
+	}
 	return msgView{head: c.svcState.calls[idx].msg}
 }
 

@@ -67,8 +67,14 @@ type svcCall struct {
 	// callHeld and replyHeld are the bytes the call holds of the Calls and
 	// Replies budgets.
 	callHeld, replyHeld int
-	msg                 []byte
-	ch                  xdr.CallHeader // Cred and Verf cleared: for the binding
+	// msg is the call rebuilt in the Go heap; or, if inPlace, view holds
+	// its pieces in the Receive buffer recvBuf and in mem (the Read
+	// chunk's data), both the call's until Read took it
+	// (callConsumedLocked) or the endpoint went (materializeLocked).
+	msg     []byte
+	view    msgView
+	inPlace bool
+	ch      xdr.CallHeader // Cred and Verf cleared: for the binding
 }
 
 // noSlot marks a Send that belongs to no call (an RDMA_ERROR).
@@ -291,20 +297,25 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 	if call.mem != nil {
 		pulled = call.mem.Bytes()[:call.pullLen]
 	}
+	// A call of at most one Read chunk is read in place: Read copies it
+	// once, from the Receive buffer and the chunk memory, which stay the
+	// call's until then. Any other is rebuilt in the Go heap now, and they
+	// are free at once.
 	var err error
-	if call.msg == nil {
-		call.msg = s.msgs.get(len(inline) + len(pulled))
+	head, data, tail, ok := marshal.CallPieces(&call.hdr, inline, pulled)
+	if ok {
+		if _, herr := call.ch.Unmarshal(head); herr != nil {
+			ok = false // an RPC header cut by a chunk: rebuilt, to be judged whole
+		}
 	}
-	call.msg, err = marshal.AppendCall(call.msg[:0], &call.hdr, inline, pulled)
-	// The call is in the Go heap now: its registered memory is free (the
-	// Calls budget stays held until the RPC server read the call).
-	ep.pool.put(call.mem)
-	call.mem = nil
-	// The Receive buffer is free now; it is posted again when this call is
-	// answered, so that posted Receives plus unanswered calls stay constant.
-	ep.holdRecv(call.recvBuf)
-	if err == nil {
-		_, err = call.ch.Unmarshal(call.msg)
+	if ok {
+		call.view, call.inPlace = msgView{head: head, data: data, tail: tail}, true
+	} else {
+		call.msg, err = marshal.AppendCall(s.msgs.get(len(inline) + len(pulled))[:0], &call.hdr, inline, pulled)
+		s.freeInPlaceLocked(ep, call)
+		if err == nil {
+			_, err = call.ch.Unmarshal(call.msg)
+		}
 	}
 	if _, dup := s.byXID[call.xid]; err == nil && dup {
 		err = ErrDuplicateXID
@@ -317,6 +328,10 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 		c.cfg.Logger.Debug("rpcrdma: dropping call", "xid", call.xid, "err", err)
 		c.stats.dropped.Add(1)
 		_ = s.credits.Drop()
+		if call.inPlace {
+			call.inPlace, call.view = false, msgView{}
+			s.freeInPlaceLocked(ep, call)
+		}
 		s.releaseCallMemLocked(call)
 		call.state = svcFree
 		s.free = append(s.free, slot)
@@ -333,6 +348,32 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 	return nil
 }
 
+// freeInPlaceLocked frees what call's message was read from: its chunk
+// memory goes back to the pool (the Calls budget stays held until the RPC
+// server read the call), and its Receive buffer is free, to be posted again
+// when a call is answered, so that posted Receives plus unanswered calls
+// stay constant.
+func (s *responder) freeInPlaceLocked(ep *endpoint, call *svcCall) {
+	ep.pool.put(call.mem)
+	call.mem = nil
+	ep.holdRecv(call.recvBuf)
+}
+
+// materializeLocked copies the calls still read in place into the Go heap:
+// their Receive buffers and chunk memory are about to be freed with the
+// endpoint, and Read may still take them.
+func (s *responder) materializeLocked() {
+	for i := range s.calls {
+		call := &s.calls[i]
+		if !call.inPlace {
+			continue
+		}
+		call.msg = call.view.appendTo(s.msgs.get(call.view.len())[:0])
+		call.inPlace, call.view = false, msgView{}
+		call.mem = nil // freed with the endpoint
+	}
+}
+
 // repostFreeLocked posts one Receive from the free Receive buffers.
 func (s *responder) repostFreeLocked(ep *endpoint) error {
 	if posted, err := ep.repostHeld(); !posted || err != nil {
@@ -347,6 +388,15 @@ func (s *responder) callConsumedLocked(slot int) {
 	c := s.c
 	call := &s.calls[slot]
 	call.state = svcDelivered
+	if call.inPlace {
+		// Read copied the call out of its Receive buffer and chunk
+		// memory: both are free. The endpoint is the one the call came
+		// on: had it gone, materializeLocked would have moved the call.
+		call.inPlace, call.view = false, msgView{}
+		if ep := c.ep; ep != nil {
+			s.freeInPlaceLocked(ep, call)
+		}
+	}
 	// The buffer goes back to the connection's cache, not kept by the
 	// slot: a burst of large calls does not leave every slot holding one.
 	s.msgs.put(call.msg)
@@ -436,6 +486,7 @@ func (s *responder) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
 // memory itself).
 func (s *responder) releaseAllMemLocked() {
 	c := s.c
+	s.materializeLocked()
 	for i := range s.calls {
 		call := &s.calls[i]
 		call.mem = nil

@@ -3,6 +3,7 @@ package marshal
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
@@ -43,6 +44,7 @@ func FuzzAppendCall(f *testing.F) {
 		prefix := []byte("dst:")
 		dst := append(make([]byte, 0, 64), prefix...)
 		out, err := AppendCall(dst, &h, inline, pulled)
+		checkCallPieces(t, &h, inline, pulled, out[len(prefix):], err)
 		if !bytes.Equal(out[:len(prefix)], prefix) {
 			t.Fatalf("AppendCall changed dst's prefix: %q", out[:len(prefix)])
 		}
@@ -84,6 +86,30 @@ func FuzzAppendCall(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkCallPieces checks CallPieces against AppendCall's result msg (and
+// error): pieces that join into msg whenever it gives them, and pieces
+// whenever the call has at most one Read chunk and AppendCall succeeded.
+func checkCallPieces(t *testing.T, h *chunks.Header, inline, pulled, msg []byte, err error) {
+	t.Helper()
+	head, data, tail, ok := CallPieces(h, inline, pulled)
+	nChunks := 0
+	for range h.ReadChunks() {
+		nChunks++
+	}
+	switch {
+	case ok && err != nil:
+		t.Fatalf("CallPieces gave pieces of a call AppendCall rejects (%v)", err)
+	case !ok && err == nil && nChunks <= 1:
+		t.Fatalf("CallPieces gave no pieces for a call of %d chunk(s) that AppendCall rebuilt", nChunks)
+	case !ok:
+		return
+	}
+	joined := append(append(slices.Clone(head), data...), make([]byte, xdr.Padding(len(data)))...)
+	if joined = append(joined, tail...); !bytes.Equal(joined, msg) {
+		t.Fatalf("CallPieces joined %q, AppendCall rebuilt %q", joined, msg)
+	}
 }
 
 // FuzzPlanCall plans arbitrary calls at arbitrary thresholds within what
@@ -192,6 +218,7 @@ func FuzzPlanCall(f *testing.F) {
 			t.Fatalf("ParseCall of the planned %v call: %v", p.Form, err)
 		}
 		got, err := AppendCall(nil, &ph, wire[n:], pulled)
+		checkCallPieces(t, &ph, wire[n:], pulled, got, err)
 		if err != nil || !bytes.Equal(got, msg) {
 			t.Fatalf("plan %+v: rebuilt call differs (%d bytes, want %d): %v", p, len(got), len(msg), err)
 		}

@@ -77,3 +77,33 @@ func AppendInsert(dst, reduced []byte, off int, data []byte) ([]byte, error) {
 	dst = appendPadded(dst, data)
 	return append(dst, reduced[off:]...), nil
 }
+
+// CallPieces returns, without copying, the RPC call conveyed by h as the
+// pieces AppendCall would join: head, then data followed by its XDR pad,
+// then tail (RFC 8166 §3.4.5). It does so when the call has at most one Read
+// chunk: none (head is inline), a position-zero chunk of RDMA_NOMSG (head is
+// the chunk), or one chunk inserted into the inline message at its position.
+// ok is false for anything else (several chunks, a position outside the
+// message, data missing from pulled): AppendCall then rebuilds the call, or
+// reports why it cannot. data is nil when there is no chunk to insert.
+func CallPieces(h *chunks.Header, inline, pulled []byte) (head, data, tail []byte, ok bool) {
+	n := 0
+	var pos, length uint64
+	for c := range h.ReadChunks() {
+		if n++; n > 1 {
+			return nil, nil, nil, false
+		}
+		pos, length = uint64(c.Position()), c.Length()
+	}
+	switch {
+	case n == 0:
+		return inline, nil, nil, true
+	case length > uint64(len(pulled)):
+		return nil, nil, nil, false
+	case pos == 0 && h.Proc == chunks.ProcNoMsg:
+		return pulled[:length], nil, nil, true
+	case pos > uint64(len(inline)):
+		return nil, nil, nil, false
+	}
+	return inline[:pos], pulled[:length:length], inline[pos:], true
+}

@@ -1,0 +1,182 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+)
+
+// Tests of calls read in place: the responder keeps a call of at most one
+// Read chunk in its Receive buffer and chunk memory until Read copies it
+// out (callReadyLocked), so both must stay the call's until then.
+
+// TestCallsReadInPlace queues calls of every form (inline, a DDP Read
+// chunk, a Long Call), reads and answers one of them, which posts a
+// Receive again, and sends two more, which land in the Receive buffers and
+// chunk memory free by then (five credits: the second one needs the
+// Receive just posted): every queued call must still read as sent. Were a
+// queued call's Receive buffer or chunk memory freed before Read took it,
+// the new calls would overwrite it.
+func TestCallsReadInPlace(t *testing.T) {
+	b := testBinding{ddp: true}
+	cl, srv := netconvPair(t, &Config{Binding: b, Credits: 5}, &Config{Binding: b})
+	deadline := time.Now().Add(20 * time.Second)
+	_ = cl.SetDeadline(deadline)
+	_ = srv.SetDeadline(deadline)
+
+	// One call and its reply first: the requester has one credit until a
+	// reply grants more.
+	roundTrip := func(xid uint32) {
+		t.Helper()
+		if err := cl.WriteMsg(appendCall(nil, xid, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.ReadMsg(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.WriteMsg(appendReply(nil, xid)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.ReadMsg(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roundTrip(1)
+
+	// The DDP call last: its RDMA Reads complete after the Long Call's,
+	// so that it is the last call ready, whose Receive buffer and chunk
+	// memory a responder that freed them too early would use first.
+	first := [][]byte{
+		append(appendCall(nil, 10, 0), pattern(300, 10)...),    // inline
+		append(appendCall(nil, 11, 0), pattern(64<<10, 11)...), // Long Call
+		append(appendCall(nil, 12, 0), pattern(900, 12)...),    // inline
+		writeCall(13, 64<<10),                                  // DDP Read chunk
+	}
+	var sent [][]byte
+	send := func(msgs [][]byte) {
+		t.Helper()
+		for _, m := range msgs {
+			if err := cl.WriteMsg(m); err != nil {
+				t.Fatal(err)
+			}
+			sent = append(sent, m)
+		}
+	}
+	send(first)
+	// Wait until the responder has n calls queued (their RDMA Reads done).
+	queued := func(n int) {
+		t.Helper()
+		for {
+			srv.mu.Lock()
+			q := srv.readQ.size
+			srv.mu.Unlock()
+			if q == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d calls queued", q, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	queued(len(first))
+	// Calls are queued as their data arrives, not in the order sent:
+	// each is matched by its XID.
+	byXID := func() map[uint32][]byte {
+		m := make(map[uint32][]byte)
+		for _, msg := range sent {
+			m[binary.BigEndian.Uint32(msg)] = msg
+		}
+		return m
+	}
+	readAs := func(t *testing.T, want map[uint32][]byte) uint32 {
+		t.Helper()
+		got, err := srv.ReadMsg(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		xid := binary.BigEndian.Uint32(got)
+		if !bytes.Equal(got, want[xid]) {
+			t.Fatalf("call %d of %d bytes read as %d bytes that differ", xid, len(want[xid]), len(got))
+		}
+		delete(want, xid)
+		return xid
+	}
+	want := byXID()
+	xid := readAs(t, want)
+	if err := srv.WriteMsg(appendReply(nil, xid)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.ReadMsg(nil); err != nil {
+		t.Fatal(err)
+	}
+	send([][]byte{append(appendCall(nil, 20, 0), pattern(600, 20)...), writeCall(21, 64<<10)})
+	queued(len(first) - 1 + 2)
+	want = byXID()
+	delete(want, xid)
+	for len(want) > 0 {
+		readAs(t, want)
+	}
+}
+
+// TestCallsInPlaceOutliveEndpoint: calls queued in place when the
+// connection is lost are copied out of the endpoint's memory before it is
+// freed, and read as sent.
+func TestCallsInPlaceOutliveEndpoint(t *testing.T) {
+	b := testBinding{ddp: true}
+	cl, srv := netconvPair(t, &Config{Binding: b}, &Config{Binding: b})
+	deadline := time.Now().Add(20 * time.Second)
+	_ = srv.SetDeadline(deadline)
+	_ = cl.SetDeadline(deadline)
+	msgs := [][]byte{writeCall(5, 64<<10)}
+	if err := cl.WriteMsg(msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		srv.mu.Lock()
+		n := srv.readQ.size
+		srv.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call was not queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	srv.mu.Lock()
+	inPlace := srv.svcState.calls[srv.readQ.buf[srv.readQ.head]].inPlace
+	srv.mu.Unlock()
+	if !inPlace {
+		t.Fatal("a call of one Read chunk was not queued in place")
+	}
+	_ = cl.Close()
+	for {
+		srv.mu.Lock()
+		gone := srv.ep == nil
+		srv.mu.Unlock()
+		if gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the responder did not see the connection's loss")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	srv.mu.Lock()
+	for i := range srv.svcState.calls {
+		if srv.svcState.calls[i].inPlace {
+			srv.mu.Unlock()
+			t.Fatalf("slot %d still in place after its endpoint went", i)
+		}
+	}
+	srv.mu.Unlock()
+	got, err := srv.ReadMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msgs[0]) {
+		t.Fatalf("call read as %d bytes that differ from the %d sent", len(got), len(msgs[0]))
+	}
+}
