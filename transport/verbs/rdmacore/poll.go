@@ -201,25 +201,24 @@ func (c *conn) Wait(ctx context.Context) error {
 // pollBeforeWait returns the provider's PollBeforeWait with the default
 // applied (0 for none).
 func (p *Provider) pollBeforeWait() time.Duration {
-	switch {
-	case p.PollBeforeWait < 0:
-		return 0
-	case p.PollBeforeWait == 0:
-		return DefaultPollBeforeWait
-	}
-	return p.PollBeforeWait
+	return durationOr(p.PollBeforeWait, DefaultPollBeforeWait)
 }
 
 // pollBeforeWaitMax returns the provider's PollBeforeWaitMax with the
 // default applied (0 for none: polling for PollBeforeWait only).
 func (p *Provider) pollBeforeWaitMax() time.Duration {
+	return durationOr(p.PollBeforeWaitMax, DefaultPollBeforeWaitMax)
+}
+
+// durationOr returns d, def when d is 0, and 0 when d is negative (off).
+func durationOr(d, def time.Duration) time.Duration {
 	switch {
-	case p.PollBeforeWaitMax < 0:
+	case d < 0:
 		return 0
-	case p.PollBeforeWaitMax == 0:
-		return DefaultPollBeforeWaitMax
+	case d == 0:
+		return def
 	}
-	return p.PollBeforeWaitMax
+	return d
 }
 
 // pollFirst polls the completion queue for up to spin from start (the

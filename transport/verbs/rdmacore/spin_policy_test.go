@@ -1,6 +1,7 @@
 package rdmacore
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -12,37 +13,32 @@ func TestSpinPolicy(t *testing.T) {
 			p.observe(g)
 		}
 	}
-	t.Run("starts at min", func(t *testing.T) {
-		p := newSpinPolicy(50*us, 2000*us)
-		if got := p.limit(); got != 50*us {
-			t.Fatalf("limit %v, want 50µs", got)
+	for _, tc := range []struct {
+		name     string
+		min, max time.Duration
+		gaps     []time.Duration
+		want     time.Duration
+	}{
+		{"starts at min", 50 * us, 2000 * us, nil, 50 * us},
+		{"min until the history is full", 50 * us, 2000 * us,
+			slices.Repeat([]time.Duration{500 * us}, 7), 50 * us},
+		{"twice the median of short gaps (one long gap does not move it)", 50 * us, 2000 * us,
+			[]time.Duration{400 * us, 500 * us, 600 * us, 450 * us, 550 * us, 9000 * us, 500 * us, 500 * us}, 1000 * us},
+		{"capped at max", 50 * us, 2000 * us,
+			slices.Repeat([]time.Duration{1500 * us}, 8), 2000 * us},
+		{"never under min", 50 * us, 2000 * us,
+			slices.Repeat([]time.Duration{5 * us}, 8), 50 * us},
+		{"fixed when max is not above min", 50 * us, 50 * us,
+			slices.Repeat([]time.Duration{500 * us}, 8), 50 * us},
+		{"never when min is 0", 0, 2000 * us,
+			slices.Repeat([]time.Duration{500 * us}, 8), 0},
+	} {
+		p := newSpinPolicy(tc.min, tc.max)
+		observe(&p, tc.gaps...)
+		if got := p.limit(); got != tc.want {
+			t.Errorf("%s: limit %v, want %v", tc.name, got, tc.want)
 		}
-		observe(&p, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us)
-		if got := p.limit(); got != 50*us {
-			t.Fatalf("limit after 7 gaps %v, want 50µs until the history is full", got)
-		}
-	})
-	t.Run("twice the median of short gaps", func(t *testing.T) {
-		p := newSpinPolicy(50*us, 2000*us)
-		observe(&p, 400*us, 500*us, 600*us, 450*us, 550*us, 9000*us, 500*us, 500*us)
-		if got := p.limit(); got != 1000*us {
-			t.Fatalf("limit %v, want 1ms (one long gap does not move the median)", got)
-		}
-	})
-	t.Run("capped at max", func(t *testing.T) {
-		p := newSpinPolicy(50*us, 2000*us)
-		observe(&p, 1500*us, 1500*us, 1500*us, 1500*us, 1500*us, 1500*us, 1500*us, 1500*us)
-		if got := p.limit(); got != 2000*us {
-			t.Fatalf("limit %v, want max", got)
-		}
-	})
-	t.Run("never under min", func(t *testing.T) {
-		p := newSpinPolicy(50*us, 2000*us)
-		observe(&p, 5*us, 5*us, 5*us, 5*us, 5*us, 5*us, 5*us, 5*us)
-		if got := p.limit(); got != 50*us {
-			t.Fatalf("limit %v, want min", got)
-		}
-	})
+	}
 	t.Run("idle connection polls min", func(t *testing.T) {
 		p := newSpinPolicy(50*us, 2000*us)
 		observe(&p, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us)
@@ -63,20 +59,6 @@ func TestSpinPolicy(t *testing.T) {
 		observe(&p, 300*us, 300*us, 300*us, 300*us, 300*us)
 		if got := p.limit(); got != 600*us {
 			t.Fatalf("after the burst: limit %v, want 600µs", got)
-		}
-	})
-	t.Run("fixed when max is not above min", func(t *testing.T) {
-		p := newSpinPolicy(50*us, 50*us)
-		observe(&p, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us)
-		if got := p.limit(); got != 50*us {
-			t.Fatalf("limit %v, want min", got)
-		}
-	})
-	t.Run("never when min is 0", func(t *testing.T) {
-		p := newSpinPolicy(0, 2000*us)
-		observe(&p, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us, 500*us)
-		if got := p.limit(); got != 0 {
-			t.Fatalf("limit %v, want 0", got)
 		}
 	})
 }
