@@ -64,23 +64,7 @@ func TestCallsReadInPlace(t *testing.T) {
 		}
 	}
 	send(first)
-	// Wait until the responder has n calls queued (their RDMA Reads done).
-	queued := func(n int) {
-		t.Helper()
-		for {
-			srv.mu.Lock()
-			q := srv.readQ.size
-			srv.mu.Unlock()
-			if q == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d calls queued", q, n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	queued(len(first))
+	waitQueued(t, srv, len(first), deadline)
 	// Calls are queued as their data arrives, not in the order sent:
 	// each is matched by its XID.
 	byXID := func() map[uint32][]byte {
@@ -112,7 +96,7 @@ func TestCallsReadInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	send([][]byte{append(appendCall(nil, 20, 0), pattern(600, 20)...), writeCall(21, 64<<10)})
-	queued(len(first) - 1 + 2)
+	waitQueued(t, srv, len(first)-1+2, deadline)
 	want = byXID()
 	delete(want, xid)
 	for len(want) > 0 {
@@ -133,18 +117,7 @@ func TestCallsInPlaceOutliveEndpoint(t *testing.T) {
 	if err := cl.WriteMsg(msgs[0]); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		srv.mu.Lock()
-		n := srv.readQ.size
-		srv.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the call was not queued")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, srv, 1, deadline)
 	srv.mu.Lock()
 	inPlace := srv.svcState.calls[srv.readQ.buf[srv.readQ.head]].inPlace
 	srv.mu.Unlock()
@@ -178,5 +151,23 @@ func TestCallsInPlaceOutliveEndpoint(t *testing.T) {
 	}
 	if !bytes.Equal(got, msgs[0]) {
 		t.Fatalf("call read as %d bytes that differ from the %d sent", len(got), len(msgs[0]))
+	}
+}
+
+// waitQueued waits until srv has n calls queued for Read (their RDMA Reads
+// done).
+func waitQueued(t *testing.T, srv *Conn, n int, deadline time.Time) {
+	t.Helper()
+	for {
+		srv.mu.Lock()
+		q := srv.readQ.size
+		srv.mu.Unlock()
+		if q == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d calls queued", q, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
