@@ -214,8 +214,11 @@ func TestAcceptHalfOpenFlood(t *testing.T) {
 	heap1 := haCheckHeap(t, heap0, 2<<20)
 	st := l.Stats()
 	t.Logf("after the flood: live heap %+d B against idle; stats %+v", int64(heap1)-int64(heap0), st)
-	if st.HandshakeFailures != haFlood || st.RejectedBacklog != 0 || st.RejectedCap != 0 || st.Accepted != 2 || st.Conns != 0 {
-		t.Errorf("stats %+v: want %d handshake failures, 2 accepted, no reject, no connection", st, haFlood)
+	// Each peer's handshake fails when it leaves, or times out before
+	// (HandshakeTimeout) where a loaded host stretched the test past it:
+	// a handshake that ended either way, never a connection.
+	if st.HandshakeFailures+st.HandshakeTimeouts != haFlood || st.RejectedBacklog != 0 || st.RejectedCap != 0 || st.Accepted != 2 || st.Conns != 0 {
+		t.Errorf("stats %+v: want %d handshakes failed or timed out, 2 accepted, no reject, no connection", st, haFlood)
 	}
 }
 

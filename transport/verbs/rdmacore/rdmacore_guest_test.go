@@ -509,32 +509,34 @@ func pumpUntilBind(ctx context.Context, c verbs.Conn, cs []verbs.Completion) (ve
 }
 
 // TestWaitSpinAdapts checks that Wait's polling follows the connection's
-// recent waits (spinPolicy): back-to-back round trips make the requester's
-// Wait poll longer than PollBeforeWait; answers that come 100 ms late make
-// it poll for PollBeforeWait only, and back-to-back round trips bring the
-// long polls back.
+// recent waits (spinPolicy): answers that come 5 ms after the call make
+// the requester's Wait poll longer than PollBeforeWait; answers 200 ms
+// late make it poll for PollBeforeWait only (the median wait is then over
+// PollBeforeWaitMax, 50 ms here); 5 ms again bring the long polls back.
+// Each round trip waits for its answer and at most once for its Send's
+// completion, so at least half of the last 8 waits are answers and their
+// median at least half an answer's delay.
 func TestWaitSpinAdapts(t *testing.T) {
 	const min, max = 50 * time.Microsecond, 50 * time.Millisecond
 	client := &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: min, PollBeforeWaitMax: max}
 	pp := newPingPongerOn(t, client, &rdmacore.Provider{}, 64, false)
 	c := pp.p.client
-	roundTrips := func(n int) {
+	roundTrips := func(n int, delay time.Duration) {
+		pp.delay.Store(int64(delay))
 		for range n {
 			require.NoError(t, pp.roundTrip())
 		}
 	}
-	roundTrips(8)
+	roundTrips(8, 5*time.Millisecond)
 	if got := rdmacore.SpinLimit(c); got <= min || got > max {
-		t.Fatalf("after 8 back-to-back round trips Wait polls for %v, want more than %v, at most %v", got, min, max)
+		t.Fatalf("after 8 round trips of 5 ms Wait polls for %v, want more than %v, at most %v", got, min, max)
 	}
-	pp.delay.Store(int64(100 * time.Millisecond))
-	roundTrips(5)
+	roundTrips(8, 200*time.Millisecond)
 	if got := rdmacore.SpinLimit(c); got != min {
-		t.Fatalf("after 5 round trips of 100 ms Wait polls for %v, want %v", got, min)
+		t.Fatalf("after 8 round trips of 200 ms Wait polls for %v, want %v", got, min)
 	}
-	pp.delay.Store(0)
-	roundTrips(5)
+	roundTrips(8, 5*time.Millisecond)
 	if got := rdmacore.SpinLimit(c); got <= min {
-		t.Fatalf("back to back again, Wait polls for %v, want more than %v", got, min)
+		t.Fatalf("5 ms again, Wait polls for %v, want more than %v", got, min)
 	}
 }
