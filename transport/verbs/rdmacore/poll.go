@@ -148,12 +148,8 @@ func (c *conn) Wait(ctx context.Context) error {
 			c.spin.observe(time.Since(start))
 		}
 	}
-	if polls := c.pollFirst(ctx, start, c.spin.limit()); polls > 0 {
-		// A completion already there at the first look is no wait:
-		// it tells nothing of how long the connection's waits last.
-		if polls > 1 {
-			found()
-		}
+	if c.pollFirst(ctx, start, c.spin.limit()) {
+		found()
 		return nil
 	}
 	for {
@@ -168,7 +164,8 @@ func (c *conn) Wait(ctx context.Context) error {
 		}
 		if c.stashed {
 			c.mu.Unlock()
-			return nil // stashed before this Wait looked: no wait either
+			found()
+			return nil
 		}
 		if c.state == stateFailed && c.sqOut == 0 && c.rqOut == 0 {
 			err := c.err
@@ -226,9 +223,8 @@ func durationOr(d, def time.Duration) time.Duration {
 
 // pollFirst polls the completion queue for up to spin from start (the
 // spin policy's limit: PollBeforeWait, or longer while recent Waits were
-// short), yielding between polls, and returns how many polls it took to
-// find a completion (kept for the next Poll), 0 if it found none. It gives
-// up at once when anything
+// short), yielding between polls, and reports whether it found a
+// completion (kept for the next Poll). It gives up at once when anything
 // but a completion needs Wait's attention: the connection's close or
 // failure, a wake-up, or ctx's end.
 //
@@ -247,9 +243,9 @@ func durationOr(d, def time.Duration) time.Duration {
 // It reads the clock only every spinClockEvery polls: under an emulator
 // the clock may cost more than a poll (in the project's TCG VM the guest's
 // clocksource is the HPET, and every time.Now is a system call).
-func (c *conn) pollFirst(ctx context.Context, start time.Time, spin time.Duration) int {
+func (c *conn) pollFirst(ctx context.Context, start time.Time, spin time.Duration) bool {
 	if spin <= 0 {
-		return 0
+		return false
 	}
 	if start.IsZero() {
 		start = time.Now()
@@ -258,16 +254,16 @@ func (c *conn) pollFirst(ctx context.Context, start time.Time, spin time.Duratio
 		c.mu.Lock()
 		if c.closed || c.woken || c.state == stateFailed || c.cq == nil || ctx.Err() != nil {
 			c.mu.Unlock()
-			return 0
+			return false
 		}
 		if c.stashed || c.pollLocked(c.stash[:]) > 0 {
 			c.stashed = true
 			c.mu.Unlock()
-			return i
+			return true
 		}
 		c.mu.Unlock()
 		if i%spinClockEvery == 0 && time.Since(start) >= spin {
-			return 0
+			return false
 		}
 		runtime.Gosched()
 		yieldThread()

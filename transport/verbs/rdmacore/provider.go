@@ -40,8 +40,7 @@ type Provider struct {
 	// recent Waits were short (0: DefaultPollBeforeWaitMax; negative, or
 	// not above PollBeforeWait: poll for PollBeforeWait only). Wait then
 	// polls for up to twice the median of the last 8 Waits' lengths
-	// (from Wait's start to the completion it found; a Wait that found
-	// one at its first look does not count), at least
+	// (from Wait's start to the completion it found), at least
 	// PollBeforeWait, at most this; when that median is over this (a
 	// connection idle between RPCs), for PollBeforeWait only. With one
 	// RPC in flight the next message comes a round trip after the last,

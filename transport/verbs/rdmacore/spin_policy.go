@@ -22,9 +22,6 @@ import (
 // burst of RPCs, one in flight) it takes spinHistory/2+1 Waits to poll
 // long again.
 //
-// A Wait that finds a completion at its first look does not count: it did
-// not wait, and says nothing of how long the connection's waits last.
-//
 // A pure type: Wait measures, the policy decides (spin_policy_test.go).
 type spinPolicy struct {
 	min, max time.Duration
