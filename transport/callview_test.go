@@ -64,7 +64,7 @@ func TestCallsReadInPlace(t *testing.T) {
 		}
 	}
 	send(first)
-	waitQueued(t, srv, len(first), deadline)
+	waitQueued(t, srv, len(first))
 	// Calls are queued as their data arrives, not in the order sent:
 	// each is matched by its XID.
 	byXID := func() map[uint32][]byte {
@@ -96,7 +96,7 @@ func TestCallsReadInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	send([][]byte{append(appendCall(nil, 20, 0), pattern(600, 20)...), writeCall(21, 64<<10)})
-	waitQueued(t, srv, len(first)-1+2, deadline)
+	waitQueued(t, srv, len(first)-1+2)
 	want = byXID()
 	delete(want, xid)
 	for len(want) > 0 {
@@ -117,7 +117,7 @@ func TestCallsInPlaceOutliveEndpoint(t *testing.T) {
 	if err := cl.WriteMsg(msgs[0]); err != nil {
 		t.Fatal(err)
 	}
-	waitQueued(t, srv, 1, deadline)
+	waitQueued(t, srv, 1)
 	srv.mu.Lock()
 	inPlace := srv.svcState.calls[srv.readQ.buf[srv.readQ.head]].inPlace
 	srv.mu.Unlock()
@@ -125,17 +125,12 @@ func TestCallsInPlaceOutliveEndpoint(t *testing.T) {
 		t.Fatal("a call of one Read chunk was not queued in place")
 	}
 	_ = cl.Close()
-	for {
+	if !haWait(func() bool {
 		srv.mu.Lock()
-		gone := srv.ep == nil
-		srv.mu.Unlock()
-		if gone {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the responder did not see the connection's loss")
-		}
-		time.Sleep(time.Millisecond)
+		defer srv.mu.Unlock()
+		return srv.ep == nil
+	}) {
+		t.Fatal("the responder did not see the connection's loss")
 	}
 	srv.mu.Lock()
 	for i := range srv.svcState.calls {
@@ -156,18 +151,15 @@ func TestCallsInPlaceOutliveEndpoint(t *testing.T) {
 
 // waitQueued waits until srv has n calls queued for Read (their RDMA Reads
 // done).
-func waitQueued(t *testing.T, srv *Conn, n int, deadline time.Time) {
+func waitQueued(t *testing.T, srv *Conn, n int) {
 	t.Helper()
-	for {
+	q := 0
+	if !haWait(func() bool {
 		srv.mu.Lock()
-		q := srv.readQ.size
-		srv.mu.Unlock()
-		if q == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d calls queued", q, n)
-		}
-		time.Sleep(time.Millisecond)
+		defer srv.mu.Unlock()
+		q = srv.readQ.size
+		return q == n
+	}) {
+		t.Fatalf("%d of %d calls queued", q, n)
 	}
 }
