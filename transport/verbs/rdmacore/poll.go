@@ -138,7 +138,7 @@ func (c *conn) Wait(ctx context.Context) error {
 	}
 	// The Wait's gap, from here to the completion it finds, for the spin
 	// policy; the clock is read only where the policy adapts.
-	adaptive := c.spin.max > c.spin.min && c.spin.min > 0
+	adaptive := c.spin.adaptive()
 	var start time.Time
 	if adaptive {
 		start = time.Now()

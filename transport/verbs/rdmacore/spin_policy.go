@@ -39,9 +39,13 @@ func newSpinPolicy(min, max time.Duration) spinPolicy {
 	return spinPolicy{min: min, max: max}
 }
 
+// adaptive reports whether the policy follows the gaps at all (it polls
+// for min alone otherwise, and needs none observed).
+func (p *spinPolicy) adaptive() bool { return p.min > 0 && p.max > p.min }
+
 // limit returns how long the next Wait polls before it sleeps.
 func (p *spinPolicy) limit() time.Duration {
-	if p.min <= 0 || p.max <= p.min || p.n < spinHistory {
+	if !p.adaptive() || p.n < spinHistory {
 		return max(p.min, 0)
 	}
 	g := p.gaps
