@@ -373,9 +373,7 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		if !ok {
 			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 		}
-		err := ss.send(reply) // WriteMsg copies the reply: its buffer is free after
-		putReplyBuf(rb, reply)
-		return err
+		return ss.sendPooled(reply, rb)
 	case ProcGetattr:
 		reply, ok := ss.s.getattr(h.XID, msg[args:])
 		if !ok {
@@ -520,6 +518,25 @@ func (ss *session) readReplies() {
 // replies' work requests are then posted together.
 func (ss *session) send(reply []byte) error {
 	return ss.c.WriteMsg(reply)
+}
+
+// directWriter is a msgConn that may send a reply's DDP-eligible result
+// from the reply's own buffer (transport.Conn.WriteMsgDirect).
+type directWriter interface {
+	WriteMsgDirect(msg []byte, done func()) error
+}
+
+// sendPooled writes reply, built in rb's pooled buffer (nil: not pooled),
+// and gives the buffer back once the connection is done with it: over RDMA
+// after the READ data went to the client's Write chunk straight from it.
+func (ss *session) sendPooled(reply []byte, rb *replyBuf) error {
+	if dw, ok := ss.c.(directWriter); ok && rb != nil {
+		rb.b = reply
+		return dw.WriteMsgDirect(reply, rb.put)
+	}
+	err := ss.send(reply) // WriteMsg copies the reply: its buffer is free after
+	putReplyBuf(rb, reply)
+	return err
 }
 
 // successResults returns a reader of the results of reply, an RPC reply

@@ -6,9 +6,12 @@ import (
 )
 
 // READ replies are built in buffers taken from replyBufs and given back
-// once the reply is written (msgConn.WriteMsg copies it: into registered
-// memory and a Send buffer over RDMA, into the socket over TCP), so that a
-// stream of large READs allocates, zeroes and collects no buffer per call.
+// once the reply is written: over TCP when WriteMsg returns (it copied the
+// reply into the socket), over RDMA when the transport is done with it
+// (transport.Conn.WriteMsgDirect writes the data to the client's Write
+// chunk from the buffer itself, registered once and cached, and gives it
+// back after the reply's Send completed), so that a stream of large READs
+// allocates, zeroes, copies and collects no buffer per call.
 // A class holds a power of two of data, from 4 KiB to 1 MiB, and replySlack
 // more bytes for the reply's header, attributes and counts, so that a READ
 // of 2^k bytes takes the class of 2^k, not twice that; a reply larger than
@@ -25,8 +28,20 @@ const (
 )
 
 // replyBuf is a pooled reply buffer; the pool holds pointers, so that
-// putting one back allocates nothing.
-type replyBuf struct{ b []byte }
+// putting one back allocates nothing. put gives b back (made once per
+// replyBuf, so that handing it to WriteMsgDirect as its done allocates
+// nothing either).
+type replyBuf struct {
+	b   []byte
+	put func()
+}
+
+// newReplyBuf returns a replyBuf whose put gives back its b.
+func newReplyBuf() *replyBuf {
+	rb := &replyBuf{}
+	rb.put = func() { putReplyBuf(rb, rb.b) }
+	return rb
+}
 
 var replyBufs [maxReplyBufShift - minReplyBufShift + 1]sync.Pool
 
@@ -58,7 +73,7 @@ func getReplyBuf(n int) (b []byte, rb *replyBuf) {
 	if v, _ := replyBufs[class].Get().(*replyBuf); v != nil {
 		return v.b[:0], v
 	}
-	return make([]byte, 0, replyBufCap(class)), &replyBuf{}
+	return make([]byte, 0, replyBufCap(class)), newReplyBuf()
 }
 
 // putReplyBuf gives back the buffer b of getReplyBuf's rb (b may have been

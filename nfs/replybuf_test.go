@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -12,15 +13,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // TestServerConcurrentReads: READs of many sizes at once, from several
 // goroutines over one connection, each checked against the file. The
 // server builds READ replies in pooled buffers and gives each back once
-// the reply is written; a buffer given back before its reply left, or a
-// transport that kept a reply's memory after WriteMsg returned, shows
-// here as another READ's data.
+// the transport is done with it (over RDMA the data of the large ones is
+// written to the client's Write chunk from the buffer itself,
+// WriteMsgDirect); a buffer given back before its reply left shows here
+// as another READ's data.
 func TestServerConcurrentReads(t *testing.T) {
 	env := startClientEnv(t, nil)
 	const size = 1 << 20
@@ -62,6 +65,59 @@ func TestServerConcurrentReads(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestServerReadsDirect: over RDMA, the data of a READ of at least
+// transport.DefaultDirectPlacementMin goes to the client's Write chunk
+// straight from the pooled reply buffer it was read into (the server's
+// connection counts a DirectPlacement per READ, and registers few
+// buffers: the pool's, cached), while a 4 KiB READ's data is copied; every
+// READ returns the file's bytes.
+func TestServerReadsDirect(t *testing.T) {
+	var mu sync.Mutex
+	var conns []*transport.Conn
+	env := startClientEnv(t, func(cfg *nfs.ServerConfig, _ *nfs.MountOptions) {
+		cfg.OnConn = func(network string, c net.Conn) {
+			if tc, ok := c.(*transport.Conn); ok {
+				mu.Lock()
+				conns = append(conns, tc)
+				mu.Unlock()
+			}
+		}
+	})
+	const size = 256 << 10
+	data := pattern(size, 9)
+	require.NoError(t, os.WriteFile(env.path("f"), data, 0o644))
+	ctx := callCtx(t)
+	fh, _, err := env.exp.Lookup(ctx, "f", true)
+	require.NoError(t, err)
+	stats := func() (st transport.Stats) {
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, conns, 1, "one RDMA connection")
+		return conns[0].Stats()
+	}
+	before := stats()
+	buf := make([]byte, 64<<10)
+	const reads = 20
+	for i := range reads {
+		off := (i * 12345) % (size - len(buf))
+		n, _, err := env.exp.Client.Read(ctx, fh, uint64(off), buf)
+		require.NoError(t, err)
+		require.Equal(t, len(buf), n)
+		require.True(t, bytes.Equal(data[off:off+n], buf), "READ %d: the file's bytes", i)
+	}
+	st := stats()
+	require.Equal(t, uint64(reads), st.DirectPlacements-before.DirectPlacements, "64 KiB READs written from their reply buffers")
+	require.LessOrEqual(t, st.DirectRegistrations-before.DirectRegistrations, uint64(4), "reply buffers registered once, then cached")
+	require.Zero(t, st.DirectPlacementErrors)
+
+	before = st
+	small := buf[:4<<10]
+	n, _, err := env.exp.Client.Read(ctx, fh, 100, small)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(data[100:100+n], small[:n]))
+	require.Zero(t, stats().DirectPlacements-before.DirectPlacements, "a 4 KiB READ's data is copied")
 }
 
 // TestServerPipelinedReadsOverTCP: 64 READs of many sizes written at once

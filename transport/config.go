@@ -91,11 +91,14 @@ type Config struct {
 	// copied into the buffer: registering and deregistering the caller's
 	// memory (ibv_reg_mr and ibv_dereg_mr: system calls that pin and
 	// unpin its pages) costs more than copying a few KiB. The provider
-	// must implement verbs.Registrar (both of ours do). 0 means
-	// DefaultDirectPlacementMin; negative never registers.
+	// must implement verbs.Registrar (both of ours do). For a responder,
+	// it is the smallest DDP-eligible result that WriteMsgDirect writes to
+	// the Write chunk from the caller's buffer rather than through a copy.
+	// 0 means DefaultDirectPlacementMin; negative never registers.
 	DirectPlacementMin int
 	// DirectPlacementCache bounds the bytes of callers' buffers a
-	// requester keeps registered after their calls, to reuse the
+	// connection keeps registered after their calls (CallInto) or replies
+	// (WriteMsgDirect), to reuse the
 	// registration when the same buffer (or a part of it) comes again (a
 	// File's read-ahead blocks, a loop's buffer): registering costs more
 	// than copying a few hundred KiB under TCG (README). A cached buffer
@@ -238,8 +241,9 @@ type MemoryLimits struct {
 	Calls int
 	// Replies bounds, per connection, the registered memory staging
 	// replies' RDMA Writes (the DDP-eligible result and the Reply chunk)
-	// from the Write until the reply's Send completed. 0 means
-	// 8 × MaxRPCSize.
+	// from the Write until the reply's Send completed, counting a result
+	// written from the caller's own buffer (Conn.WriteMsgDirect) as if
+	// it were staged. 0 means 8 × MaxRPCSize.
 	Replies int
 	// ListenerCalls and ListenerReplies bound the same over all
 	// connections of a Listener. 0 means 64 × MaxRPCSize each.

@@ -34,6 +34,7 @@ type Conn struct {
 
 	mu       sync.Mutex
 	flushEP  *endpoint        // has batches queued under mu: unlock posts them
+	dones    *[]func()        // WriteMsgDirect dones due: unlock runs them
 	ep       *endpoint        // the current connection; nil while reconnecting
 	last     *cmpriv.Settings // the settings of the last connection, for Stats once it is gone
 	closed   bool             // Close was called
@@ -301,6 +302,39 @@ func (c *Conn) WriteMsg(msg []byte) error {
 	return c.send(msg)
 }
 
+// WriteMsgDirect is WriteMsg for a responder's reply whose DDP-eligible
+// result (RFC 8166 §3.5.4: an NFS READ's data) may go to the requester's
+// Write chunk by RDMA Write straight from msg, where it is, instead of
+// through a copy in registered memory: msg is registered in place through
+// the connection's registration cache (Config.DirectPlacementCache), as
+// svcrdma sends page-cache pages without copying them. Worth it for
+// results of at least Config.DirectPlacementMin bytes in buffers the caller
+// reuses (a registration costs more than a copy; a cached one nothing);
+// smaller results, results without a Write chunk, and providers that
+// cannot register the caller's memory are copied as by WriteMsg.
+//
+// The Conn may read msg until it calls done; the caller must not change
+// msg before then. done is called exactly once, from a goroutine of the
+// Conn's or the caller's, and never with the Conn's lock held: before
+// WriteMsgDirect returns when msg was copied (or the write failed before
+// taking msg), otherwise when the reply's Send completed, or, if the
+// connection is lost first, once its queue pair is destroyed, so that no
+// late RDMA Write reads msg after done. done must not block.
+//
+// A requester's WriteMsgDirect is WriteMsg followed by done.
+func (c *Conn) WriteMsgDirect(msg []byte, done func()) error {
+	if c.role == cmpriv.Requester {
+		err := c.WriteMsg(msg)
+		done()
+		return err
+	}
+	if err := c.writeCheck(); err != nil {
+		done()
+		return err
+	}
+	return c.svcState.sendReplyDirect(msg, done)
+}
+
 // writeErrLocked is the error a write fails with once the Conn is closed
 // or failed, or nil.
 func (c *Conn) writeErrLocked() error {
@@ -389,7 +423,7 @@ func (c *Conn) Close() error {
 		c.keepSettingsLocked(ep)
 	}
 	if c.role == cmpriv.Responder {
-		c.svcState.releaseAllMemLocked()
+		c.svcState.releaseAllMemLocked(ep)
 	}
 	c.unlock()
 	if ep != nil {
@@ -539,11 +573,19 @@ func (r *ring) peek() (int, bool) {
 // unlock releases c.mu and then posts the work requests queued under it
 // (see postQueue): every release of c.mu goes through it, so that nothing
 // queued is left unposted.
+//
+// It then runs the WriteMsgDirect dones that became due under c.mu
+// (deferDoneLocked): outside the lock, as their callers' code.
 func (c *Conn) unlock() {
 	ep := c.flushEP
 	c.flushEP = nil
+	dones := c.dones
+	c.dones = nil
 	c.mu.Unlock()
 	if ep != nil {
 		ep.flush(false)
+	}
+	if dones != nil {
+		runDones(dones)
 	}
 }

@@ -59,8 +59,13 @@ type endpoint struct {
 	chunkMem []chunkBuf
 	// responder: registered buffers for data in motion.
 	pool chunkPool
-	// requester: registrations of CallInto's buffers.
+	// registrations of callers' buffers: CallInto's (requester),
+	// WriteMsgDirect's (responder).
 	regs regCache
+	// closedDones are WriteMsgDirect dones due once vc is closed
+	// (doneAfterCloseLocked), and vcClosed says it is; guarded by c.mu.
+	closedDones []func()
+	vcClosed    bool
 
 	// scratch, reused under c.mu
 	writeSeg  [1]chunks.Segment
@@ -323,6 +328,15 @@ func (ep *endpoint) shutdown() {
 		_, _ = ep.posts.flush(ep.vc, true)
 		_ = ep.vc.Close()
 		<-ep.loopDone
+		// The replies written from their callers' memory can no longer
+		// be read by the queue pair: their buffers go back.
+		ep.c.mu.Lock()
+		ep.vcClosed = true
+		for _, done := range ep.closedDones {
+			ep.c.deferDoneLocked(done)
+		}
+		ep.closedDones = nil
+		ep.c.unlock()
 	})
 }
 
@@ -373,7 +387,7 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 		c.mu.Lock()
 		c.reqState.lostLocked(ep, err)
 	} else {
-		c.svcState.releaseAllMemLocked()
+		c.svcState.releaseAllMemLocked(ep)
 		c.eof = errors.Is(err, verbs.ErrDisconnected)
 		c.failLocked(err)
 	}

@@ -22,6 +22,7 @@ type responder struct {
 	credits   credits.Responder
 	lastGrant uint32
 	ops       []marshal.RemoteOp
+	dataOps   int // ops[:dataOps] write the result (from call.direct, if set)
 	echo      chunks.WriteChunk
 	echoList  []chunks.WriteChunk
 	// pulling holds, in arrival order, the calls whose RDMA Reads did not
@@ -67,6 +68,13 @@ type svcCall struct {
 	// callHeld and replyHeld are the bytes the call holds of the Calls and
 	// Replies budgets.
 	callHeld, replyHeld int
+	// direct is the registration of the reply's message (WriteMsgDirect),
+	// whose DDP-eligible result is written from it at directOff, and
+	// directDone the caller's done, due when the reply's Send completed
+	// (or the endpoint's connection is closed); nil otherwise.
+	direct     verbs.Region
+	directOff  int
+	directDone func()
 	// msg is the call rebuilt in the Go heap; or, if inPlace, view holds
 	// its pieces in the Receive buffer recvBuf and in mem (the Read
 	// chunk's data), both the call's until Read took it
@@ -473,6 +481,11 @@ func (s *responder) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
 		ep.pool.put(call.mem)
 		call.mem = nil
 	}
+	if call.direct != nil {
+		s.releaseDirectLocked(ep, call)
+		c.deferDoneLocked(call.directDone)
+		call.directDone = nil
+	}
 	if n := call.replyHeld; n > 0 {
 		call.replyHeld = 0
 		s.replyMem.used -= n
@@ -481,15 +494,21 @@ func (s *responder) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
 	}
 }
 
-// releaseResponderMemLocked gives back every budget the connection's calls
-// hold: its endpoint is gone (the connection's close freed the registered
-// memory itself).
-func (s *responder) releaseAllMemLocked() {
+// releaseAllMemLocked gives back every budget the connection's calls
+// hold: its endpoint ep is gone (the connection's close frees the
+// registered memory itself). The dones of replies sent from the caller's
+// memory (WriteMsgDirect) run once ep's connection is closed.
+func (s *responder) releaseAllMemLocked(ep *endpoint) {
 	c := s.c
 	s.materializeLocked()
 	for i := range s.calls {
 		call := &s.calls[i]
 		call.mem = nil
+		if call.directDone != nil {
+			call.direct = nil
+			c.doneAfterCloseLocked(ep, call.directDone)
+			call.directDone = nil
+		}
 		s.releaseCallMemLocked(call)
 		if n := call.replyHeld; n > 0 {
 			call.replyHeld = 0
@@ -508,16 +527,23 @@ var errWaitMemory = errors.New("rpcrdma: waiting for reply memory")
 // §3.5.4-§3.5.6): its DDP-eligible result by RDMA Write into the call's
 // Write chunk, the rest inline or through the Reply chunk, with Send With
 // Invalidate when both peers allow it and the call carried one rkey.
-func (s *responder) sendReply(msg []byte) error {
+func (s *responder) sendReply(msg []byte) error { return s.sendReplyDirect(msg, nil) }
+
+// sendReplyDirect is sendReply that may write the DDP-eligible result from
+// msg in place (WriteMsgDirect) and calls done, if not nil, once msg is
+// the caller's again.
+func (s *responder) sendReplyDirect(msg []byte, done func()) error {
 	c := s.c
 	xid, mt, err := xdr.PeekXID(msg)
 	if err != nil || mt != xdr.MsgReply {
+		callDone(done)
 		return c.opError("write", ErrNotReply)
 	}
 	if len(msg) > c.cfg.MaxRPCSize {
+		callDone(done)
 		return s.sendOversizedReply(xid)
 	}
-	return s.sendReplyXID(xid, msg)
+	return s.sendReplyXID(xid, msg, done)
 }
 
 // sendOversizedReply answers the call xid, whose reply exceeds MaxRPCSize,
@@ -528,43 +554,50 @@ func (s *responder) sendReply(msg []byte) error {
 func (s *responder) sendOversizedReply(xid uint32) error {
 	c := s.c
 	c.cfg.Logger.Warn("rpcrdma: reply exceeds MaxRPCSize: answering ERR_CHUNK", "xid", xid, "max", c.cfg.MaxRPCSize)
-	return s.sendReplyXID(xid, nil)
+	return s.sendReplyXID(xid, nil, nil)
 }
 
 // sendReplyXID sends msg as the reply to call xid; a nil msg sends
-// ERR_CHUNK.
+// ERR_CHUNK. done, if not nil, is WriteMsgDirect's: msg may be written
+// from in place, and done is called once it is the caller's again.
 //
 // Several goroutines may reply at once (WriteMsg). One wake-up of
 // writeWake may stand for room for several of them, so a reply that
 // waited passes it on once it is posted.
-func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
+func (s *responder) sendReplyXID(xid uint32, msg []byte, done func()) error {
 	c := s.c
 	waited := false
 	for {
 		c.mu.Lock()
 		if err := c.writeErrLocked(); err != nil {
 			c.unlock()
+			callDone(done)
 			return err
 		}
 		s := s
 		slot, ok := s.byXID[xid]
 		if !ok || s.calls[slot].state != svcDelivered {
 			c.unlock()
+			callDone(done)
 			return c.opError("write", ErrUnknownXID)
 		}
 		ep := c.ep
 		if ep != nil && ep.canSend(replyWRs(&s.calls[slot].hdr)) {
-			err := s.postReplyLocked(ep, slot, msg)
+			kept, err := s.postReplyLocked(ep, slot, msg, done)
 			if err == errWaitMemory {
 				c.unlock()
 				if err := c.waitWrite(); err != nil {
 					s.listenerReplies.forget(c)
+					callDone(done)
 					return err
 				}
 				waited = true
 				continue
 			}
 			c.unlock()
+			if !kept {
+				callDone(done)
+			}
 			if err != nil {
 				c.endpointDied(ep, err)
 				return c.opError("write", err)
@@ -576,6 +609,7 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
 		}
 		c.unlock()
 		if err := c.waitWrite(); err != nil {
+			callDone(done)
 			return err
 		}
 		waited = true
@@ -584,25 +618,38 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte) error {
 
 // postReplyLocked plans and posts the reply of slot's call (RFC 8166
 // §3.5.4-§3.5.6), or returns errWaitMemory, having changed nothing, while
-// the Replies budgets have no room for what must go by RDMA Write.
-func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
+// the Replies budgets have no room for what must go by RDMA Write. kept
+// reports that the call holds msg, to be written from in place, and done
+// (WriteMsgDirect's, or nil), which is then called when the reply's Send
+// completed or the endpoint's connection is closed.
+func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte, done func()) (kept bool, err error) {
 	c := s.c
 	call := &s.calls[slot]
 	plan, perr := s.planReply(ep, call, msg)
 	if perr == nil {
-		if err := s.stageReplyLocked(ep, call, plan); err != nil {
-			return err
+		if done != nil {
+			s.registerDirectLocked(ep, call, msg, plan, done)
 		}
+		if err := s.stageReplyLocked(ep, call, plan); err != nil {
+			if call.direct != nil {
+				s.releaseDirectLocked(ep, call)
+				call.directDone = nil
+			}
+			return false, err
+		}
+	}
+	if kept = call.direct != nil; kept {
+		c.stats.directPlacements.Add(1)
 	}
 
 	// Post a Receive for the one this call used before granting credits.
 	delete(s.byXID, call.xid)
 	if err := s.repostFreeLocked(ep); err != nil {
-		return err
+		return kept, err
 	}
 	grant, err := s.credits.Reply(call.requested)
 	if err != nil {
-		return fmt.Errorf("rpcrdma: credit accounting: %w", err)
+		return kept, fmt.Errorf("rpcrdma: credit accounting: %w", err)
 	}
 	s.lastGrant = grant
 	sb, b := ep.nextSendBuf()
@@ -615,13 +662,13 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		c.stats.errChunk.Add(1)
 		ep.appendSend(wrID(wrSend, slot, sb), verbs.OpSend, sb, len(b), 0)
 		s.finishReplyLocked(ep, slot, sb)
-		return nil
+		return false, nil
 	}
 
 	h := ep.header()
 	h.XID, h.Vers, h.Credits, h.Proc = call.xid, chunks.Version1, grant, plan.Proc
 	if err := s.appendReplyChunksLocked(h, call, msg, plan); err != nil {
-		return err
+		return kept, err
 	}
 	b = h.Append(b)
 	if plan.Proc == chunks.ProcMsg {
@@ -632,10 +679,14 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 		}
 	}
 	if len(b) > ep.sendSize {
-		return fmt.Errorf("rpcrdma: internal error: reply of %d bytes exceeds the send buffer", len(b))
+		return kept, fmt.Errorf("rpcrdma: internal error: reply of %d bytes exceeds the send buffer", len(b))
 	}
-	for _, op := range s.ops {
-		ep.appendRDMA(wrID(wrWrite, slot, 0), verbs.OpRDMAWrite, call.mem, op.Local, op.Len, op.Offset, op.Handle)
+	for i, op := range s.ops {
+		r := call.mem
+		if i < s.dataOps && call.direct != nil {
+			r = call.direct
+		}
+		ep.appendRDMA(wrID(wrWrite, slot, 0), verbs.OpRDMAWrite, r, op.Local, op.Len, op.Offset, op.Handle)
 		c.stats.rdmaWriteBytes.Add(uint64(op.Len))
 	}
 	op, inv := verbs.OpSend, uint32(0)
@@ -645,7 +696,7 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte) error {
 	}
 	ep.appendSend(wrID(wrSend, slot, sb), op, sb, len(b), inv)
 	s.finishReplyLocked(ep, slot, sb)
-	return nil
+	return kept, nil
 }
 
 // planReply decides how call's reply msg travels (RFC 8166 §3.5.4): its
@@ -673,36 +724,48 @@ func (s *responder) planReply(ep *endpoint, call *svcCall, msg []byte) (marshal.
 
 // stageReplyLocked takes the registered memory (and its share of the
 // Replies budgets) for what plan sends by RDMA Write: the result, then the
-// (reduced) reply for the Reply chunk. errWaitMemory while a budget is full.
+// (reduced) reply for the Reply chunk. A result written from the caller's
+// memory (call.direct) takes no staging memory but its share of the
+// budgets all the same: they bound the bytes of replies in motion, where
+// they are. errWaitMemory while a budget is full.
 func (s *responder) stageReplyLocked(ep *endpoint, call *svcCall, plan marshal.ReplyPlan) error {
 	dataLen := 0
 	if plan.Data.Present {
 		dataLen = plan.Data.N
 	}
-	stage := xdr.RoundUp(dataLen) + plan.ReplyLen
-	if stage == 0 {
+	held := xdr.RoundUp(dataLen) + plan.ReplyLen
+	stage := held
+	if call.direct != nil {
+		stage = plan.ReplyLen
+	}
+	if held == 0 {
 		return nil
 	}
-	if !s.replyMem.fits(stage) {
+	if !s.replyMem.fits(held) {
 		s.listenerReplies.forget(s.c) // woken by this connection's Send completions
 		return errWaitMemory
 	}
-	if !s.listenerReplies.acquire(s.c, stage, s.wakeFn) {
+	if !s.listenerReplies.acquire(s.c, held, s.wakeFn) {
 		return errWaitMemory
 	}
-	r, err := ep.pool.get(stage)
-	if err != nil {
-		s.listenerReplies.release(stage)
-		return err
+	if stage > 0 {
+		r, err := ep.pool.get(stage)
+		if err != nil {
+			s.listenerReplies.release(held)
+			return err
+		}
+		call.mem = r
 	}
-	s.replyMem.used += stage
-	call.replyHeld, call.mem = stage, r
+	s.replyMem.used += held
+	call.replyHeld = held
 	return nil
 }
 
 // appendReplyChunksLocked fills h's Write list and Reply chunk, the chunks
 // of call echoed with the lengths written (RFC 8166 §3.5.5, §3.5.6), copies
-// what goes by RDMA Write into call.mem and leaves those Writes in s.ops.
+// what goes by RDMA Write into call.mem (the result only unless it goes
+// from the caller's memory, call.direct) and leaves those Writes in s.ops,
+// the result's first (s.dataOps).
 func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg []byte, plan marshal.ReplyPlan) error {
 	s.echo, s.echoList, s.ops = s.echo[:0], s.echoList[:0], s.ops[:0]
 	dataLen := 0
@@ -716,8 +779,13 @@ func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg
 			// An empty result (a READ at end of file) is written nowhere:
 			// the echoed chunk reports 0 bytes, and nothing was staged.
 			n = dataLen
-			copy(call.mem.Bytes(), msg[plan.Data.Off:plan.Data.Off+dataLen])
-			if s.ops, err = marshal.AppendWriteOps(s.ops, 0, n, wc); err != nil {
+			local := 0
+			if call.direct != nil {
+				local = call.directOff + plan.Data.Off
+			} else {
+				copy(call.mem.Bytes(), msg[plan.Data.Off:plan.Data.Off+dataLen])
+			}
+			if s.ops, err = marshal.AppendWriteOps(s.ops, local, n, wc); err != nil {
 				return err
 			}
 			s.c.stats.writeChunks.Add(1)
@@ -727,12 +795,17 @@ func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg
 		s.echoList = append(s.echoList, s.echo[start:len(s.echo):len(s.echo)])
 	}
 	h.WriteList = s.echoList
+	s.dataOps = len(s.ops)
 	if plan.Proc != chunks.ProcNoMsg {
 		return nil
 	}
 	// The reply, reduced when its result went to the Write chunk, through
-	// the Reply chunk (RDMA_NOMSG).
-	roff := xdr.RoundUp(dataLen)
+	// the Reply chunk (RDMA_NOMSG), staged after the result (if that was
+	// staged too).
+	roff := 0
+	if call.direct == nil {
+		roff = xdr.RoundUp(dataLen)
+	}
 	rmem := call.mem.Bytes()[roff:roff]
 	if plan.Data.Present {
 		rmem = marshal.AppendReduced(rmem, msg, plan.Data)

@@ -62,7 +62,11 @@ type Stats struct {
 	// DDP-eligible results CallInto copied into the caller's buffer
 	// instead (from the slot's chunk memory or from an inline reply);
 	// DirectPlacementErrors counts registrations of the caller's buffer
-	// that failed (the call then used its slot memory).
+	// that failed (the call then used its slot memory). A responder
+	// counts in DirectPlacements the results WriteMsgDirect wrote from
+	// the caller's buffer, in DirectRegistrations the registrations that
+	// took, and in DirectPlacementErrors the registrations that failed
+	// (the result was then copied).
 	DirectPlacements, DirectRegistrations, PlacementCopies, DirectPlacementErrors uint64
 	// ReadChunksInPlace counts Read chunks a requester exposed where
 	// their bytes were, in the message of a Call or CallInto (registered
