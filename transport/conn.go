@@ -288,9 +288,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 // together by whichever writer posts first (see postQueue), while the
 // others return. A requester's are serialised, as its Writes. WriteMsg
 // keeps no reference to msg: what it sends is copied into registered
-// memory before it returns, so the caller may reuse msg at once (the NFS
-// server builds READ replies in pooled buffers); only Call and CallInto,
-// which own their message until the reply, may expose it in place.
+// memory before it returns, so the caller may reuse msg at once; only
+// Call and CallInto, which own their message until the reply, and
+// WriteMsgDirect, which owns it until its done, may expose it in place.
 func (c *Conn) WriteMsg(msg []byte) error {
 	if c.role == cmpriv.Requester {
 		c.wmu.Lock()

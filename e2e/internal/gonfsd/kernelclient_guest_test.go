@@ -241,6 +241,10 @@ func TestKernelClient(t *testing.T) {
 	assert.GreaterOrEqual(t, total.RDMAReadBytes, uint64(bigSize), "bytes pulled by RDMA Read")
 	assert.NotZero(t, total.WriteChunks, "Write chunks filled")
 	assert.GreaterOrEqual(t, total.RDMAWriteBytes, uint64(bigSize), "bytes pushed by RDMA Write")
+	// The 100 KiB file's READ data went from the reply buffers it was
+	// read into (WriteMsgDirect, rxe's RDMA Write reading the registered
+	// Go buffer), and sha256sum above found it intact.
+	assert.NotZero(t, total.DirectPlacements, "READ results written from their reply buffers")
 	assert.NotZero(t, total.RemoteInvalidations, "replies by Send With Invalidate")
 	assert.Zero(t, total.ErrChunkSent+total.ErrVersSent+total.Dropped, "calls refused")
 
@@ -449,6 +453,7 @@ func addStats(a, b transport.Stats) transport.Stats {
 	a.RDMAReads += b.RDMAReads
 	a.RDMAWrites += b.RDMAWrites
 	a.RemoteInvalidations += b.RemoteInvalidations
+	a.DirectPlacements += b.DirectPlacements
 	a.ErrVersSent += b.ErrVersSent
 	a.ErrChunkSent += b.ErrChunkSent
 	a.Dropped += b.Dropped
