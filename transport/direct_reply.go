@@ -28,7 +28,8 @@ import (
 // the caller's memory; it leaves the call as it was otherwise (the
 // result is then copied). The whole buffer behind msg is registered, so
 // that a caller that reuses its buffers (a pool) finds its registration
-// cached whatever the length of the next reply.
+// cached whatever the length of the next reply, unless it is larger than
+// a message can be (a slice of a large arena): then msg alone.
 func (s *responder) registerDirectLocked(ep *endpoint, call *svcCall, msg []byte, plan marshal.ReplyPlan, done func()) {
 	c := s.c
 	if !plan.Data.Present || c.cfg.DirectPlacementMin < 0 || plan.Data.N < c.cfg.DirectPlacementMin {
@@ -38,7 +39,11 @@ func (s *responder) registerDirectLocked(ep *endpoint, call *svcCall, msg []byte
 	if !ok {
 		return
 	}
-	r, off, cached, err := ep.regs.get(reg, msg[:cap(msg)])
+	p := msg
+	if cap(msg) <= c.cfg.MaxRPCSize {
+		p = msg[:cap(msg)]
+	}
+	r, off, cached, err := ep.regs.get(reg, p)
 	if err != nil {
 		c.stats.directErr.Add(1)
 		c.cfg.Logger.Debug("rpcrdma: registering a reply in place failed: copying it", "xid", call.xid, "err", err)

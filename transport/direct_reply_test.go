@@ -290,3 +290,85 @@ func TestWriteMsgDirectBudget(t *testing.T) {
 	}
 	assert.Equal(t, uint64(3), server.Stats().DirectPlacements)
 }
+
+// tailBinding is testBinding's procRead with a second, non-DDP opaque
+// after the result: procRead's arguments are the result's length and the
+// tail's, so that a long tail sends the reply, less its result, through
+// the Reply chunk (RDMA_NOMSG) while the result goes to the Write chunk.
+type tailBinding struct{}
+
+func (tailBinding) Call(h *xdr.CallHeader, msg []byte, args int) CallInfo {
+	r := xdr.NewReader(msg[args:])
+	n, _ := r.Uint32()
+	tail, _ := r.Uint32()
+	return CallInfo{MaxReply: 24 + 8 + xdr.RoundUp(int(n)) + xdr.RoundUp(int(tail)), ReplyData: int(n)}
+}
+
+func (tailBinding) ReplyData(h *xdr.CallHeader, reply []byte, results int) DataItem {
+	return testBinding{ddp: true}.ReplyData(h, reply, results)
+}
+
+// TestWriteMsgDirectReplyChunk: a 64 KiB result written from the caller's
+// buffer, and the rest of the reply (8 KiB, over the inline threshold)
+// staged and written through the Reply chunk: RDMA_NOMSG with a Write
+// chunk, both RDMA Writes from their own memory; the requester gets the
+// whole reply back, byte for byte.
+func TestWriteMsgDirectReplyChunk(t *testing.T) {
+	client, server := netconvPair(t, &Config{Binding: tailBinding{}}, &Config{Binding: tailBinding{}})
+	const n, tail = 64 << 10, 8 << 10
+	got := make(chan []byte, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), rcGuard)
+		defer cancel()
+		args := xdr.AppendUint32(xdr.AppendUint32(nil, n), tail)
+		reply, err := client.Call(ctx, append(appendCall(nil, 3, procRead), args...), nil)
+		assert.NoError(t, err)
+		got <- reply
+	}()
+	xid, count := readCall(t, server)
+	require.Equal(t, n, count)
+	buf := make([]byte, 0, n+tail+1024)
+	reply := xdr.AppendOpaque(xdr.AppendOpaque(appendReply(buf, xid), pattern(n, 3)), pattern(tail, 4))
+	want := append([]byte(nil), reply...)
+	done := make(chan struct{})
+	require.NoError(t, server.WriteMsgDirect(reply, func() { close(done) }))
+	waitDone(t, done, "reply with a Reply chunk")
+	clear(buf[:cap(buf)])
+	require.True(t, bytes.Equal(want, <-got), "the reply, result reinserted, byte for byte")
+	st := server.Stats()
+	assert.Equal(t, uint64(1), st.DirectPlacements, "the result written in place")
+	assert.Equal(t, uint64(1), st.WriteChunks)
+	assert.Equal(t, uint64(1), st.ReplyChunks, "the rest through the Reply chunk")
+}
+
+// TestWriteMsgDirectArena: a reply built in a slice of a buffer larger
+// than any message (an arena) registers the reply alone, not the whole
+// buffer behind it.
+func TestWriteMsgDirectArena(t *testing.T) {
+	sprov := &soft.Provider{}
+	client, server := netconvPair(t, &Config{Provider: sprov, Binding: testBinding{ddp: true}},
+		&Config{Binding: testBinding{ddp: true}})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), rcGuard)
+		defer cancel()
+		_, err := client.Call(ctx, xdr.AppendUint32(appendCall(nil, 4, procRead), 64<<10), nil)
+		assert.NoError(t, err)
+	}()
+	xid, n := readCall(t, server)
+	arena := make([]byte, 8<<20)
+	before := registered(t, sprov)
+	var dones atomic.Int32
+	var regDuring atomic.Int64
+	reply := xdr.AppendOpaque(appendReply(arena[1<<20:1<<20], xid), pattern(n, byte(xid)))
+	done := make(chan struct{})
+	require.NoError(t, server.WriteMsgDirect(reply, func() {
+		regDuring.Store(registered(t, sprov))
+		dones.Add(1)
+		close(done)
+	}))
+	waitDone(t, done, "arena reply")
+	assert.Equal(t, uint64(1), server.Stats().DirectPlacements)
+	grown := regDuring.Load() - before
+	assert.Positive(t, grown, "the reply registered")
+	assert.LessOrEqual(t, grown, int64(len(reply)+4096), "the reply registered, not the arena")
+}
