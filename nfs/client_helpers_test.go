@@ -3,6 +3,7 @@ package nfs_test
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -103,6 +104,18 @@ func pattern(n int, seed byte) []byte {
 
 // path returns name's path in the exported directory.
 func (e *clientEnv) path(name string) string { return filepath.Join(e.dir, filepath.FromSlash(name)) }
+
+// patternFile writes size bytes of pattern(size, seed) to name in the
+// exported directory and returns them with the file's handle, looked up
+// by the client.
+func (e *clientEnv) patternFile(t testing.TB, name string, size int, seed byte) ([]byte, nfs.FH) {
+	t.Helper()
+	data := pattern(size, seed)
+	require.NoError(t, os.WriteFile(e.path(name), data, 0o644))
+	fh, _, err := e.exp.Lookup(callCtx(t), name, true)
+	require.NoError(t, err)
+	return data, fh
+}
 
 // stats returns the client connection's counters.
 func (e *clientEnv) stats() transport.Stats { return e.exp.Client.Conn().Stats() }

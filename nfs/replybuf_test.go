@@ -27,11 +27,8 @@ import (
 func TestServerConcurrentReads(t *testing.T) {
 	env := startClientEnv(t, nil)
 	const size = 1 << 20
-	data := pattern(size, 7)
-	require.NoError(t, os.WriteFile(env.path("f"), data, 0o644))
+	data, fh := env.patternFile(t, "f", size, 7)
 	ctx := callCtx(t)
-	fh, _, err := env.exp.Lookup(ctx, "f", true)
-	require.NoError(t, err)
 	c := env.exp.Client
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -71,8 +68,9 @@ func TestServerConcurrentReads(t *testing.T) {
 // transport.DefaultDirectPlacementMin goes to the client's Write chunk
 // straight from the pooled reply buffer it was read into (the server's
 // connection counts a DirectPlacement per READ, and registers few
-// buffers: the pool's, cached), while a 4 KiB READ's data is copied; every
-// READ returns the file's bytes.
+// buffers: the pool's, cached; under -race, where sync.Pool drops buffers
+// on purpose, fewer than one per READ), while a 4 KiB READ's data is
+// copied; every READ returns the file's bytes.
 func TestServerReadsDirect(t *testing.T) {
 	var mu sync.Mutex
 	var conns []*transport.Conn
@@ -86,11 +84,8 @@ func TestServerReadsDirect(t *testing.T) {
 		}
 	})
 	const size = 256 << 10
-	data := pattern(size, 9)
-	require.NoError(t, os.WriteFile(env.path("f"), data, 0o644))
+	data, fh := env.patternFile(t, "f", size, 9)
 	ctx := callCtx(t)
-	fh, _, err := env.exp.Lookup(ctx, "f", true)
-	require.NoError(t, err)
 	stats := func() (st transport.Stats) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -109,7 +104,14 @@ func TestServerReadsDirect(t *testing.T) {
 	}
 	st := stats()
 	require.Equal(t, uint64(reads), st.DirectPlacements-before.DirectPlacements, "64 KiB READs written from their reply buffers")
-	require.LessOrEqual(t, st.DirectRegistrations-before.DirectRegistrations, uint64(4), "reply buffers registered once, then cached")
+	regs := st.DirectRegistrations - before.DirectRegistrations
+	if raceEnabled {
+		// sync.Pool drops a quarter of what it is given under -race:
+		// some READs get a new buffer, registered anew.
+		require.Less(t, regs, uint64(reads), "reply buffers registered once, then cached")
+	} else {
+		require.LessOrEqual(t, regs, uint64(4), "reply buffers registered once, then cached")
+	}
 	require.Zero(t, st.DirectPlacementErrors)
 
 	before = st

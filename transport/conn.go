@@ -424,6 +424,12 @@ func (c *Conn) Close() error {
 	}
 	if c.role == cmpriv.Responder {
 		c.svcState.releaseAllMemLocked(ep)
+	} else {
+		// A reply that arrived before Close is still the Call's to
+		// take (its goroutine may be about to): copy its data out of
+		// ep's chunk memory, which shutdown unmaps, as endpointDied
+		// does.
+		c.reqState.materializeLocked()
 	}
 	c.unlock()
 	if ep != nil {
