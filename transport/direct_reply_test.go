@@ -348,11 +348,12 @@ func TestWriteMsgDirectArena(t *testing.T) {
 	sprov := &soft.Provider{}
 	client, server := netconvPair(t, &Config{Provider: sprov, Binding: testBinding{ddp: true}},
 		&Config{Binding: testBinding{ddp: true}})
+	called := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), rcGuard)
 		defer cancel()
 		_, err := client.Call(ctx, xdr.AppendUint32(appendCall(nil, 4, procRead), 64<<10), nil)
-		assert.NoError(t, err)
+		called <- err
 	}()
 	xid, n := readCall(t, server)
 	arena := make([]byte, 8<<20)
@@ -367,6 +368,7 @@ func TestWriteMsgDirectArena(t *testing.T) {
 		close(done)
 	}))
 	waitDone(t, done, "arena reply")
+	require.NoError(t, <-called, "the requester's Call")
 	assert.Equal(t, uint64(1), server.Stats().DirectPlacements)
 	grown := regDuring.Load() - before
 	assert.Positive(t, grown, "the reply registered")
