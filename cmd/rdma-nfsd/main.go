@@ -59,6 +59,7 @@ type options struct {
 	concurrentCalls                        int
 	gcPercent                              int
 	maxRPC                                 int
+	postAsyncMin                           int
 	pollBeforeWait, pollBeforeWaitMax      time.Duration
 }
 
@@ -83,6 +84,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on connections (0: none)")
 	fs.IntVar(&o.backlog, "backlog", 0, "handshakes in progress plus connections not yet served (0: 128)")
 	fs.IntVar(&o.maxRPC, "max-rpc", 0, "largest RPC message (0: 1 MiB + 16 KiB)")
+	fs.IntVar(&o.postAsyncMin, "post-async-min", 0, "replies moving at least this many bytes are posted by the connection's posting goroutine (0: 32 KiB; negative: by the goroutine that built them)")
 	fs.BoolVar(&o.rpcbind, "rpcbind", true, "register with the system's rpcbind (127.0.0.1:111) when it runs")
 	fs.BoolVar(&o.portmap, "portmap", false, "serve a minimal portmapper on port 111 when no rpcbind runs")
 	fs.StringVar(&o.metrics, "metrics", "", "address of the metrics endpoint (expvar JSON at /debug/vars); empty: none")
@@ -164,6 +166,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 			MaxConns:           o.maxConns,
 			AcceptBacklog:      o.backlog,
 			MaxRPCSize:         o.maxRPC,
+			PostAsyncMin:       o.postAsyncMin,
 			Binding:            nfs.Binding{},
 		},
 		RDMAAddr:        net.JoinHostPort(o.addr, strconv.Itoa(o.rdmaPort)),

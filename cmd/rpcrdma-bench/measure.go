@@ -135,7 +135,8 @@ func (d counters) usPerRPCOf(key string, rpcs uint64) float64 {
 // snapshot functions use: client.{rpcs,sends,recvs,read_chunks,
 // write_chunks,reply_chunks,local_inv,remote_inv}, server.{sends,
 // rdma_reads,rdma_writes,remote_inv,mallocs,cpu_ns}, rxe.{sent_pkts,
-// rcvd_pkts}, and for our clients client.{cpu_ns,mallocs}.
+// rcvd_pkts}, vm.{busy_ns,total_ns}, and for our clients client.{cpu_ns,
+// mallocs}.
 func (r *Result) fill(m measurement, d counters) {
 	r.Seconds = m.elapsed.Seconds()
 	r.Ops, r.Errors = m.ops, m.errors
@@ -177,4 +178,9 @@ func (r *Result) fill(m measurement, d counters) {
 	r.ServerAllocs = d.perRPCOf("server.mallocs", rpcs)
 	r.ClientCPUus = d.usPerRPCOf("client.cpu_ns", rpcs)
 	r.ClientAllocs = d.perRPCOf("client.mallocs", rpcs)
+	r.VMCPUus = d.usPerRPCOf("vm.busy_ns", rpcs)
+	r.VMBusyPct = NA
+	if t := d["vm.total_ns"]; t > 0 {
+		r.VMBusyPct = 100 * float64(d["vm.busy_ns"]) / float64(t)
+	}
 }

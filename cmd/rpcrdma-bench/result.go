@@ -102,6 +102,12 @@ type Result struct {
 	// client and the bench's own loop (NA for the kernel client).
 	ClientCPUus  float64 `json:"client_cpu_us_per_rpc"`
 	ClientAllocs float64 `json:"client_allocs_per_rpc"`
+	// VMCPUus is the whole VM's CPU time per RPC (every CPU's busy time in
+	// /proc/stat: client, server, rxe, the bench's loop), and VMBusyPct
+	// how busy its CPUs were over the cell, in percent of all of them (NA
+	// outside the VM).
+	VMCPUus   float64 `json:"vm_cpu_us_per_rpc"`
+	VMBusyPct float64 `json:"vm_busy_pct"`
 	// Vs1024 is OpsPerS over the same cell's at inline 1024 in this run
 	// (NA when that cell was not run).
 	Vs1024 float64 `json:"ops_vs_1024"`

@@ -93,6 +93,8 @@ func mergeCell(g []Result) Result {
 	byRPCs := func(r Result) uint64 { return r.RPCs }
 	m.P50us = weighted(func(r Result) float64 { return r.P50us }, byOps)
 	m.P99us = weighted(func(r Result) float64 { return r.P99us }, byOps)
+	bySeconds := func(r Result) uint64 { return uint64(r.Seconds * 1e3) }
+	m.VMBusyPct = weighted(func(r Result) float64 { return r.VMBusyPct }, bySeconds)
 	for _, f := range []struct {
 		dst *float64
 		get func(Result) float64
@@ -110,6 +112,7 @@ func mergeCell(g []Result) Result {
 		{&m.ServerAllocs, func(r Result) float64 { return r.ServerAllocs }},
 		{&m.ClientCPUus, func(r Result) float64 { return r.ClientCPUus }},
 		{&m.ClientAllocs, func(r Result) float64 { return r.ClientAllocs }},
+		{&m.VMCPUus, func(r Result) float64 { return r.VMCPUus }},
 	} {
 		*f.dst = weighted(f.get, byRPCs)
 	}

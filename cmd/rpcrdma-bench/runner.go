@@ -269,7 +269,8 @@ func (r *runner) measure(ctx context.Context, c Cell, srv server, op opFunc, cli
 	r.report(res)
 }
 
-// snapshot reads the client's, the server's and rxe's counters.
+// snapshot reads the client's, the server's and rxe's counters, and in
+// the VM its CPU time.
 func (r *runner) snapshot(srv server, client func() (map[string]uint64, error)) (counters, error) {
 	c := counters{}
 	cm, err := client()
@@ -288,6 +289,13 @@ func (r *runner) snapshot(srv server, client func() (map[string]uint64, error)) 
 			return c, err
 		}
 		c.merge("rxe.", xm)
+	}
+	if r.rxe {
+		vm, err := vmCPUSnapshot()
+		if err != nil {
+			return c, err
+		}
+		c.merge("vm.", vm)
 	}
 	return c, nil
 }
