@@ -27,7 +27,13 @@ type Baseline struct {
 	// WriteBWMBps is ib_write_bw's average bandwidth of 64 KiB RDMA
 	// Writes (MB/s); over several rounds, the median of theirs.
 	WriteBWMBps float64 `json:"ib_write_bw_64k_mb_s"`
-	Err         string  `json:"error,omitempty"`
+	// WriteBWVMCPUus is the whole VM's CPU time per 64 KiB RDMA Write
+	// while ib_write_bw's client ran (its set-up included), and
+	// WriteBWVMBusyPct the VM's busy share then: to set beside a READ
+	// cell's vm µs and vm busy (zero when not measured).
+	WriteBWVMCPUus   float64 `json:"ib_write_bw_vm_cpu_us_per_write,omitempty"`
+	WriteBWVMBusyPct float64 `json:"ib_write_bw_vm_busy_pct,omitempty"`
+	Err              string  `json:"error,omitempty"`
 	// Round is the round this perftest ran before (0-based), in Rounds.
 	Round int `json:"round,omitempty"`
 	// Rounds holds each round's perftest when the run had more than one.
@@ -41,7 +47,7 @@ func mergeBaselines(bs []Baseline) Baseline {
 	if len(bs) == 1 {
 		return bs[0]
 	}
-	var lat, bw []float64
+	var lat, bw, cpu, busy []float64
 	var errs []string
 	for _, b := range bs {
 		if b.SendLatEventsUs > 0 {
@@ -50,6 +56,9 @@ func mergeBaselines(bs []Baseline) Baseline {
 		if b.WriteBWMBps > 0 {
 			bw = append(bw, b.WriteBWMBps)
 		}
+		if b.WriteBWVMCPUus > 0 {
+			cpu, busy = append(cpu, b.WriteBWVMCPUus), append(busy, b.WriteBWVMBusyPct)
+		}
 		if b.Err != "" {
 			errs = append(errs, fmt.Sprintf("round %d: %s", b.Round+1, b.Err))
 		}
@@ -57,6 +66,8 @@ func mergeBaselines(bs []Baseline) Baseline {
 	m := Baseline{Err: strings.Join(errs, "; "), Rounds: bs}
 	m.SendLatEventsUs, _ = stats.Median(lat)
 	m.WriteBWMBps, _ = stats.Median(bw)
+	m.WriteBWVMCPUus, _ = stats.Median(cpu)
+	m.WriteBWVMBusyPct, _ = stats.Median(busy)
 	return m
 }
 
@@ -65,28 +76,35 @@ func mergeBaselines(bs []Baseline) Baseline {
 // hang: each is bounded to 45 s and tried twice.
 func runBaseline(ctx context.Context, log io.Writer) Baseline {
 	var b Baseline
-	lat, err := perftest(ctx, "ib_send_lat", "-s", "64", "-n", "2000", "-F", "-e")
+	lat, _, err := perftest(ctx, "ib_send_lat", "-s", "64", "-n", "2000", "-F", "-e")
 	if err == nil && len(lat) > 4 {
 		b.SendLatEventsUs, err = strconv.ParseFloat(lat[4], 64)
 	}
 	if err != nil {
 		b.Err = "ib_send_lat -e: " + err.Error()
 	}
-	bw, err := perftest(ctx, "ib_write_bw", "-s", "65536", "-n", "2000", "-F")
+	const writes = 2000
+	bw, vm, err := perftest(ctx, "ib_write_bw", "-s", "65536", "-n", strconv.Itoa(writes), "-F")
 	if err == nil && len(bw) > 3 {
 		b.WriteBWMBps, err = strconv.ParseFloat(bw[3], 64)
+	}
+	if err == nil && vm["total_ns"] > 0 {
+		b.WriteBWVMCPUus = float64(vm["busy_ns"]) / writes / 1e3
+		b.WriteBWVMBusyPct = 100 * float64(vm["busy_ns"]) / float64(vm["total_ns"])
 	}
 	if err != nil {
 		b.Err = strings.TrimPrefix(b.Err+"; ib_write_bw: "+err.Error(), "; ")
 	}
-	fmt.Fprintf(log, "%sperftest: ib_send_lat -e typical %.2f µs one-way, ib_write_bw 64 KiB %.0f MB/s %s\n",
-		tagDemo, b.SendLatEventsUs, b.WriteBWMBps, b.Err)
+	fmt.Fprintf(log, "%sperftest: ib_send_lat -e typical %.2f µs one-way, ib_write_bw 64 KiB %.0f MB/s (VM CPU %.0f µs per Write, %.0f%% busy) %s\n",
+		tagDemo, b.SendLatEventsUs, b.WriteBWMBps, b.WriteBWVMCPUus, b.WriteBWVMBusyPct, b.Err)
 	return b
 }
 
 // perftest runs tool's server on rxe0 and its client on rxe1 and returns
-// the fields of the client's result row (the line after "#bytes").
-func perftest(ctx context.Context, tool string, args ...string) ([]string, error) {
+// the fields of the client's result row (the line after "#bytes"), and the
+// growth of the VM's CPU counters (vmCPUSnapshot) while the client ran
+// (nil when /proc/stat could not be read).
+func perftest(ctx context.Context, tool string, args ...string) ([]string, counters, error) {
 	gid := func(dev, ip string) string {
 		out, err := exec.CommandContext(ctx, "rxevm-gid-index", dev, ip).Output()
 		if err != nil {
@@ -101,23 +119,29 @@ func perftest(ctx context.Context, tool string, args ...string) ([]string, error
 		srv := exec.CommandContext(sctx, tool, append([]string{"-d", "rxe0", "-x", g0}, args...)...)
 		if err := srv.Start(); err != nil {
 			cancel()
-			return nil, err
+			return nil, nil, err
 		}
 		time.Sleep(time.Second)
 		cctx, ccancel := context.WithTimeout(ctx, 45*time.Second)
+		before, err1 := vmCPUSnapshot()
 		out, err := exec.CommandContext(cctx, tool, append(append([]string{"-d", "rxe1", "-x", g1}, args...), vmServerIP)...).CombinedOutput()
+		after, err2 := vmCPUSnapshot()
 		ccancel()
+		var vm counters
+		if err1 == nil && err2 == nil {
+			vm = counters(after).sub(before)
+		}
 		_ = srv.Wait()
 		cancel()
 		if err == nil {
 			if row := perftestRow(string(out)); row != nil {
-				return row, nil
+				return row, vm, nil
 			}
 			err = fmt.Errorf("no result row")
 		}
 		lastErr = fmt.Errorf("%w: %s", err, lastLines(strings.TrimSpace(string(out)), 2))
 	}
-	return nil, lastErr
+	return nil, nil, lastErr
 }
 
 // perftestRow returns the fields of the line after perftest's "#bytes"
@@ -149,6 +173,9 @@ func writeBaseline(w io.Writer, b *Baseline, rs, raw []Result) {
 	}
 	fmt.Fprintf(w, "\n%s: ib_send_lat -e typical %s µs one-way; ib_write_bw 64 KiB %s MB/s", of,
 		fmtNum(b.SendLatEventsUs), fmtNum(b.WriteBWMBps))
+	if b.WriteBWVMCPUus > 0 {
+		fmt.Fprintf(w, " (VM CPU %s µs per Write, %.0f%% busy)", fmtNum(b.WriteBWVMCPUus), b.WriteBWVMBusyPct)
+	}
 	if b.Err != "" {
 		fmt.Fprintf(w, " (%s)", b.Err)
 	}

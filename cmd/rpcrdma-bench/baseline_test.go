@@ -14,13 +14,14 @@ func TestMergeBaselines(t *testing.T) {
 		t.Errorf("one round: %+v", got)
 	}
 	bs := []Baseline{
-		{Round: 0, SendLatEventsUs: 10, WriteBWMBps: 60},
-		{Round: 1, SendLatEventsUs: 30, WriteBWMBps: 30},
+		{Round: 0, SendLatEventsUs: 10, WriteBWMBps: 60, WriteBWVMCPUus: 3000, WriteBWVMBusyPct: 60},
+		{Round: 1, SendLatEventsUs: 30, WriteBWMBps: 30, WriteBWVMCPUus: 5000, WriteBWVMBusyPct: 50},
 		{Round: 2, SendLatEventsUs: 20, Err: "ib_write_bw: no result row"},
-		{Round: 3, SendLatEventsUs: 40, WriteBWMBps: 40},
+		{Round: 3, SendLatEventsUs: 40, WriteBWMBps: 40, WriteBWVMCPUus: 4000, WriteBWVMBusyPct: 70},
 	}
 	got := mergeBaselines(bs)
-	if got.SendLatEventsUs != 25 || got.WriteBWMBps != 40 || len(got.Rounds) != 4 {
+	if got.SendLatEventsUs != 25 || got.WriteBWMBps != 40 || len(got.Rounds) != 4 ||
+		got.WriteBWVMCPUus != 4000 || got.WriteBWVMBusyPct != 60 {
 		t.Errorf("merged: %+v", got)
 	}
 	if got.Err != "round 3: ib_write_bw: no result row" {
