@@ -110,6 +110,39 @@ func checkCallPieces(t *testing.T, h *chunks.Header, inline, pulled, msg []byte,
 	if joined = append(joined, tail...); !bytes.Equal(joined, msg) {
 		t.Fatalf("CallPieces joined %q, AppendCall rebuilt %q", joined, msg)
 	}
+	checkLayoutCall(t, h, inline, pulled, msg, nChunks)
+}
+
+// checkLayoutCall checks LayoutCall and AssembleCall against AppendCall's
+// msg, for a call of at most one Read chunk that AppendCall rebuilt: laid
+// out whenever the chunk's data is all of pulled, and the message
+// assembled around the data byte for byte (the buffer's bytes outside the
+// data scribbled first: AssembleCall must write every one of them).
+func checkLayoutCall(t *testing.T, h *chunks.Header, inline, pulled, msg []byte, nChunks int) {
+	t.Helper()
+	if h.Proc == chunks.ProcNoMsg {
+		inline = nil
+	}
+	l, ok := LayoutCall(h, len(inline), len(pulled))
+	var length uint64
+	for c := range h.ReadChunks() {
+		length = c.Length()
+	}
+	if want := nChunks == 1 && length == uint64(len(pulled)); ok != want {
+		t.Fatalf("LayoutCall ok %v for %d chunk(s) of %d bytes, %d pulled", ok, nChunks, length, len(pulled))
+	}
+	if !ok {
+		return
+	}
+	if l.Len != len(msg) {
+		t.Fatalf("LayoutCall length %d, AppendCall rebuilt %d bytes", l.Len, len(msg))
+	}
+	buf := bytes.Repeat([]byte{0xa5}, l.Len)
+	copy(buf[l.DataOff:], pulled[:l.DataLen])
+	AssembleCall(buf, inline, l)
+	if !bytes.Equal(buf, msg) {
+		t.Fatalf("AssembleCall made %q, AppendCall rebuilt %q", buf, msg)
+	}
 }
 
 // FuzzPlanCall plans arbitrary calls at arbitrary thresholds within what
