@@ -108,6 +108,21 @@ type Config struct {
 	// negative keeps none.
 	DirectPlacementCache int
 
+	// CallBuffers, if not nil, gives a responder the memory its large
+	// calls are pulled into: a call whose one Read chunk (the data of an
+	// NFS WRITE, a Long Call) holds at least DirectPlacementMin bytes is
+	// laid out whole in a buffer from GetCallBuffer, its chunk placed by
+	// the RDMA Reads at its XDR position (RFC 8166 §3.4.5) and the inline
+	// part copied around it, and ReadMsgAlloc hands that buffer over
+	// instead of copying the call out of the transport's memory: the data
+	// crosses user space no more. The buffer is registered through the
+	// connection's registration cache (DirectPlacementCache), so a server
+	// that pools its buffers registers each once per connection. Other
+	// calls, and any call on a provider that cannot register its caller's
+	// memory (verbs.Registrar), go through the connection's own memory
+	// as without it.
+	CallBuffers CallBuffers
+
 	// PostAsyncMin is the size from which a batch of work requests (the
 	// bytes its Sends, RDMA Writes and RDMA Reads move) is posted by the
 	// connection's posting goroutine rather than by the goroutine that

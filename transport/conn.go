@@ -169,6 +169,10 @@ func (c *Conn) ReadMsg(buf []byte) ([]byte, error) { return c.readMsg(buf, nil) 
 // the connection's lock held: it must not call c's methods. Its result
 // may be shorter than n (then the message allocates, as ReadMsg's would).
 // On an error the returned slice is empty and not from get.
+//
+// A responder's call that was pulled into a buffer of Config.CallBuffers
+// is returned in that buffer, get not called: the caller owns it (to give
+// back to its pool once done with the call).
 func (c *Conn) ReadMsgAlloc(get func(n int) []byte) ([]byte, error) { return c.readMsg(nil, get) }
 
 // readMsg is ReadMsg, with get (if not nil) choosing the buffer.
@@ -188,11 +192,15 @@ func (c *Conn) readMsg(buf []byte, get func(n int) []byte) ([]byte, error) {
 			return buf[:0], c.opError("read", errors.New("rpcrdma: ReadMsg during a partial Read"))
 		}
 		if idx, ok := c.readQ.pop(); ok {
-			v := c.slotViewLocked(idx)
-			if get != nil {
-				buf = get(v.len())
+			if m, owned := c.takeOwnedLocked(idx, get != nil); owned {
+				buf = m // assembled in a buffer of Config.CallBuffers: handed over
+			} else {
+				v := c.slotViewLocked(idx)
+				if get != nil {
+					buf = get(v.len())
+				}
+				buf = v.appendTo(buf[:0])
 			}
-			buf = v.appendTo(buf[:0])
 			err := c.slotErrLocked(idx)
 			c.releaseSlotLocked(idx)
 			if c.readQ.size > 0 {
@@ -532,6 +540,15 @@ func (c *Conn) slotErrLocked(idx int) error {
 		return c.reqState.calls[idx].err
 	}
 	return nil
+}
+
+// takeOwnedLocked hands a responder's call assembled in a buffer of
+// Config.CallBuffers over to ReadMsgAlloc (alloc); ReadMsg and Read copy it.
+func (c *Conn) takeOwnedLocked(idx int, alloc bool) ([]byte, bool) {
+	if !alloc || c.role == cmpriv.Requester {
+		return nil, false
+	}
+	return c.svcState.takeOwnedLocked(idx)
 }
 
 // releaseSlotLocked is called once a queued message has been read.

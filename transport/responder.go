@@ -83,6 +83,16 @@ type svcCall struct {
 	view    msgView
 	inPlace bool
 	ch      xdr.CallHeader // Cred and Verf cleared: for the binding
+	// pullBuf is the buffer of Config.CallBuffers the call is laid out in
+	// (layout) while its Read chunk is pulled into it, at pullOff of the
+	// registration pullReg; nil when the chunk goes to mem (see
+	// pullDirectLocked). owned: msg is that buffer, the call assembled in
+	// it, the CallBuffers' until a ReadMsgAlloc takes it.
+	pullBuf []byte
+	pullReg verbs.Region
+	pullOff int
+	layout  marshal.CallLayout
+	owned   bool
 }
 
 // noSlot marks a Send that belongs to no call (an RDMA_ERROR).
@@ -207,7 +217,7 @@ func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *ver
 func (s *responder) pumpReadsLocked(ep *endpoint) error {
 	for s.pulling.size > 0 {
 		slot := s.pulling.buf[s.pulling.head]
-		if call := &s.calls[slot]; call.mem == nil {
+		if call := &s.calls[slot]; call.mem == nil && call.pullReg == nil {
 			ok, err := s.reserveCallMemLocked(ep, call)
 			if !ok || err != nil {
 				return err
@@ -232,7 +242,10 @@ func (s *responder) pumpReadsLocked(ep *endpoint) error {
 func (s *responder) pullLocked(ep *endpoint, slot int) {
 	c := s.c
 	call := &s.calls[slot]
-	region := call.mem
+	region, base := call.mem, 0
+	if call.pullReg != nil {
+		region, base = call.pullReg, call.pullOff
+	}
 	s.ops = s.ops[:0]
 	off := 0
 	for rc := range call.hdr.ReadChunks() {
@@ -243,7 +256,7 @@ func (s *responder) pullLocked(ep *endpoint, slot int) {
 		if !ep.readRoom() {
 			break
 		}
-		ep.appendRDMA(wrID(wrRead, slot, 0), verbs.OpRDMARead, region, op.Local, op.Len, op.Offset, op.Handle)
+		ep.appendRDMA(wrID(wrRead, slot, 0), verbs.OpRDMARead, region, base+op.Local, op.Len, op.Offset, op.Handle)
 		c.stats.rdmaReadBytes.Add(uint64(op.Len))
 		call.readsSent++
 		call.reads++
@@ -310,15 +323,25 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 	// call's until then. Any other is rebuilt in the Go heap now, and they
 	// are free at once.
 	var err error
-	head, data, tail, ok := marshal.CallPieces(&call.hdr, inline, pulled)
-	if ok {
-		if _, herr := call.ch.Unmarshal(head); herr != nil {
-			ok = false // an RPC header cut by a chunk: rebuilt, to be judged whole
+	var head, data, tail []byte
+	ok := false
+	if call.pullBuf == nil {
+		head, data, tail, ok = marshal.CallPieces(&call.hdr, inline, pulled)
+		if ok {
+			if _, herr := call.ch.Unmarshal(head); herr != nil {
+				ok = false // an RPC header cut by a chunk: rebuilt, to be judged whole
+			}
 		}
 	}
-	if ok {
+	switch {
+	case call.pullBuf != nil:
+		// Pulled into the RPC server's buffer (Config.CallBuffers): whole
+		// once the inline part is copied around the chunk.
+		s.assembleLocked(ep, call, inline)
+		_, err = call.ch.Unmarshal(call.msg)
+	case ok:
 		call.view, call.inPlace = msgView{head: head, data: data, tail: tail}, true
-	} else {
+	default:
 		call.msg, err = marshal.AppendCall(s.msgs.get(len(inline) + len(pulled))[:0], &call.hdr, inline, pulled)
 		s.freeInPlaceLocked(ep, call)
 		if err == nil {
@@ -340,6 +363,7 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 			call.inPlace, call.view = false, msgView{}
 			s.freeInPlaceLocked(ep, call)
 		}
+		s.putOwnedLocked(call)
 		s.releaseCallMemLocked(call)
 		call.state = svcFree
 		s.free = append(s.free, slot)
@@ -406,9 +430,14 @@ func (s *responder) callConsumedLocked(slot int) {
 		}
 	}
 	// The buffer goes back to the connection's cache, not kept by the
-	// slot: a burst of large calls does not leave every slot holding one.
-	s.msgs.put(call.msg)
-	call.msg = nil
+	// slot: a burst of large calls does not leave every slot holding one;
+	// a CallBuffers buffer that Read or ReadMsg copied goes back there.
+	if call.owned {
+		s.putOwnedLocked(call)
+	} else {
+		s.msgs.put(call.msg)
+		call.msg = nil
+	}
 	if s.releaseCallMemLocked(call) {
 		if ep := c.ep; ep != nil {
 			if err := s.pumpReadsLocked(ep); err != nil {
@@ -419,7 +448,8 @@ func (s *responder) callConsumedLocked(slot int) {
 }
 
 // reserveCallMemLocked takes the budgets and a registered buffer for the
-// Read chunk data of call; false (and no error) when a budget is full: the
+// Read chunk data of call (one of Config.CallBuffers, or of the endpoint's
+// pool); false (and no error) when a budget is full: the
 // call waits for calls to be read (this connection's budget) or for
 // retryPulls (the listener's).
 func (s *responder) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, error) {
@@ -433,6 +463,11 @@ func (s *responder) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, err
 	}
 	if !s.listenerCalls.acquire(c, n, s.retryFn) {
 		return false, nil
+	}
+	if s.pullDirectLocked(ep, call) {
+		s.callMem.used += n
+		call.callHeld = n
+		return true, nil
 	}
 	r, err := ep.pool.get(n)
 	if err != nil {
@@ -504,6 +539,11 @@ func (s *responder) releaseAllMemLocked(ep *endpoint) {
 	for i := range s.calls {
 		call := &s.calls[i]
 		call.mem = nil
+		// A call buffer the RDMA Reads may still write until the queue
+		// pair is destroyed is not given back (CallBuffers); its
+		// registration goes with the connection, which keeps it alive
+		// until then.
+		call.pullBuf, call.pullReg = nil, nil
 		if call.directDone != nil {
 			call.direct = nil
 			c.doneAfterCloseLocked(ep, call.directDone)

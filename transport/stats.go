@@ -71,7 +71,10 @@ type Stats struct {
 	// ReadChunksInPlace counts Read chunks a requester exposed where
 	// their bytes were, in the message of a Call or CallInto (registered
 	// like DirectPlacements' buffers, counted in DirectRegistrations when
-	// new), rather than copied into its chunk memory.
+	// new), rather than copied into its chunk memory; a responder counts
+	// the Read chunks it pulled straight into a buffer of
+	// Config.CallBuffers (registrations counted in DirectRegistrations and
+	// DirectPlacementErrors as for WriteMsgDirect).
 	ReadChunksInPlace uint64
 
 	// Negotiated holds the settings of the current connection.
