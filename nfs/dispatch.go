@@ -206,10 +206,14 @@ func (ss *session) readCalls() {
 		if callKeepsNothing(msg) {
 			if cap(msg) <= keepCallBuf {
 				buf = msg[:0]
-			} else {
+			} else if rb != nil {
 				// A large WRITE's buffer goes back to the pool it came
 				// from (putReplyBuf leaves any other to the collector).
 				putReplyBuf(rb, msg)
+			} else {
+				// The transport pulled the call into a buffer of that
+				// pool and handed it over (callBuffers).
+				putPooledBuf(msg)
 			}
 		}
 		ss.wkmu.Lock()

@@ -90,3 +90,43 @@ func putReplyBuf(rb *replyBuf, b []byte) {
 	rb.b = b[:0]
 	replyBufs[class].Put(rb)
 }
+
+// replyBufShells holds replyBufs without a buffer, for the pooled buffers
+// the transport hands over without one (callBuffers): giving such a buffer
+// back takes a shell here, taking one out of the pool leaves its shell
+// here, so that neither allocates.
+var replyBufShells = sync.Pool{New: func() any { return newReplyBuf() }}
+
+// putPooledBuf gives back b, a buffer of a class that came without its
+// replyBuf (from the transport, through callBuffers); any other b is left
+// to the garbage collector.
+func putPooledBuf(b []byte) {
+	class := replyBufClass(cap(b))
+	if class < 0 || cap(b) != replyBufCap(class) {
+		return
+	}
+	putReplyBuf(replyBufShells.Get().(*replyBuf), b)
+}
+
+// callBuffers is the transport.CallBuffers of a Server (ServerConfig's
+// Transport.CallBuffers when nil): a large call (an NFS WRITE of 32 KiB or
+// more, a Long Call) is pulled by the transport's RDMA Reads straight into
+// a buffer of the READ replies' pool, which the worker that reads the call
+// (ReadMsgAlloc hands it over) gives back once the call is executed
+// (readCalls), as it does a large WRITE it reads into a buffer of its
+// own. The transport registers each buffer once per connection, as it
+// does READ replies' (WriteMsgDirect).
+type callBuffers struct{}
+
+// GetCallBuffer takes a pooled buffer of at least n bytes.
+func (callBuffers) GetCallBuffer(n int) []byte {
+	b, rb := getReplyBuf(n)
+	if rb != nil {
+		rb.b = nil
+		replyBufShells.Put(rb)
+	}
+	return b
+}
+
+// PutCallBuffer gives back a buffer no worker took.
+func (callBuffers) PutCallBuffer(b []byte) { putPooledBuf(b) }

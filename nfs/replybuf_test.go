@@ -72,26 +72,11 @@ func TestServerConcurrentReads(t *testing.T) {
 // on purpose, fewer than one per READ), while a 4 KiB READ's data is
 // copied; every READ returns the file's bytes.
 func TestServerReadsDirect(t *testing.T) {
-	var mu sync.Mutex
-	var conns []*transport.Conn
-	env := startClientEnv(t, func(cfg *nfs.ServerConfig, _ *nfs.MountOptions) {
-		cfg.OnConn = func(network string, c net.Conn) {
-			if tc, ok := c.(*transport.Conn); ok {
-				mu.Lock()
-				conns = append(conns, tc)
-				mu.Unlock()
-			}
-		}
-	})
+	var stats func() transport.Stats
+	env := startClientEnv(t, func(cfg *nfs.ServerConfig, _ *nfs.MountOptions) { stats = serverConnStats(t, cfg) })
 	const size = 256 << 10
 	data, fh := env.patternFile(t, "f", size, 9)
 	ctx := callCtx(t)
-	stats := func() (st transport.Stats) {
-		mu.Lock()
-		defer mu.Unlock()
-		require.Len(t, conns, 1, "one RDMA connection")
-		return conns[0].Stats()
-	}
 	before := stats()
 	buf := make([]byte, 64<<10)
 	const reads = 20
@@ -104,14 +89,7 @@ func TestServerReadsDirect(t *testing.T) {
 	}
 	st := stats()
 	require.Equal(t, uint64(reads), st.DirectPlacements-before.DirectPlacements, "64 KiB READs written from their reply buffers")
-	regs := st.DirectRegistrations - before.DirectRegistrations
-	if raceEnabled {
-		// sync.Pool drops a quarter of what it is given under -race:
-		// some READs get a new buffer, registered anew.
-		require.Less(t, regs, uint64(reads), "reply buffers registered once, then cached")
-	} else {
-		require.LessOrEqual(t, regs, uint64(4), "reply buffers registered once, then cached")
-	}
+	requirePoolRegistrations(t, st.DirectRegistrations-before.DirectRegistrations, reads)
 	require.Zero(t, st.DirectPlacementErrors)
 
 	before = st
@@ -120,6 +98,77 @@ func TestServerReadsDirect(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(data[100:100+n], small[:n]))
 	require.Zero(t, stats().DirectPlacements-before.DirectPlacements, "a 4 KiB READ's data is copied")
+}
+
+// serverConnStats has cfg record the server's RDMA connections and returns
+// what reads the Stats of the one connection a test makes.
+func serverConnStats(t *testing.T, cfg *nfs.ServerConfig) func() transport.Stats {
+	var mu sync.Mutex
+	var conns []*transport.Conn
+	cfg.OnConn = func(network string, c net.Conn) {
+		if tc, ok := c.(*transport.Conn); ok {
+			mu.Lock()
+			conns = append(conns, tc)
+			mu.Unlock()
+		}
+	}
+	return func() transport.Stats {
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, conns, 1, "one RDMA connection")
+		return conns[0].Stats()
+	}
+}
+
+// requirePoolRegistrations checks that n calls through the server's pooled
+// buffers registered few of them: the pool's, once each, then cached.
+// sync.Pool drops a quarter of what it is given under -race, so some calls
+// then get a new buffer, registered anew.
+func requirePoolRegistrations(t *testing.T, regs uint64, n int) {
+	t.Helper()
+	if raceEnabled {
+		require.Less(t, regs, uint64(n), "pooled buffers registered once, then cached")
+	} else {
+		require.LessOrEqual(t, regs, uint64(4), "pooled buffers registered once, then cached")
+	}
+}
+
+// TestServerWritesPulledDirect: over RDMA, the data of a WRITE of at least
+// transport.DefaultDirectPlacementMin is pulled by the server's RDMA Reads
+// straight into a pooled buffer (transport.Config.CallBuffers: the server
+// counts ReadChunksInPlace, and registers few buffers), which the WRITE
+// is executed from; a 4 KiB WRITE is not; the file holds every WRITE's
+// bytes.
+func TestServerWritesPulledDirect(t *testing.T) {
+	var stats func() transport.Stats
+	env := startClientEnv(t, func(cfg *nfs.ServerConfig, _ *nfs.MountOptions) { stats = serverConnStats(t, cfg) })
+	const size = 512 << 10
+	want, fh := env.patternFile(t, "w", size, 1)
+	ctx := callCtx(t)
+	before := stats()
+	const writes = 20
+	for i := range writes {
+		data := pattern(64<<10+i, byte(i+2)) // lengths with and without XDR pads
+		off := (i * 23456) % (size - len(data))
+		res, err := env.exp.Client.Write(ctx, fh, uint64(off), data, nfs.FileSync)
+		require.NoError(t, err)
+		require.EqualValues(t, len(data), res.Count)
+		copy(want[off:], data)
+	}
+	st := stats()
+	require.Equal(t, uint64(writes), st.ReadChunksInPlace-before.ReadChunksInPlace, "64 KiB WRITEs pulled into pooled buffers")
+	requirePoolRegistrations(t, st.DirectRegistrations-before.DirectRegistrations, writes)
+	require.Zero(t, st.DirectPlacementErrors)
+
+	before = st
+	small := pattern(4<<10, 99)
+	_, err := env.exp.Client.Write(ctx, fh, 100, small, nfs.FileSync)
+	require.NoError(t, err)
+	copy(want[100:], small)
+	require.Zero(t, stats().ReadChunksInPlace-before.ReadChunksInPlace, "a 4 KiB WRITE is not pulled into a pooled buffer")
+	got, err := os.ReadFile(env.path("w"))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "the file holds every WRITE's bytes")
 }
 
 // TestServerPipelinedReadsOverTCP: 64 READs of many sizes written at once

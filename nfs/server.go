@@ -52,7 +52,10 @@ type ServerConfig struct {
 	//
 	// A nil Transport.Binding means Binding{}, the NFSv3 binding of RFC
 	// 8267 (READ and WRITE data, READLINK and SYMLINK paths by direct
-	// placement).
+	// placement). A nil Transport.CallBuffers means the server's own
+	// pool of large buffers (the one READ replies are built in): a large
+	// WRITE's data is pulled by RDMA Read straight into the buffer the
+	// WRITE is executed from.
 	Transport transport.Config
 
 	// RDMAAddr is the address of the RPC-over-RDMA listener; "" means
@@ -182,6 +185,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if tcfg.Logger == nil {
 		tcfg.Logger = cfg.Logger
+	}
+	if tcfg.CallBuffers == nil {
+		tcfg.CallBuffers = callBuffers{}
 	}
 	maxMsg := tcfg.MaxRPCSize
 	if maxMsg <= 0 {
