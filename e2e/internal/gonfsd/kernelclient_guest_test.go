@@ -245,6 +245,10 @@ func TestKernelClient(t *testing.T) {
 	// read into (WriteMsgDirect, rxe's RDMA Write reading the registered
 	// Go buffer), and sha256sum above found it intact.
 	assert.NotZero(t, total.DirectPlacements, "READ results written from their reply buffers")
+	// And the 100 KiB file's WRITE data was pulled by rxe's RDMA Reads
+	// straight into pooled buffers (transport.Config.CallBuffers), which
+	// the server wrote the file from (checked above).
+	assert.NotZero(t, total.ReadChunksInPlace, "WRITE data pulled into the server's buffers")
 	assert.NotZero(t, total.RemoteInvalidations, "replies by Send With Invalidate")
 	assert.Zero(t, total.ErrChunkSent+total.ErrVersSent+total.Dropped, "calls refused")
 
@@ -454,6 +458,7 @@ func addStats(a, b transport.Stats) transport.Stats {
 	a.RDMAWrites += b.RDMAWrites
 	a.RemoteInvalidations += b.RemoteInvalidations
 	a.DirectPlacements += b.DirectPlacements
+	a.ReadChunksInPlace += b.ReadChunksInPlace
 	a.ErrVersSent += b.ErrVersSent
 	a.ErrChunkSent += b.ErrChunkSent
 	a.Dropped += b.Dropped
