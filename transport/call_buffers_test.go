@@ -215,14 +215,7 @@ func TestCallBuffersOutliveEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitQueued(t, srv, 1)
-	_ = cl.Close()
-	if !haWait(func() bool {
-		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		return srv.ep == nil
-	}) {
-		t.Fatal("the responder did not see the connection's loss")
-	}
+	closeAndWaitLost(t, cl, srv)
 	got, err := srv.ReadMsgAlloc(func(n int) []byte { return make([]byte, 0, n) })
 	if err != nil {
 		t.Fatal(err)

@@ -124,14 +124,7 @@ func TestCallsInPlaceOutliveEndpoint(t *testing.T) {
 	if !inPlace {
 		t.Fatal("a call of one Read chunk was not queued in place")
 	}
-	_ = cl.Close()
-	if !haWait(func() bool {
-		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		return srv.ep == nil
-	}) {
-		t.Fatal("the responder did not see the connection's loss")
-	}
+	closeAndWaitLost(t, cl, srv)
 	srv.mu.Lock()
 	for i := range srv.svcState.calls {
 		if srv.svcState.calls[i].inPlace {
@@ -146,6 +139,20 @@ func TestCallsInPlaceOutliveEndpoint(t *testing.T) {
 	}
 	if !bytes.Equal(got, msgs[0]) {
 		t.Fatalf("call read as %d bytes that differ from the %d sent", len(got), len(msgs[0]))
+	}
+}
+
+// closeAndWaitLost closes the requester cl and waits until the responder
+// srv has seen its connection go.
+func closeAndWaitLost(t *testing.T, cl, srv *Conn) {
+	t.Helper()
+	_ = cl.Close()
+	if !haWait(func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.ep == nil
+	}) {
+		t.Fatal("the responder did not see the connection's loss")
 	}
 }
 
