@@ -72,10 +72,8 @@ func TestServerConcurrentReads(t *testing.T) {
 // on purpose, fewer than one per READ), while a 4 KiB READ's data is
 // copied; every READ returns the file's bytes.
 func TestServerReadsDirect(t *testing.T) {
-	var stats func() transport.Stats
-	env := startClientEnv(t, func(cfg *nfs.ServerConfig, _ *nfs.MountOptions) { stats = serverConnStats(t, cfg) })
 	const size = 256 << 10
-	data, fh := env.patternFile(t, "f", size, 9)
+	env, data, fh, stats := startDirectEnv(t, "f", size, 9)
 	ctx := callCtx(t)
 	before := stats()
 	buf := make([]byte, 64<<10)
@@ -120,6 +118,16 @@ func serverConnStats(t *testing.T, cfg *nfs.ServerConfig) func() transport.Stats
 	}
 }
 
+// startDirectEnv starts a server and a client over RDMA with a pattern
+// file of size bytes (seed), and returns the file's bytes and handle and
+// what reads the server connection's Stats.
+func startDirectEnv(t *testing.T, name string, size int, seed byte) (*clientEnv, []byte, nfs.FH, func() transport.Stats) {
+	var stats func() transport.Stats
+	env := startClientEnv(t, func(cfg *nfs.ServerConfig, _ *nfs.MountOptions) { stats = serverConnStats(t, cfg) })
+	data, fh := env.patternFile(t, name, size, seed)
+	return env, data, fh, stats
+}
+
 // requirePoolRegistrations checks that n calls through the server's pooled
 // buffers registered few of them: the pool's, once each, then cached.
 // sync.Pool drops a quarter of what it is given under -race, so some calls
@@ -140,10 +148,8 @@ func requirePoolRegistrations(t *testing.T, regs uint64, n int) {
 // is executed from; a 4 KiB WRITE is not; the file holds every WRITE's
 // bytes.
 func TestServerWritesPulledDirect(t *testing.T) {
-	var stats func() transport.Stats
-	env := startClientEnv(t, func(cfg *nfs.ServerConfig, _ *nfs.MountOptions) { stats = serverConnStats(t, cfg) })
 	const size = 512 << 10
-	want, fh := env.patternFile(t, "w", size, 1)
+	env, want, fh, stats := startDirectEnv(t, "w", size, 1)
 	ctx := callCtx(t)
 	before := stats()
 	const writes = 20
