@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
@@ -46,15 +45,12 @@ func (s *responder) pullDirectLocked(ep *endpoint, call *svcCall) bool {
 	if cb == nil || c.cfg.DirectPlacementMin < 0 || call.pullLen < c.cfg.DirectPlacementMin {
 		return false
 	}
-	reg, ok := ep.vc.(verbs.Registrar)
-	if !ok {
-		return false
+	if _, ok := ep.vc.(verbs.Registrar); !ok {
+		return false // no buffer taken that could not be registered
 	}
-	inlineLen := call.inlineLen
-	if call.hdr.Proc != chunks.ProcMsg {
-		inlineLen = 0
-	}
-	l, ok := marshal.LayoutCall(&call.hdr, inlineLen, call.pullLen)
+	// (LayoutCall ignores the inline length of RDMA_NOMSG, whose chunk is
+	// the whole message.)
+	l, ok := marshal.LayoutCall(&call.hdr, call.inlineLen, call.pullLen)
 	if !ok || l.Len > c.cfg.MaxRPCSize {
 		return false
 	}
@@ -62,19 +58,10 @@ func (s *responder) pullDirectLocked(ep *endpoint, call *svcCall) bool {
 	if cap(b) < l.Len {
 		return false
 	}
-	p := b[:cap(b)]
-	if cap(b) > c.cfg.MaxRPCSize {
-		p = b[:l.Len] // a slice of a larger arena: this call's part alone
-	}
-	r, off, cached, err := ep.regs.get(reg, p)
-	if err != nil {
-		c.stats.directErr.Add(1)
-		c.cfg.Logger.Debug("rpcrdma: registering a call buffer failed: pulling into the connection's memory", "xid", call.xid, "err", err)
+	r, off, ok := s.registerBufferLocked(ep, b[:l.Len], "registering a call buffer failed: pulling into the connection's memory", call.xid)
+	if !ok {
 		cb.PutCallBuffer(b[:0])
 		return false
-	}
-	if !cached {
-		c.stats.directRegs.Add(1)
 	}
 	c.stats.readChunksInPlace.Add(1)
 	call.pullBuf, call.pullReg, call.pullOff, call.layout = b[:l.Len], r, off+l.DataOff, l
@@ -89,22 +76,12 @@ func (s *responder) pullDirectLocked(ep *endpoint, call *svcCall) bool {
 // it (takeOwnedLocked) or it goes back to CallBuffers.
 func (s *responder) assembleLocked(ep *endpoint, call *svcCall, inline []byte) {
 	marshal.AssembleCall(call.pullBuf, inline, call.layout)
-	s.endPullLocked(ep, call)
-	call.msg, call.owned = call.pullBuf, true
-	call.pullBuf = nil
-	ep.holdRecv(call.recvBuf)
-}
-
-// endPullLocked gives call's registration of its pull buffer back to the
-// endpoint's cache.
-func (s *responder) endPullLocked(ep *endpoint, call *svcCall) {
-	if call.pullReg == nil {
-		return
-	}
 	if err := ep.regs.put(call.pullReg); err != nil {
 		s.c.cfg.Logger.Warn("rpcrdma: deregistering a call buffer", "err", err)
 	}
-	call.pullReg = nil
+	call.msg, call.owned = call.pullBuf, true
+	call.pullBuf, call.pullReg = nil, nil
+	ep.holdRecv(call.recvBuf)
 }
 
 // putOwnedLocked gives call's assembled message back to CallBuffers, if it

@@ -35,24 +35,43 @@ func (s *responder) registerDirectLocked(ep *endpoint, call *svcCall, msg []byte
 	if !plan.Data.Present || c.cfg.DirectPlacementMin < 0 || plan.Data.N < c.cfg.DirectPlacementMin {
 		return
 	}
-	reg, ok := ep.vc.(verbs.Registrar)
+	r, off, ok := s.registerBufferLocked(ep, msg, "registering a reply in place failed: copying it", call.xid)
 	if !ok {
 		return
 	}
-	p := msg
-	if cap(msg) <= c.cfg.MaxRPCSize {
-		p = msg[:cap(msg)]
+	call.direct, call.directOff, call.directDone = r, off, done
+}
+
+// registerBufferLocked registers b, a buffer of the RPC server's (a reply
+// for WriteMsgDirect, a call buffer of Config.CallBuffers), through the
+// endpoint's regCache, and returns the registration and b's offset in it:
+// the whole buffer behind b, so that a pooled buffer is registered once
+// whatever the length of its next message, unless it is larger than a
+// message can be (a slice of a large arena): then b alone. ok is false
+// when the provider cannot register its caller's memory or the
+// registration failed (counted in DirectPlacementErrors and logged with
+// what, for the call xid); a new registration counts in
+// DirectRegistrations.
+func (s *responder) registerBufferLocked(ep *endpoint, b []byte, what string, xid uint32) (r verbs.Region, off int, ok bool) {
+	c := s.c
+	reg, ok := ep.vc.(verbs.Registrar)
+	if !ok {
+		return nil, 0, false
+	}
+	p := b
+	if cap(b) <= c.cfg.MaxRPCSize {
+		p = b[:cap(b)]
 	}
 	r, off, cached, err := ep.regs.get(reg, p)
 	if err != nil {
 		c.stats.directErr.Add(1)
-		c.cfg.Logger.Debug("rpcrdma: registering a reply in place failed: copying it", "xid", call.xid, "err", err)
-		return
+		c.cfg.Logger.Debug("rpcrdma: "+what, "xid", xid, "err", err)
+		return nil, 0, false
 	}
 	if !cached {
 		c.stats.directRegs.Add(1)
 	}
-	call.direct, call.directOff, call.directDone = r, off, done
+	return r, off, true
 }
 
 // releaseDirectLocked gives call's registration of the caller's memory back
