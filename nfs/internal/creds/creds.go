@@ -1,0 +1,264 @@
+// Package creds runs a file system operation with the identity of the NFS
+// caller it serves, as knfsd's nfsd_setuser and NFS-Ganesha's VFS backend
+// do: the AUTH_SYS credential of the call (RFC 5531 §A.2), mapped by the
+// export's squash rules (Policy), becomes the file system uid, gid and
+// supplementary groups of the OS thread that makes the system calls, so
+// that the kernel's own permission checks (modes, ACLs, the sticky and
+// setgid rules, the owner's privileges) decide. While a thread's fsuid is
+// not 0 the kernel also drops its file system capabilities
+// (CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN, ...: capabilities(7), "Effect
+// of user ID changes on capabilities"), and gives them back when it
+// returns to 0.
+//
+// Only the calling thread changes: setfsuid(2), setfsgid(2) and the raw
+// setgroups(2) system call act on one thread, unlike the standard
+// library's syscall.Setuid family, which changes every thread of the
+// process.
+package creds
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxGroups is the largest number of supplementary groups an AUTH_SYS
+// credential carries (RFC 5531 §A.2: gids<16>).
+const MaxGroups = 16
+
+// Nobody is the anonymous uid and gid of a Policy that names none (the
+// default of exports(5)'s anonuid and anongid).
+const Nobody = 65534
+
+// invalidID is (uid_t)-1, which is never a user or a group: knfsd
+// squashes it to the anonymous identity.
+const invalidID = 1<<32 - 1
+
+// Cred is the identity a file system operation runs with.
+type Cred struct {
+	UID, GID uint32
+	// Groups are the supplementary groups; at most MaxGroups are applied.
+	Groups []uint32
+}
+
+// String formats c as "uid=1234 gid=100 groups=[10 20]".
+func (c Cred) String() string {
+	return fmt.Sprintf("uid=%d gid=%d groups=%v", c.UID, c.GID, c.Groups)
+}
+
+// Equal reports whether c and d are the same identity.
+func (c Cred) Equal(d Cred) bool {
+	return c.UID == d.UID && c.GID == d.GID && slices.Equal(c.Groups, d.Groups)
+}
+
+// Squash says which callers lose their identity (exports(5)).
+type Squash uint8
+
+const (
+	// RootSquash, the default, maps uid 0 to the anonymous uid and gid 0
+	// (primary or supplementary) to the anonymous gid.
+	RootSquash Squash = iota
+	// NoRootSquash keeps every identity, root's included.
+	NoRootSquash
+	// AllSquash maps every caller to the anonymous uid and gid, without
+	// supplementary groups.
+	AllSquash
+)
+
+// String returns the exports(5) option: "root_squash", "no_root_squash"
+// or "all_squash".
+func (s Squash) String() string {
+	switch s {
+	case RootSquash:
+		return "root_squash"
+	case NoRootSquash:
+		return "no_root_squash"
+	case AllSquash:
+		return "all_squash"
+	}
+	return fmt.Sprintf("Squash(%d)", uint8(s))
+}
+
+// ParseSquash parses the names String returns.
+func ParseSquash(s string) (Squash, error) {
+	for _, q := range [...]Squash{RootSquash, NoRootSquash, AllSquash} {
+		if q.String() == s {
+			return q, nil
+		}
+	}
+	return 0, fmt.Errorf("creds: unknown squash %q (root_squash, no_root_squash or all_squash)", s)
+}
+
+// Policy maps the identity a caller claims to the one its operations run
+// with, as an export's squash options do in knfsd (fs/nfsd/auth.c).
+type Policy struct {
+	// Squash says who is squashed; the zero value is RootSquash.
+	Squash Squash
+	// AnonUID and AnonGID are the anonymous identity that squashed
+	// callers and AUTH_NONE calls get; 0 means Nobody (65534).
+	AnonUID, AnonGID uint32
+}
+
+// Anonymous returns the anonymous identity of p.
+func (p Policy) Anonymous() Cred {
+	c := Cred{UID: p.AnonUID, GID: p.AnonGID}
+	if c.UID == 0 {
+		c.UID = Nobody
+	}
+	if c.GID == 0 {
+		c.GID = Nobody
+	}
+	return c
+}
+
+// Map returns the identity a caller claiming c runs with. Groups beyond
+// MaxGroups are dropped; uid and gid (uid_t)-1 become the anonymous ones.
+// The result shares no memory with c.
+func (p Policy) Map(c Cred) Cred {
+	anon := p.Anonymous()
+	if p.Squash == AllSquash {
+		return anon
+	}
+	root := p.Squash == RootSquash
+	squashUID := func(id uint32) uint32 {
+		if id == invalidID || (root && id == 0) {
+			return anon.UID
+		}
+		return id
+	}
+	squashGID := func(id uint32) uint32 {
+		if id == invalidID || (root && id == 0) {
+			return anon.GID
+		}
+		return id
+	}
+	out := Cred{UID: squashUID(c.UID), GID: squashGID(c.GID)}
+	n := min(len(c.Groups), MaxGroups)
+	if n > 0 {
+		out.Groups = make([]uint32, n)
+		for i, g := range c.Groups[:n] {
+			out.Groups[i] = squashGID(g)
+		}
+	}
+	return out
+}
+
+// Errors of a Switcher.
+var (
+	// ErrNotApplied means the kernel did not give the thread the identity
+	// asked for (the process lacks CAP_SETUID or CAP_SETGID, or the id is
+	// not mapped in its user namespace); the operation did not run.
+	ErrNotApplied = errors.New("creds: the kernel did not apply the caller's identity")
+	// ErrThreadTainted means the thread could not be given back the
+	// server's own identity after an operation. The goroutine stays
+	// locked to that thread and must return, so that the runtime ends the
+	// thread instead of reusing it with a caller's identity.
+	ErrThreadTainted = errors.New("creds: the server's identity could not be restored; the thread must end")
+)
+
+// Switcher runs functions with a caller's identity. It is safe for
+// concurrent use: each call changes only its own thread.
+type Switcher struct {
+	self    Cred  // the process's own file system identity
+	enabled bool  // identities can be switched
+	why     error // why not, when !enabled
+}
+
+// NewSwitcher probes whether this process may take other identities: it
+// switches one thread to Nobody and back. When it may not, Enabled is
+// false, Reason says why, and Run runs every function with the process's
+// own identity.
+func NewSwitcher() *Switcher {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s := &Switcher{self: current()}
+	s.enabled = true
+	err := s.apply(Cred{UID: Nobody, GID: Nobody})
+	if rerr := s.apply(s.self); rerr != nil {
+		// Cannot happen: giving a thread its own ids back needs no
+		// privilege. Keep the thread out of the pool all the same.
+		runtime.LockOSThread()
+		err = errors.Join(err, rerr)
+	}
+	if err != nil {
+		s.enabled, s.why = false, err
+	}
+	return s
+}
+
+// current returns the calling thread's file system identity.
+func current() Cred {
+	uid, _ := unix.SetfsuidRetUid(-1) // -1 is no uid: the call only reports
+	gid, _ := unix.SetfsgidRetGid(-1)
+	c := Cred{UID: uint32(uid), GID: uint32(gid)}
+	if gs, err := unix.Getgroups(); err == nil {
+		for _, g := range gs {
+			c.Groups = append(c.Groups, uint32(g))
+		}
+	}
+	return c
+}
+
+// Enabled reports whether Run switches identities.
+func (s *Switcher) Enabled() bool { return s.enabled }
+
+// Reason is why Run cannot switch identities (nil when it can).
+func (s *Switcher) Reason() error { return s.why }
+
+// Self is the process's own file system identity, which Run uses for
+// every function when identities cannot be switched.
+func (s *Switcher) Self() Cred { return s.self }
+
+// Run calls f on the calling goroutine with c as its thread's file system
+// identity, and gives the thread back the server's identity afterwards.
+// When c is the server's own identity, or identities cannot be switched
+// (Enabled), f runs as it is. If c cannot be applied f does not run and
+// Run returns ErrNotApplied. If the server's identity cannot be restored
+// Run returns ErrThreadTainted with the goroutine still locked to its
+// thread: the caller must return from its goroutine.
+func (s *Switcher) Run(c Cred, f func()) error {
+	if !s.enabled || c.Equal(s.self) {
+		f()
+		return nil
+	}
+	runtime.LockOSThread()
+	if err := s.apply(c); err != nil {
+		if rerr := s.apply(s.self); rerr != nil {
+			return ErrThreadTainted
+		}
+		runtime.UnlockOSThread()
+		return err
+	}
+	f()
+	if err := s.apply(s.self); err != nil {
+		return ErrThreadTainted
+	}
+	runtime.UnlockOSThread()
+	return nil
+}
+
+// apply makes c the calling thread's file system identity: the groups
+// first, then fsgid and fsuid (setting fsuid last, while the thread still
+// has CAP_SETGID), each checked by reading it back.
+func (s *Switcher) apply(c Cred) error {
+	var groups [MaxGroups]int
+	n := min(len(c.Groups), MaxGroups)
+	for i, g := range c.Groups[:n] {
+		groups[i] = int(g)
+	}
+	if err := unix.Setgroups(groups[:n]); err != nil {
+		return fmt.Errorf("%w: setgroups: %w", ErrNotApplied, err)
+	}
+	_, _ = unix.SetfsgidRetGid(int(c.GID))
+	if got, _ := unix.SetfsgidRetGid(-1); uint32(got) != c.GID {
+		return fmt.Errorf("%w: fsgid %d, not %d", ErrNotApplied, got, c.GID)
+	}
+	_, _ = unix.SetfsuidRetUid(int(c.UID))
+	if got, _ := unix.SetfsuidRetUid(-1); uint32(got) != c.UID {
+		return fmt.Errorf("%w: fsuid %d, not %d", ErrNotApplied, got, c.UID)
+	}
+	return nil
+}
