@@ -110,15 +110,52 @@ func rel(name string) string {
 }
 
 // openat opens name below the root with openat2, retrying the EAGAIN that
-// RESOLVE_IN_ROOT returns when a concurrent rename raced the lookup.
+// RESOLVE_IN_ROOT returns when a concurrent rename raced the lookup. A
+// name longer than one openat2 resolves (PATH_MAX) is walked in pieces,
+// each resolved with the same flags relative to the directory before it,
+// so that a file deeper than PATH_MAX below the root is reached like any
+// other, and stays confined: every piece stays below the directory it
+// starts from, itself below the root.
 func (d *Dir) openat(name string, flags int, mode uint32) (int, error) {
+	r := rel(name)
+	dirfd := d.fd
+	for len(r) > maxResolve {
+		i := strings.LastIndexByte(r[:maxResolve+1], '/')
+		if i <= 0 {
+			closeOwned(d, dirfd)
+			return -1, unix.ENAMETOOLONG // a component longer than PATH_MAX
+		}
+		fd, err := openat2(dirfd, r[:i], unix.O_PATH|unix.O_DIRECTORY, 0)
+		closeOwned(d, dirfd)
+		if err != nil {
+			return -1, err
+		}
+		dirfd, r = fd, r[i+1:]
+	}
+	fd, err := openat2(dirfd, r, flags, mode)
+	closeOwned(d, dirfd)
+	return fd, err
+}
+
+// maxResolve is the longest name one openat2 resolves: PATH_MAX less its
+// terminating NUL.
+const maxResolve = unix.PathMax - 1
+
+// closeOwned closes dirfd unless it is d's root.
+func closeOwned(d *Dir, dirfd int) {
+	if dirfd != d.fd {
+		_ = unix.Close(dirfd)
+	}
+}
+
+// openat2 opens name relative to dirfd with Dir's resolve flags.
+func openat2(dirfd int, name string, flags int, mode uint32) (int, error) {
 	if flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
 		mode = 0 // openat2 refuses a mode it would not use
 	}
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: resolveFlags}
-	r := rel(name)
 	for i := 0; ; i++ {
-		fd, err := unix.Openat2(d.fd, r, &how)
+		fd, err := unix.Openat2(dirfd, name, &how)
 		if (err == unix.EAGAIN || err == unix.EINTR) && i < 64 {
 			continue
 		}
