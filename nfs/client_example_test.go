@@ -29,7 +29,8 @@ func ExampleMount() {
 	defer d.Close()
 	h, _ := nfs.NewDirHandler(d, nfs.DirHandlerOptions{})
 	srv, err := nfs.NewServer(nfs.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
-		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true}})
+		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true},
+		Squash: nfs.NoRootSquash}) // calls run as their callers, and this one is root
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -55,6 +55,9 @@ func startClientServer(t testing.TB, cfg nfs.ServerConfig) *nfs.Server {
 	t.Helper()
 	cfg.Transport.Provider = &soft.Provider{}
 	cfg.RDMAAddr, cfg.TCPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	if cfg.Squash == nfs.RootSquash && cfg.AnonUID == 0 {
+		cfg.Squash = nfs.NoRootSquash // the tests run as root; squashing tests set AnonUID
+	}
 	cfg.Rpcbind.Disable = true
 	srv, err := nfs.NewServer(cfg)
 	require.NoError(t, err)

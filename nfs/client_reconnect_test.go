@@ -171,7 +171,7 @@ func TestClientVerifierChange(t *testing.T) {
 		h, err := nfs.NewDirHandler(d, nfs.DirHandlerOptions{})
 		require.NoError(t, err)
 		srv, err := nfs.NewServer(nfs.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
-			RDMAAddr: rdmaAddr, TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true}})
+			RDMAAddr: rdmaAddr, TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true}, Squash: nfs.NoRootSquash})
 		require.NoError(t, err)
 		go func() { _ = srv.Serve(context.Background()) }()
 		return srv

@@ -16,8 +16,8 @@ import (
 // returns its handle, attributes and the directory's wcc_data with both
 // sides; UNCHECKED on an existing file leaves its data (no size asked);
 // GUARDED on an existing file, and any CREATE over a directory, is
-// NFS3ERR_EXIST with the directory's wcc_data; EXCLUSIVE still goes to
-// go-nfs (NFS3ERR_NOTSUPP); a read-only export answers NFS3ERR_ROFS.
+// NFS3ERR_EXIST with the directory's wcc_data; EXCLUSIVE succeeds once
+// per verifier; a read-only export answers NFS3ERR_ROFS.
 func TestServerCreate(t *testing.T) {
 	root, h := bigDir(t, 0)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "old"), []byte("keep"), 0o644))
@@ -69,8 +69,19 @@ func TestServerCreate(t *testing.T) {
 		require.Equal(t, nfsv3.NFS3ERR_EXIST, fail.Status, c.name)
 		require.True(t, fail.Resfail.DirWcc.After.GetAttributesFollow(), "CREATE %s: dir_wcc", c.name)
 	}
-	res = create(7, "excl", &nfsv3.Createhow3_EXCLUSIVE{})
-	require.Equal(t, nfsv3.NFS3ERR_NOTSUPP, res.GetStatus(), "EXCLUSIVE goes to go-nfs")
+	// EXCLUSIVE (§3.3.8): the verifier is kept in the new file, so that
+	// the same call again (a retransmission) succeeds on the same file
+	// and another verifier finds the name taken.
+	verf := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
+	res = create(7, "excl", &nfsv3.Createhow3_EXCLUSIVE{Verf: verf})
+	first, isOK := res.(*nfsv3.Create3res_NFS3_OK)
+	require.True(t, isOK, "EXCLUSIVE: %v", res.GetStatus())
+	res = create(8, "excl", &nfsv3.Createhow3_EXCLUSIVE{Verf: verf})
+	again, isOK := res.(*nfsv3.Create3res_NFS3_OK)
+	require.True(t, isOK, "EXCLUSIVE again with its verifier: %v", res.GetStatus())
+	require.Equal(t, first.Resok.Obj, again.Resok.Obj, "the same file")
+	res = create(9, "excl", &nfsv3.Createhow3_EXCLUSIVE{Verf: [8]byte{9}})
+	require.Equal(t, nfsv3.NFS3ERR_EXIST, res.GetStatus(), "EXCLUSIVE with another verifier")
 
 	d, err := nfs.DirFS(root)
 	require.NoError(t, err)

@@ -298,6 +298,14 @@ func (ss *session) dispatch(msg []byte) error {
 		if h.Proc > MountProcExport {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
+		if ss.s.dh != nil {
+			r := xdr.NewReader(msg[args:])
+			reply, ok := ss.s.mount(h.Proc, ss.client, &r, successReply(h.XID, nil))
+			if !ok {
+				reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+			}
+			return ss.send(reply)
+		}
 		if h.Proc == MountProcNull {
 			return ss.send(successReply(h.XID, nil))
 		}
@@ -349,6 +357,20 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		}
 		entry = e
 	}
+	if ss.s.dh != nil {
+		if f := nativeProc(h.Proc); f != nil {
+			return ss.execute(f, entry, h, msg[args:])
+		}
+		if _, checked := checkedAccess[h.Proc]; checked {
+			c, refusal := ss.caller(h)
+			if refusal == nil {
+				refusal = ss.permit(&c, h.Proc, msg[args:])
+			}
+			if refusal != nil {
+				return ss.answer(entry, refusal)
+			}
+		}
+	}
 	if h.Proc == ProcSetattr {
 		ss.s.forgetOpen(msg[args:])
 	}
@@ -358,7 +380,7 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		// pipe and goroutines.
 		return ss.answer(entry, successReply(h.XID, nil))
 	case ProcLink:
-		reply := successReply(h.XID, ss.s.link(msg[args:]))
+		reply := successReply(h.XID, ss.s.linkBilly(msg[args:]))
 		return ss.answer(entry, reply)
 	case ProcCommit:
 		results, ok := ss.s.commit(msg[args:])
@@ -390,10 +412,6 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 		}
 		return ss.send(reply)
-	case ProcCreate:
-		if reply, ok := ss.s.create(h.XID, msg[args:]); ok {
-			return ss.answer(entry, reply)
-		}
 	case ProcFsinfo:
 		return ss.forward(pendingCall{xid: h.XID, entry: entry, fsinfo: true}, msg)
 	case ProcWrite:

@@ -64,12 +64,3 @@ func (e *dirEntries) entry(base string) (os.FileInfo, []byte, error) {
 func (e *dirEntries) attr() *gonfs.FileAttribute {
 	return statFileAttr(&e.st)
 }
-
-// fresh returns the directory's attributes now, or nil.
-func (e *dirEntries) fresh() *gonfs.FileAttribute {
-	var st unix.Stat_t
-	if err := unix.Fstat(e.fd, &st); err != nil {
-		return nil
-	}
-	return statFileAttr(&st)
-}

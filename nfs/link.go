@@ -26,7 +26,8 @@ type Linker interface {
 // PathNameMax).
 const nameMax = 255
 
-// link executes an NFSv3 LINK call (RFC 1813 §3.3.15) and returns its
+// linkBilly executes an NFSv3 LINK call for a handler other than a
+// DirHandler (RFC 1813 §3.3.15) and returns its
 // LINK3res. go-nfs v0.0.4 decodes LINK3args as if they were SYMLINK's
 // (a diropargs3, then attributes and a path), so the dispatch layer never
 // forwards LINK to it.
@@ -34,7 +35,7 @@ const nameMax = 255
 //	struct LINK3args { nfs_fh3 file; diropargs3 link; };
 //	LINK3res: nfsstat3, post_op_attr file_attributes, wcc_data linkdir_wcc
 //	(the same on success and failure).
-func (s *Server) link(args []byte) []byte {
+func (s *Server) linkBilly(args []byte) []byte {
 	r := xdr.NewReader(args)
 	fileFH, err1 := r.Opaque(nfs3FHSize)
 	dirFH, err2 := r.Opaque(nfs3FHSize)
@@ -82,7 +83,7 @@ func (s *Server) link(args []byte) []byte {
 	newname := dfs.Join(append(dpath[:len(dpath):len(dpath)], string(name))...)
 	if err := l.Link(oldname, newname); err != nil {
 		s.log.Debug("nfs: LINK failed", "old", oldname, "new", newname, "err", err)
-		return linkRes(statusOf(err), statAttr(fsys, oldname), dirPre, statAttr(dfs, dirname))
+		return linkRes(billyStatus(err), statAttr(fsys, oldname), dirPre, statAttr(dfs, dirname))
 	}
 	return linkRes(nfs3OK, statAttr(fsys, oldname), dirPre, statAttr(dfs, dirname))
 }
@@ -129,8 +130,8 @@ func sameFS(a, b billy.Filesystem) bool {
 	return a == b
 }
 
-// statusOf maps a file system error to an nfsstat3 (RFC 1813 §2.6).
-func statusOf(err error) uint32 {
+// billyStatus maps a billy file system error to an nfsstat3 (RFC 1813 §2.6).
+func billyStatus(err error) uint32 {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		switch errno {

@@ -130,7 +130,7 @@ func (s *Server) openRead(fh []byte) (f io.ReaderAt, info os.FileInfo, name stri
 // statusOr is the NFSv3 status of a system call error, or def when it has
 // none.
 func statusOr(err error, def uint32) uint32 {
-	if st := statusOf(err); st != nfs3ErrIO {
+	if st := billyStatus(err); st != nfs3ErrIO {
 		return st
 	}
 	return def

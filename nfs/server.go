@@ -14,6 +14,9 @@ import (
 	gonfs "github.com/willscott/go-nfs"
 	nfshelper "github.com/willscott/go-nfs/helpers"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs/internal/creds"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -98,6 +101,19 @@ type ServerConfig struct {
 	// goroutines at once.
 	OnCall func(network string, h *xdr.CallHeader)
 
+	// Squash says which callers' identities are replaced by the
+	// anonymous one (exports(5)); the zero value is RootSquash. Every
+	// file system operation of a call runs with the caller's identity so
+	// mapped (its AUTH_SYS uid, gid and groups; the anonymous identity
+	// for AUTH_NONE), so that the kernel's permission checks decide, as
+	// with knfsd. This needs a process that may switch identities (root,
+	// or CAP_SETUID and CAP_SETGID); otherwise NewServer logs a warning
+	// and every call runs as the process itself (IdentitySwitching).
+	Squash Squash
+	// AnonUID and AnonGID are the anonymous identity; 0 means 65534
+	// (nobody).
+	AnonUID, AnonGID uint32
+
 	// Exports are the paths MOUNT's EXPORT procedure lists (RFC 1813
 	// §5.2.5; what showmount -e prints), each open to every client
 	// (no groups); nil means "/". go-nfs handlers mount any path as
@@ -132,10 +148,17 @@ type Server struct {
 	cfg     ServerConfig
 	log     *slog.Logger
 	handler gonfs.Handler
-	gonfs   *gonfs.Server
-	verf    [8]byte
-	drc     *drc
-	maxMsg  int
+	// dh is handler when it is a DirHandler: every procedure is then
+	// executed here, as the caller (ids, policy).
+	dh     *DirHandler
+	ids    *creds.Switcher
+	policy creds.Policy
+	umask  uint32 // the process's, which creating calls undo
+	mounts mountList
+	gonfs  *gonfs.Server
+	verf   [8]byte
+	drc    *drc
+	maxMsg int
 
 	rdma  *transport.Listener
 	tcp   net.Listener
@@ -202,9 +225,20 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		_ = rl.Close()
 		return nil, err
 	}
+	ids := creds.NewSwitcher()
+	if !ids.Enabled() {
+		self := ids.Self()
+		log.Warn(fmt.Sprintf("nfs: cannot run calls as their callers (needs root, or CAP_SETUID and CAP_SETGID): every call runs as uid %d gid %d", self.UID, self.GID),
+			"reason", ids.Reason())
+	}
+	umask := unix.Umask(0)
+	unix.Umask(umask)
+	dh, _ := handler.(*DirHandler)
 	s := &Server{
-		cfg: cfg, log: log, handler: handler, verf: newWriteVerifier(),
-		drc: newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
+		cfg: cfg, log: log, handler: handler, dh: dh, verf: newWriteVerifier(),
+		ids: ids, policy: creds.Policy{Squash: cfg.Squash, AnonUID: cfg.AnonUID, AnonGID: cfg.AnonGID},
+		umask: uint32(umask),
+		drc:   newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
 		rdma: rl, tcp: tl, pipes: newPipeListener(),
 		served: make(chan error, 1), done: make(chan struct{}), registered: make(chan struct{}),
 		sessions: map[*session]struct{}{},
@@ -229,6 +263,10 @@ func (s *Server) Addrs() (rdma, tcp net.Addr) { return s.rdma.Addr(), s.tcp.Addr
 // WriteVerifier returns the write verifier of WRITE and COMMIT replies
 // (RFC 1813 §3.3.7): new at every NewServer.
 func (s *Server) WriteVerifier() [8]byte { return s.verf }
+
+// IdentitySwitching reports whether calls run as their callers; when
+// not, every call runs as the process itself, and the error says why.
+func (s *Server) IdentitySwitching() (bool, error) { return s.ids.Enabled(), s.ids.Reason() }
 
 // ListenerStats returns the RDMA listener's counters: handshakes,
 // connections, rejects (transport.ListenerStats).

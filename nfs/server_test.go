@@ -106,6 +106,9 @@ func startServer(t *testing.T, cfg nfs.ServerConfig) *nfs.Server {
 	t.Helper()
 	cfg.Transport.Provider = &soft.Provider{}
 	cfg.RDMAAddr = "127.0.0.1:0"
+	if cfg.Squash == nfs.RootSquash && cfg.AnonUID == 0 {
+		cfg.Squash = nfs.NoRootSquash // the tests run as root; squashing tests set AnonUID
+	}
 	if cfg.TCPAddr == "" {
 		cfg.TCPAddr = "127.0.0.1:0"
 	}

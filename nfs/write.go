@@ -192,7 +192,7 @@ func (s *Server) commit(args []byte) (results []byte, ok bool) {
 	}
 	if err := sync(); err != nil {
 		s.log.Warn("nfs: COMMIT: sync failed", file, "err", err)
-		b.Write(xdr.AppendUint32(nil, statusOf(err)))
+		b.Write(xdr.AppendUint32(nil, billyStatus(err)))
 		writeWcc(&b, pre, post())
 		return b.Bytes(), true
 	}

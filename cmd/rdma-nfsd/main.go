@@ -49,6 +49,8 @@ func main() {
 // options are the command line's.
 type options struct {
 	dir, addr, provider, metrics, logLevel string
+	squash                                 string
+	anonUID, anonGID                       uint
 	cpuProfile                             string
 	rdmaPort, tcpPort                      int
 	readOnly, nfsOverTCP, indexOnly        bool
@@ -73,6 +75,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.tcpPort, "tcp-port", 0, "MOUNT (and -nfs-tcp) TCP port; 0 picks one, registered with rpcbind")
 	fs.BoolVar(&o.nfsOverTCP, "nfs-tcp", false, "serve NFS over TCP too, for comparison")
 	fs.BoolVar(&o.readOnly, "ro", false, "export read-only (NFS3ERR_ROFS for every change)")
+	fs.StringVar(&o.squash, "squash", "root_squash", "whose identity calls lose (exports(5)): root_squash, no_root_squash or all_squash")
+	fs.UintVar(&o.anonUID, "anonuid", 65534, "uid of squashed callers and AUTH_NONE calls")
+	fs.UintVar(&o.anonGID, "anongid", 65534, "gid of squashed callers and AUTH_NONE calls")
 	fs.BoolVar(&o.indexOnly, "index-handles", false, "file handles without open_by_handle_at (what a non-root server uses)")
 	fs.StringVar(&o.provider, "provider", "rdmacore", "verbs provider: rdmacore (RDMA devices, Soft-RoCE) or soft (RDMA emulated over TCP)")
 	fs.IntVar(&o.inlineSend, "inline-send", transport.DefaultInline, "inline send size offered (RFC 8797; 1024..262144)")
@@ -98,6 +103,17 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.dir == "" {
 		return o, errors.New("-dir is required")
+	}
+	if _, err := nfs.ParseSquash(o.squash); err != nil {
+		return o, fmt.Errorf("-squash: %w", err)
+	}
+	for _, id := range []struct {
+		name string
+		v    uint
+	}{{"-anonuid", o.anonUID}, {"-anongid", o.anonGID}} {
+		if id.v == 0 || id.v >= 1<<32-1 {
+			return o, fmt.Errorf("%s %d: want 1..4294967294", id.name, id.v)
+		}
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -154,8 +170,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 	}
 
 	conns := &connTable{}
+	squash, _ := nfs.ParseSquash(o.squash) // parse checked it
 	srv, err := nfs.NewServer(nfs.ServerConfig{
 		Handler: handler,
+		Squash:  squash,
+		AnonUID: uint32(o.anonUID),
+		AnonGID: uint32(o.anonGID),
 		Transport: transport.Config{
 			Provider:           provider,
 			InlineSend:         o.inlineSend,
@@ -186,7 +206,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 	}
 	rdmaAddr, tcpAddr := srv.Addrs()
 	log.Info("rdma-nfsd: serving", "dir", o.dir, "nfs_rdma", rdmaAddr.String(), "mount_tcp", tcpAddr.String(),
-		"provider", provider.Name(), "read_only", o.readOnly, "handles_by_kernel", handler.ByKernelHandle())
+		"provider", provider.Name(), "read_only", o.readOnly, "handles_by_kernel", handler.ByKernelHandle(),
+		"squash", squash, "anonuid", o.anonUID, "anongid", o.anonGID)
 
 	if o.metrics != "" {
 		ml, err := net.Listen("tcp", o.metrics)

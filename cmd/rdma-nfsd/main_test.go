@@ -131,6 +131,19 @@ func TestRdmaNfsdFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 200*time.Microsecond, o.pollBeforeWait)
 	require.Equal(t, time.Millisecond, o.pollBeforeWaitMax)
+
+	o, err = parse([]string{"-dir", "/x"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, [3]any{"root_squash", uint(65534), uint(65534)}, [3]any{o.squash, o.anonUID, o.anonGID}, "knfsd's defaults")
+	o, err = parse([]string{"-dir", "/x", "-squash", "all_squash", "-anonuid", "1000", "-anongid", "100"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, [3]any{"all_squash", uint(1000), uint(100)}, [3]any{o.squash, o.anonUID, o.anonGID})
+	for _, bad := range [][]string{
+		{"-squash", "root"}, {"-anonuid", "0"}, {"-anongid", "4294967295"}, {"-anonuid", "-1"},
+	} {
+		_, err := parse(append([]string{"-dir", "/x"}, bad...), io.Discard)
+		require.ErrorContains(t, err, bad[0], "%v", bad)
+	}
 }
 
 // mountRoot sends MOUNT3 MNT "/" over TCP (record marked) and returns the

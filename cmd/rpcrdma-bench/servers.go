@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -103,6 +104,12 @@ func (s *rdmaNfsd) args(inline int, noRI bool) []string {
 		"-inline-send", strconv.Itoa(inline), "-inline-recv", strconv.Itoa(inline), "-metrics", s.metrics}
 	if noRI {
 		a = append(a, "-no-remote-invalidate")
+	}
+	if hasFlag(s.bin, "-squash") {
+		// The same identities as knfsd's export in the VM
+		// (no_root_squash); a build compared from before -squash
+		// served every call as root anyway.
+		a = append(a, "-squash", "no_root_squash")
 	}
 	if s.profileDir != "" {
 		a = append(a, "-cpuprofile", filepath.Join(s.profileDir, profileName(s.label, s.starts, inline, noRI)))
@@ -362,3 +369,19 @@ func readSysctl(path string) (uint64, error) {
 	}
 	return n, nil
 }
+
+// hasFlag reports whether the program bin lists flag in its -h output
+// (a build compared from an older revision may lack it); the answer is
+// kept per program.
+func hasFlag(bin, flag string) bool {
+	key := bin + "\x00" + flag
+	if v, ok := flagCache.Load(key); ok {
+		return v.(bool)
+	}
+	out, _ := exec.Command(bin, "-h").CombinedOutput()
+	has := strings.Contains(string(out), "\n  "+flag+" ")
+	flagCache.Store(key, has)
+	return has
+}
+
+var flagCache sync.Map

@@ -41,7 +41,7 @@ func startRdmaNfsd(t *testing.T) string {
 	defer logf.Close()
 	cmd := exec.Command(rdmaNfsdBinary, "-dir", dir, "-provider", "rdmacore", "-addr", serverIP,
 		"-rdma-port", strconv.Itoa(rdmaNfsdPort), "-tcp-port", strconv.Itoa(rdmaNfsdMount), "-rpcbind=false",
-		"-inline-send", "65536", "-inline-recv", "65536")
+		"-inline-send", "65536", "-inline-recv", "65536", "-squash", "no_root_squash")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

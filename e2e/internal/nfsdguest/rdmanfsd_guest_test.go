@@ -74,7 +74,7 @@ func launchNfsd(t *testing.T, export, mnt, name string, args ...string) *nfsd {
 	s := &nfsd{t: t, export: export, logPath: "/tmp/rdma-nfsd-" + name + ".log"}
 	_ = os.Remove(s.logPath)
 	s.args = append([]string{"-dir", export, "-provider", "rdmacore", "-addr", serverAddr,
-		"-rdma-port", strconv.Itoa(rdmaPort)}, args...)
+		"-rdma-port", strconv.Itoa(rdmaPort), "-squash", "no_root_squash"}, args...) // as knfsd's export here
 	t.Cleanup(func() {
 		s.stop()
 		if !t.Failed() {

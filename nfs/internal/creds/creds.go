@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,22 +36,33 @@ const Nobody = 65534
 // squashes it to the anonymous identity.
 const invalidID = 1<<32 - 1
 
-// Cred is the identity a file system operation runs with.
+// Cred is the identity a file system operation runs with: a value
+// (its groups held in place), so that carrying one through a call
+// allocates nothing.
 type Cred struct {
 	UID, GID uint32
-	// Groups are the supplementary groups; at most MaxGroups are applied.
-	Groups []uint32
+	n        uint8
+	groups   [MaxGroups]uint32
 }
+
+// NewCred returns the identity uid, gid with the supplementary groups
+// (the first MaxGroups of them).
+func NewCred(uid, gid uint32, groups []uint32) Cred {
+	c := Cred{UID: uid, GID: gid}
+	c.n = uint8(copy(c.groups[:], groups))
+	return c
+}
+
+// Groups returns the supplementary groups, in c.
+func (c *Cred) Groups() []uint32 { return c.groups[:c.n] }
 
 // String formats c as "uid=1234 gid=100 groups=[10 20]".
 func (c Cred) String() string {
-	return fmt.Sprintf("uid=%d gid=%d groups=%v", c.UID, c.GID, c.Groups)
+	return fmt.Sprintf("uid=%d gid=%d groups=%v", c.UID, c.GID, c.Groups())
 }
 
 // Equal reports whether c and d are the same identity.
-func (c Cred) Equal(d Cred) bool {
-	return c.UID == d.UID && c.GID == d.GID && slices.Equal(c.Groups, d.Groups)
-}
+func (c Cred) Equal(d Cred) bool { return c == d }
 
 // Squash says which callers lose their identity (exports(5)).
 type Squash uint8
@@ -114,9 +124,8 @@ func (p Policy) Anonymous() Cred {
 	return c
 }
 
-// Map returns the identity a caller claiming c runs with. Groups beyond
-// MaxGroups are dropped; uid and gid (uid_t)-1 become the anonymous ones.
-// The result shares no memory with c.
+// Map returns the identity a caller claiming c runs with; uid and gid
+// (uid_t)-1 become the anonymous ones.
 func (p Policy) Map(c Cred) Cred {
 	anon := p.Anonymous()
 	if p.Squash == AllSquash {
@@ -135,13 +144,9 @@ func (p Policy) Map(c Cred) Cred {
 		}
 		return id
 	}
-	out := Cred{UID: squashUID(c.UID), GID: squashGID(c.GID)}
-	n := min(len(c.Groups), MaxGroups)
-	if n > 0 {
-		out.Groups = make([]uint32, n)
-		for i, g := range c.Groups[:n] {
-			out.Groups[i] = squashGID(g)
-		}
+	out := Cred{UID: squashUID(c.UID), GID: squashGID(c.GID), n: c.n}
+	for i, g := range c.Groups() {
+		out.groups[i] = squashGID(g)
 	}
 	return out
 }
@@ -195,8 +200,9 @@ func current() Cred {
 	gid, _ := unix.SetfsgidRetGid(-1)
 	c := Cred{UID: uint32(uid), GID: uint32(gid)}
 	if gs, err := unix.Getgroups(); err == nil {
-		for _, g := range gs {
-			c.Groups = append(c.Groups, uint32(g))
+		for _, g := range gs[:min(len(gs), MaxGroups)] {
+			c.groups[c.n] = uint32(g)
+			c.n++
 		}
 	}
 	return c
@@ -245,11 +251,10 @@ func (s *Switcher) Run(c Cred, f func()) error {
 // has CAP_SETGID), each checked by reading it back.
 func (s *Switcher) apply(c Cred) error {
 	var groups [MaxGroups]int
-	n := min(len(c.Groups), MaxGroups)
-	for i, g := range c.Groups[:n] {
+	for i, g := range c.Groups() {
 		groups[i] = int(g)
 	}
-	if err := unix.Setgroups(groups[:n]); err != nil {
+	if err := unix.Setgroups(groups[:c.n]); err != nil {
 		return fmt.Errorf("%w: setgroups: %w", ErrNotApplied, err)
 	}
 	_, _ = unix.SetfsgidRetGid(int(c.GID))

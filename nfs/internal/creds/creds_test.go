@@ -16,35 +16,36 @@ import (
 )
 
 func TestPolicyMap(t *testing.T) {
-	user := Cred{UID: 1234, GID: 100, Groups: []uint32{0, 10, 20}}
-	root := Cred{UID: 0, GID: 0, Groups: []uint32{0, 5}}
+	user := NewCred(1234, 100, []uint32{0, 10, 20})
+	root := NewCred(0, 0, []uint32{0, 5})
 	for _, tc := range []struct {
 		name string
 		p    Policy
 		in   Cred
 		want Cred
 	}{
-		{"root_squash user", Policy{}, user, Cred{UID: 1234, GID: 100, Groups: []uint32{Nobody, 10, 20}}},
-		{"root_squash root", Policy{}, root, Cred{UID: Nobody, GID: Nobody, Groups: []uint32{Nobody, 5}}},
-		{"root_squash anon ids", Policy{AnonUID: 99, AnonGID: 98}, root, Cred{UID: 99, GID: 98, Groups: []uint32{98, 5}}},
+		{"root_squash user", Policy{}, user, NewCred(1234, 100, []uint32{Nobody, 10, 20})},
+		{"root_squash root", Policy{}, root, NewCred(Nobody, Nobody, []uint32{Nobody, 5})},
+		{"root_squash anon ids", Policy{AnonUID: 99, AnonGID: 98}, root, NewCred(99, 98, []uint32{98, 5})},
 		{"no_root_squash root", Policy{Squash: NoRootSquash}, root, root},
 		{"no_root_squash invalid ids", Policy{Squash: NoRootSquash}, Cred{UID: invalidID, GID: invalidID}, Cred{UID: Nobody, GID: Nobody}},
 		{"all_squash user", Policy{Squash: AllSquash}, user, Cred{UID: Nobody, GID: Nobody}},
 		{"all_squash anon ids", Policy{Squash: AllSquash, AnonUID: 7, AnonGID: 8}, user, Cred{UID: 7, GID: 8}},
-		{"groups capped", Policy{}, Cred{UID: 1, GID: 1, Groups: make([]uint32, 20)},
-			Cred{UID: 1, GID: 1, Groups: []uint32{Nobody, Nobody, Nobody, Nobody, Nobody, Nobody, Nobody, Nobody,
-				Nobody, Nobody, Nobody, Nobody, Nobody, Nobody, Nobody, Nobody}}},
+		{"groups capped", Policy{}, NewCred(1, 1, make([]uint32, 20)),
+			NewCred(1, 1, []uint32{Nobody, Nobody, Nobody, Nobody, Nobody, Nobody, Nobody, Nobody,
+				Nobody, Nobody, Nobody, Nobody, Nobody, Nobody, Nobody, Nobody})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.p.Map(tc.in)
 			assert.True(t, got.Equal(tc.want), "got %v, want %v", got, tc.want)
 		})
 	}
-	// The result shares no memory with the caller's credential.
-	in := Cred{UID: 5, GID: 5, Groups: []uint32{7}}
-	out := Policy{Squash: NoRootSquash}.Map(in)
-	in.Groups[0] = 8
-	assert.Equal(t, uint32(7), out.Groups[0])
+	// A credential is a value: changing the slice it was made from
+	// changes nothing.
+	g := []uint32{7}
+	in := NewCred(5, 5, g)
+	g[0] = 8
+	assert.Equal(t, []uint32{7}, groupsOf(Policy{Squash: NoRootSquash}.Map(in)))
 }
 
 func TestParseSquash(t *testing.T) {
@@ -93,7 +94,7 @@ func TestRunAsCaller(t *testing.T) {
 	require.NoError(t, os.WriteFile(secret, []byte("x"), 0o600))
 
 	var readErr, createErr error
-	err := s.Run(Cred{UID: 1234, GID: 1234, Groups: []uint32{1000}}, func() {
+	err := s.Run(NewCred(1234, 1234, []uint32{1000}), func() {
 		_, readErr = os.ReadFile(secret)
 		createErr = os.WriteFile(filepath.Join(d, "mine"), nil, 0o644)
 	})
@@ -120,9 +121,9 @@ func TestRunGroups(t *testing.T) {
 		require.NoError(t, s.Run(c, func() { _, rerr = os.ReadFile(grp) }))
 		return rerr
 	}
-	assert.NoError(t, read(Cred{UID: 1234, GID: 1234, Groups: []uint32{1000}}), "a supplementary group grants access")
+	assert.NoError(t, read(NewCred(1234, 1234, []uint32{1000})), "a supplementary group grants access")
 	assert.NoError(t, read(Cred{UID: 1234, GID: 1000}), "the primary group grants access")
-	assert.ErrorIs(t, read(Cred{UID: 1234, GID: 1234, Groups: []uint32{999}}), os.ErrPermission)
+	assert.ErrorIs(t, read(NewCred(1234, 1234, []uint32{999})), os.ErrPermission)
 }
 
 // TestRunConcurrent switches many goroutines to different identities at
@@ -179,7 +180,7 @@ func TestRunCapabilitiesDropped(t *testing.T) {
 	var chownErr error
 	require.NoError(t, s.Run(Cred{UID: 1234, GID: 1234}, func() { chownErr = os.Chown(f, 1234, 1234) }))
 	assert.ErrorIs(t, chownErr, os.ErrPermission, "uid 1234 chowned root's file")
-	require.NoError(t, s.Run(Cred{UID: 0, GID: 0, Groups: []uint32{5}}, func() { chownErr = os.Chown(f, 1234, 1234) }))
+	require.NoError(t, s.Run(NewCred(0, 0, []uint32{5}), func() { chownErr = os.Chown(f, 1234, 1234) }))
 	assert.NoError(t, chownErr, "root (unsquashed) may chown")
 }
 
@@ -225,7 +226,7 @@ func BenchmarkRun(b *testing.B) {
 		b.Skip("needs root")
 	}
 	s := NewSwitcher()
-	c := Cred{UID: 1234, GID: 1234, Groups: []uint32{1000, 1001}}
+	c := NewCred(1234, 1234, []uint32{1000, 1001})
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := s.Run(c, func() {}); err != nil {
@@ -233,3 +234,5 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 }
+
+func groupsOf(c Cred) []uint32 { return c.Groups() }
