@@ -418,6 +418,12 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		if reply, ok := ss.s.writeLocal(h.XID, msg[args:]); ok {
 			return ss.answer(entry, reply)
 		}
+		if ss.s.dh != nil {
+			// Nothing of a DirHandler's export goes to go-nfs: what
+			// writeLocal could not take does not decode, or names no
+			// file.
+			return ss.answer(entry, ss.s.writeRefused(h.XID, msg[args:]))
+		}
 		w, ok := decodeWriteCall(msg[args:])
 		if ok {
 			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w, attrs: &attrFix{proc: ProcWrite, dir: w.fh}}, msg)

@@ -10,6 +10,7 @@ import (
 	gonfs "github.com/willscott/go-nfs"
 	"golang.org/x/sys/unix"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -177,4 +178,20 @@ func (n namedWrite) attr() (*gonfs.FileAttribute, error) {
 		return nil, err
 	}
 	return fileAttr(fi, n.name), nil
+}
+
+// writeRefused answers a WRITE to a DirHandler's export that writeLocal
+// did not take: GARBAGE_ARGS if its arguments do not decode, else the
+// status of its handle (stale, malformed) with an empty wcc_data.
+func (s *Server) writeRefused(xid uint32, args []byte) []byte {
+	r := xdr.NewReader(args)
+	var a nfs3.WriteArgs
+	if a.Decode(&r) != nil {
+		return acceptedReply(xid, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+	}
+	res := nfs3.WriteRes{Status: nfs3.ErrStale}
+	if _, err := s.dh.resolve(a.File); err != nil {
+		res.Status = statusOf(err)
+	}
+	return res.Append(successReply(xid, nil))
 }
