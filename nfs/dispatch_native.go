@@ -43,6 +43,10 @@ func nativeProc(proc uint32) procFunc {
 	return nil
 }
 
+// executeHook, if not nil, is called as a procFunc starts, its
+// duplicate request cache entry made (tests: a call that takes long).
+var executeHook func(h *xdr.CallHeader)
+
 // caller returns the call h as its caller makes it, or the reply
 // refusing its credential (MSG_DENIED, AUTH_ERROR).
 func (ss *session) caller(h *xdr.CallHeader) (call, []byte) {
@@ -64,6 +68,9 @@ func (ss *session) execute(f procFunc, entry *drcEntry, h *xdr.CallHeader, args 
 	c, refusal := ss.caller(h)
 	if refusal != nil {
 		return ss.answer(entry, refusal)
+	}
+	if executeHook != nil {
+		executeHook(h)
 	}
 	r := xdr.NewReader(args)
 	reply, ok := f(ss.s, &c, &r, successReply(h.XID, nil))

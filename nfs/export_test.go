@@ -1,5 +1,7 @@
 package nfs
 
+import "github.com/go-rpcrdma/rpcrdma/xdr"
+
 // OpenFiles returns the number of descriptors h's open-file cache holds.
 func OpenFiles(h *DirHandler) int { return h.files.len() }
 
@@ -14,3 +16,8 @@ func WrapSyncWrite(wrap func(SyncWriteFunc) SyncWriteFunc) (restore func()) {
 	pwriteSync = wrap(old)
 	return func() { pwriteSync = old; noSyncWrite.Store(false) }
 }
+
+// SetExecuteHook makes hook run as each natively executed procedure
+// starts, after its duplicate request cache entry is made; nil removes
+// it.
+func SetExecuteHook(hook func(h *xdr.CallHeader)) { executeHook = hook }
