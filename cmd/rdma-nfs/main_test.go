@@ -27,7 +27,8 @@ func testServer(t *testing.T) (string, []string) {
 	h, err := nfs.NewDirHandler(d, nfs.DirHandlerOptions{})
 	require.NoError(t, err)
 	srv, err := nfs.NewServer(nfs.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
-		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true}})
+		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true},
+		Squash: nfs.NoRootSquash}) // the tests run as root
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(context.Background()) }()
 	t.Cleanup(func() { _ = srv.Close() })
