@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -299,25 +300,37 @@ func checkReply(prog, proc uint32, msg, reply []byte) (int, error) {
 	return off, nil
 }
 
-// simpleCall makes a call of proc with args (appended by the caller after
-// the header) and returns a reader of its results, past an NFS3_OK status;
-// a failure status is an *Error, whose failure arm (attributes, wcc_data)
-// is not decoded.
-func (c *Client) simpleCall(ctx context.Context, proc uint32, args func([]byte) []byte) (*xdr.Reader, error) {
-	msg := args(c.startCall(make([]byte, 0, 256), proc))
+// newCall returns the header of a call of proc (startCall), with room for
+// its arguments.
+func (c *Client) newCall(proc uint32) []byte {
+	return c.startCall(make([]byte, 0, len(c.tmpl)+256), proc)
+}
+
+// call makes the call msg of proc (newCall's header, then the arguments
+// the codec appended) and returns a reader of its results, for the codec to
+// decode from their status on. A status other than NFS3_OK is an *Error;
+// the failure arm (attributes, wcc_data) is then not decoded, the client
+// having no use for it.
+func (c *Client) call(ctx context.Context, proc uint32, msg []byte) (xdr.Reader, error) {
 	res, _, err := c.do(ctx, proc, msg, nil)
 	if err != nil {
-		return nil, err
+		return xdr.Reader{}, err
 	}
+	return resultsOK(proc, res)
+}
+
+// resultsOK returns a reader of res, the results of proc, if their status
+// is NFS3_OK, and an *Error of the status otherwise.
+func resultsOK(proc uint32, res []byte) (xdr.Reader, error) {
 	r := xdr.NewReader(res)
 	st, err := r.Uint32()
 	if err != nil {
-		return nil, badReply(ProcName(ProgNFS, 3, proc), err)
+		return r, badReply(ProcName(ProgNFS, 3, proc), err)
 	}
-	if Status(st) != StatusOK {
-		return &r, &Error{Proc: ProcName(ProgNFS, 3, proc), Status: Status(st)}
+	if nfs3.Status(st) != nfs3.OK {
+		return r, &Error{Proc: ProcName(ProgNFS, 3, proc), Status: Status(st)}
 	}
-	return &r, nil
+	return xdr.NewReader(res), nil
 }
 
 // decodeErr wraps a decoding error of proc's results.

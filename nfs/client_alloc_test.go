@@ -5,8 +5,13 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
+
+// regAttr is the fattr3 of the fake's post_op_attrs: a regular file (RFC
+// 1813 has no ftype3 0, which the client's decoding rejects).
+var regAttr = nfs3.Fattr{Type: nfs3.TypeReg}
 
 // fakeCaller answers READ, WRITE and COMMIT from canned results, as the
 // transport would hand them to Call: the reply appended to reply[:0].
@@ -23,14 +28,14 @@ func (f *fakeCaller) Call(_ context.Context, msg, reply []byte) ([]byte, error) 
 	switch proc {
 	case ProcRead:
 		reply = xdr.AppendBool(reply, true)
-		reply = append(reply, make([]byte, fattr3Size)...)
+		reply = regAttr.Append(reply)
 		reply = xdr.AppendUint32(reply, uint32(len(f.data)))
 		reply = xdr.AppendBool(reply, false)
 		reply = xdr.AppendOpaque(reply, f.data)
 	case ProcWrite, ProcCommit:
 		reply = xdr.AppendBool(reply, false) // wcc_data: no before
 		reply = xdr.AppendBool(reply, true)
-		reply = append(reply, make([]byte, fattr3Size)...)
+		reply = regAttr.Append(reply)
 		if proc == ProcWrite {
 			reply = xdr.AppendUint32(reply, 4096)
 			reply = xdr.AppendUint32(reply, uint32(Unstable))

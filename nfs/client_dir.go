@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/go-rpcrdma/rpcrdma/xdr"
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 )
 
 // DirEntry is a directory entry of READDIR (entry3, RFC 1813 §3.3.16) or
@@ -30,80 +30,82 @@ type DirPage struct {
 // after cookie (0: from the start, with a zero verf), in a reply of at most
 // count bytes.
 func (c *Client) Readdir(ctx context.Context, dir FH, cookie uint64, verf [8]byte, count uint32) (*DirPage, error) {
-	r, err := c.simpleCall(ctx, ProcReaddir, func(b []byte) []byte {
-		b = xdr.AppendUint64(appendFH(b, dir), cookie)
-		return xdr.AppendUint32(append(b, verf[:]...), count)
-	})
+	args := nfs3.ReaddirArgs{Dir: dir, Cookie: cookie, Verf: verf, Count: count}
+	r, err := c.call(ctx, ProcReaddir, args.Append(c.newCall(ProcReaddir)))
 	if err != nil {
 		return nil, err
 	}
-	p, err := decodeDirPage(r, false)
-	return p, decodeErr(ProcReaddir, err)
+	var res nfs3.ReaddirRes
+	if err := res.Decode(&r); err != nil {
+		return nil, decodeErr(ProcReaddir, err)
+	}
+	p := &DirPage{Verf: res.Verf, EOF: res.EOF}
+	if len(res.Entries) > 0 {
+		p.Entries = make([]DirEntry, len(res.Entries))
+		for i, e := range res.Entries {
+			p.Entries[i] = DirEntry{FileID: e.FileID, Name: e.Name, Cookie: e.Cookie}
+		}
+	}
+	return p, nil
 }
 
 // Readdirplus calls NFSPROC3_READDIRPLUS (RFC 1813 §3.3.17): as Readdir,
 // with each entry's attributes and handle; dircount bounds the bytes of
 // the entries without them, maxcount the whole reply.
 func (c *Client) Readdirplus(ctx context.Context, dir FH, cookie uint64, verf [8]byte, dircount, maxcount uint32) (*DirPage, error) {
-	r, err := c.simpleCall(ctx, ProcReaddirplus, func(b []byte) []byte {
-		b = xdr.AppendUint64(appendFH(b, dir), cookie)
-		b = xdr.AppendUint32(append(b, verf[:]...), dircount)
-		return xdr.AppendUint32(b, maxcount)
-	})
+	args := nfs3.ReaddirplusArgs{Dir: dir, Cookie: cookie, Verf: verf, DirCount: dircount, MaxCount: maxcount}
+	r, err := c.call(ctx, ProcReaddirplus, args.Append(c.newCall(ProcReaddirplus)))
 	if err != nil {
 		return nil, err
 	}
-	p, err := decodeDirPage(r, true)
-	return p, decodeErr(ProcReaddirplus, err)
+	var res nfs3.ReaddirplusRes
+	if err := res.Decode(&r); err != nil {
+		return nil, decodeErr(ProcReaddirplus, err)
+	}
+	return dirPagePlus(&res), nil
+}
+
+// dirPagePlus returns a READDIRPLUS result as a DirPage. The entries'
+// attributes share one allocation and so do their handles (copied out of
+// the reply, which they alias), each handle capped so that appending to it
+// cannot overwrite the next.
+func dirPagePlus(res *nfs3.ReaddirplusRes) *DirPage {
+	p := &DirPage{Verf: res.Verf, EOF: res.EOF}
+	if len(res.Entries) == 0 {
+		return p
+	}
+	nAttr, nFH := 0, 0
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		if e.Attr.Set {
+			nAttr++
+		}
+		if e.FH.Set {
+			nFH += len(e.FH.FH)
+		}
+	}
+	attrs := make([]Attr, 0, nAttr)
+	fhs := make([]byte, 0, nFH)
+	p.Entries = make([]DirEntry, len(res.Entries))
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		d := DirEntry{FileID: e.FileID, Name: e.Name, Cookie: e.Cookie}
+		if e.Attr.Set {
+			attrs = append(attrs, attrFromFattr(&e.Attr.Attr))
+			d.Attr = &attrs[len(attrs)-1]
+		}
+		if e.FH.Set && len(e.FH.FH) > 0 {
+			start := len(fhs)
+			fhs = append(fhs, e.FH.FH...)
+			d.FH = FH(fhs[start:len(fhs):len(fhs)])
+		}
+		p.Entries[i] = d
+	}
+	return p
 }
 
 // errDirLoop: a server's listing repeated a cookie, which would loop.
 var errDirLoop = errors.New("nfs: READDIR cookie repeated")
-
-// decodeDirPage decodes READDIR3resok or READDIRPLUS3resok after the status.
-func decodeDirPage(r *xdr.Reader, plus bool) (*DirPage, error) {
-	if _, err := decodePostOpAttr(r, nil); err != nil {
-		return nil, err
-	}
-	var p DirPage
-	v, err := r.FixedOpaque(8)
-	if err != nil {
-		return nil, err
-	}
-	copy(p.Verf[:], v)
-	for {
-		more, err := r.Bool()
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			break
-		}
-		var e DirEntry
-		if e.FileID, err = r.Uint64(); err != nil {
-			return nil, err
-		}
-		name, err := r.String(maxInt)
-		if err != nil {
-			return nil, err
-		}
-		e.Name = string(name)
-		if e.Cookie, err = r.Uint64(); err != nil {
-			return nil, err
-		}
-		if plus {
-			if e.Attr, err = postOpAttr(r); err != nil {
-				return nil, err
-			}
-			if e.FH, err = decodePostOpFH(r); err != nil {
-				return nil, err
-			}
-		}
-		p.Entries = append(p.Entries, e)
-	}
-	p.EOF, err = r.Bool()
-	return &p, err
-}
 
 // dirPageSize is the count of the READDIR and READDIRPLUS calls of
 // ReadDirAll: 64 KiB, more than fits inline, so the reply comes in the

@@ -3,9 +3,9 @@ package nfs
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"syscall"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -14,59 +14,42 @@ import (
 // MOUNT version 3's mountstat3 (§5.1.5) uses the same numbers.
 type Status uint32
 
-// NFSv3 statuses (RFC 1813 §2.6).
+// NFSv3 statuses (RFC 1813 §2.6), those of package nfs3.
 const (
-	StatusOK          Status = 0
-	StatusPerm        Status = 1
-	StatusNoEnt       Status = 2
-	StatusIO          Status = 5
-	StatusNXIO        Status = 6
-	StatusAccess      Status = 13
-	StatusExist       Status = 17
-	StatusXDev        Status = 18
-	StatusNoDev       Status = 19
-	StatusNotDir      Status = 20
-	StatusIsDir       Status = 21
-	StatusInval       Status = 22
-	StatusFBig        Status = 27
-	StatusNoSpc       Status = 28
-	StatusROFS        Status = 30
-	StatusMLink       Status = 31
-	StatusNameTooLong Status = 63
-	StatusNotEmpty    Status = 66
-	StatusDQuot       Status = 69
-	StatusStale       Status = 70
-	StatusRemote      Status = 71
-	StatusBadHandle   Status = 10001
-	StatusNotSync     Status = 10002
-	StatusBadCookie   Status = 10003
-	StatusNotSupp     Status = 10004
-	StatusTooSmall    Status = 10005
-	StatusServerFault Status = 10006
-	StatusBadType     Status = 10007
-	StatusJukebox     Status = 10008
+	StatusOK          = Status(nfs3.OK)
+	StatusPerm        = Status(nfs3.ErrPerm)
+	StatusNoEnt       = Status(nfs3.ErrNoEnt)
+	StatusIO          = Status(nfs3.ErrIO)
+	StatusNXIO        = Status(nfs3.ErrNXIO)
+	StatusAccess      = Status(nfs3.ErrAcces)
+	StatusExist       = Status(nfs3.ErrExist)
+	StatusXDev        = Status(nfs3.ErrXDev)
+	StatusNoDev       = Status(nfs3.ErrNoDev)
+	StatusNotDir      = Status(nfs3.ErrNotDir)
+	StatusIsDir       = Status(nfs3.ErrIsDir)
+	StatusInval       = Status(nfs3.ErrInval)
+	StatusFBig        = Status(nfs3.ErrFBig)
+	StatusNoSpc       = Status(nfs3.ErrNoSpc)
+	StatusROFS        = Status(nfs3.ErrROFS)
+	StatusMLink       = Status(nfs3.ErrMLink)
+	StatusNameTooLong = Status(nfs3.ErrNameTooLong)
+	StatusNotEmpty    = Status(nfs3.ErrNotEmpty)
+	StatusDQuot       = Status(nfs3.ErrDQuot)
+	StatusStale       = Status(nfs3.ErrStale)
+	StatusRemote      = Status(nfs3.ErrRemote)
+	StatusBadHandle   = Status(nfs3.ErrBadHandle)
+	StatusNotSync     = Status(nfs3.ErrNotSync)
+	StatusBadCookie   = Status(nfs3.ErrBadCookie)
+	StatusNotSupp     = Status(nfs3.ErrNotSupp)
+	StatusTooSmall    = Status(nfs3.ErrTooSmall)
+	StatusServerFault = Status(nfs3.ErrServerFault)
+	StatusBadType     = Status(nfs3.ErrBadType)
+	StatusJukebox     = Status(nfs3.ErrJukebox)
 )
 
-var statusNames = map[Status]string{
-	StatusOK: "NFS3_OK", StatusPerm: "NFS3ERR_PERM", StatusNoEnt: "NFS3ERR_NOENT", StatusIO: "NFS3ERR_IO",
-	StatusNXIO: "NFS3ERR_NXIO", StatusAccess: "NFS3ERR_ACCES", StatusExist: "NFS3ERR_EXIST",
-	StatusXDev: "NFS3ERR_XDEV", StatusNoDev: "NFS3ERR_NODEV", StatusNotDir: "NFS3ERR_NOTDIR",
-	StatusIsDir: "NFS3ERR_ISDIR", StatusInval: "NFS3ERR_INVAL", StatusFBig: "NFS3ERR_FBIG",
-	StatusNoSpc: "NFS3ERR_NOSPC", StatusROFS: "NFS3ERR_ROFS", StatusMLink: "NFS3ERR_MLINK",
-	StatusNameTooLong: "NFS3ERR_NAMETOOLONG", StatusNotEmpty: "NFS3ERR_NOTEMPTY", StatusDQuot: "NFS3ERR_DQUOT",
-	StatusStale: "NFS3ERR_STALE", StatusRemote: "NFS3ERR_REMOTE", StatusBadHandle: "NFS3ERR_BADHANDLE",
-	StatusNotSync: "NFS3ERR_NOT_SYNC", StatusBadCookie: "NFS3ERR_BAD_COOKIE", StatusNotSupp: "NFS3ERR_NOTSUPP",
-	StatusTooSmall: "NFS3ERR_TOOSMALL", StatusServerFault: "NFS3ERR_SERVERFAULT", StatusBadType: "NFS3ERR_BADTYPE",
-	StatusJukebox: "NFS3ERR_JUKEBOX",
-}
-
-// String returns the RFC 1813 name, as "NFS3ERR_NOENT".
-func (s Status) String() string {
-	if n, ok := statusNames[s]; ok {
-		return n
-	}
-	return "nfsstat3(" + strconv.FormatUint(uint64(s), 10) + ")"
-}
+// String returns the RFC 1813 name, as "NFS3ERR_NOENT" (nfs3.Status's), or
+// "nfsstat3(N)" for a value RFC 1813 does not define.
+func (s Status) String() string { return nfs3.Status(s).String() }
 
 // statusErrno maps the statuses with a POSIX counterpart to the errno a
 // local file system returns (Linux numbers differ from RFC 1813's for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -106,10 +107,7 @@ func (c *Client) readInto(ctx context.Context, ic IntoCaller, fh FH, off uint64,
 	count := min(len(p), rsize)
 	b := getIOBuf(0)
 	defer putIOBuf(b)
-	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcRead)
-	msg = xdr.AppendUint64(appendFH(msg, fh), off)
-	msg = xdr.AppendUint32(msg, uint32(count))
-	b.msg = msg
+	msg := c.readCall(b, fh, off, count)
 	reply, item, err := ic.CallInto(ctx, msg, grow(b.reply, ioOverhead), p[:count])
 	b.reply = reply
 	if err != nil {
@@ -119,15 +117,26 @@ func (c *Client) readInto(ctx context.Context, ic IntoCaller, fh FH, off uint64,
 	if err != nil {
 		return 0, false, err
 	}
-	r := xdr.NewReader(reply[results:])
-	st, err := r.Uint32()
+	if !item.Present {
+		// The connection's binding does not know READ's data (not
+		// nfs.Binding): the reply is whole, the data in it.
+		data, eof, err := decodeRead(reply[results:], count)
+		if err != nil {
+			return 0, false, err
+		}
+		return copy(p, data), eof, nil
+	}
+	// The binding cut the data out of the reply, after the length word:
+	// READ3res is decoded up to there, its parts by the codec's types.
+	r, err := resultsOK(ProcRead, reply[results:])
 	if err != nil {
+		return 0, false, err
+	}
+	if _, err := r.Uint32(); err != nil { // the status, NFS3_OK
 		return 0, false, badReply("NFS3 READ", err)
 	}
-	if Status(st) != StatusOK {
-		return 0, false, &Error{Proc: "NFS3 READ", Status: Status(st)}
-	}
-	if _, err := decodePostOpAttr(&r, nil); err != nil {
+	var attr nfs3.PostOpAttr
+	if err := attr.Decode(&r); err != nil {
 		return 0, false, badReply("NFS3 READ", err)
 	}
 	got, err := r.Uint32()
@@ -136,21 +145,6 @@ func (c *Client) readInto(ctx context.Context, ic IntoCaller, fh FH, off uint64,
 	}
 	if eof, err = r.Bool(); err != nil {
 		return 0, false, badReply("NFS3 READ", err)
-	}
-	if !item.Present {
-		// The connection's binding does not know READ's data (not
-		// nfs.Binding): the reply is whole, the data in it.
-		data, err := r.Opaque(count)
-		if err != nil {
-			if err == xdr.ErrTooLong {
-				err = errShortRead
-			}
-			return 0, false, badReply("NFS3 READ", err)
-		}
-		if int(got) != len(data) {
-			return 0, false, badReply("NFS3 READ", errCountData)
-		}
-		return copy(p, data), eof, nil
 	}
 	dataLen, err := r.Uint32()
 	switch {
@@ -166,49 +160,48 @@ func (c *Client) readInto(ctx context.Context, ic IntoCaller, fh FH, off uint64,
 	return item.N, eof, nil
 }
 
+// readCall makes the call message of a READ of count bytes at off in
+// b.msg's storage, and returns it.
+func (c *Client) readCall(b *ioBuf, fh FH, off uint64, count int) []byte {
+	args := nfs3.ReadArgs{File: fh, Offset: off, Count: uint32(count)}
+	b.msg = args.Append(c.startCall(grow(b.msg, len(c.tmpl)+4+xdr.RoundUp(len(fh))+12), ProcRead))
+	return b.msg
+}
+
+// decodeRead decodes res, a READ's results with the data in them (no
+// binding placed it), with the codec, and returns the data, a slice of
+// res, checked against count, the number of bytes asked for.
+func decodeRead(res []byte, count int) (data []byte, eof bool, err error) {
+	r, err := resultsOK(ProcRead, res)
+	if err != nil {
+		return nil, false, err
+	}
+	var rr nfs3.ReadRes
+	if err := rr.Decode(&r); err != nil {
+		return nil, false, badReply("NFS3 READ", err)
+	}
+	if len(rr.Data) > count {
+		return nil, false, badReply("NFS3 READ", errShortRead)
+	}
+	if int(rr.Count) != len(rr.Data) {
+		return nil, false, badReply("NFS3 READ", errCountData)
+	}
+	return rr.Data, rr.EOF, nil
+}
+
 // readReply makes a READ of count bytes at off (at most rsize) with the
 // buffers of b (b.msg is kept; the reply buffer is returned, for reuse)
 // and returns the data as a slice of the reply buffer.
 func (c *Client) readReply(ctx context.Context, fh FH, off uint64, count int, b *ioBuf) (data []byte, eof bool, reply []byte, err error) {
 	rsize, _ := c.IOSize()
 	count = min(count, rsize)
-	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcRead)
-	msg = xdr.AppendUint64(appendFH(msg, fh), off)
-	msg = xdr.AppendUint32(msg, uint32(count))
-	b.msg = msg
+	msg := c.readCall(b, fh, off, count)
 	res, reply, err := c.do(ctx, ProcRead, msg, grow(b.reply, count+ioOverhead))
 	if err != nil {
 		return nil, false, reply, err
 	}
-	r := xdr.NewReader(res)
-	st, err := r.Uint32()
-	if err != nil {
-		return nil, false, reply, badReply("NFS3 READ", err)
-	}
-	if Status(st) != StatusOK {
-		return nil, false, reply, &Error{Proc: "NFS3 READ", Status: Status(st)}
-	}
-	if _, err := decodePostOpAttr(&r, nil); err != nil {
-		return nil, false, reply, badReply("NFS3 READ", err)
-	}
-	got, err := r.Uint32()
-	if err != nil {
-		return nil, false, reply, badReply("NFS3 READ", err)
-	}
-	if eof, err = r.Bool(); err != nil {
-		return nil, false, reply, badReply("NFS3 READ", err)
-	}
-	data, err = r.Opaque(count)
-	if err != nil {
-		if err == xdr.ErrTooLong {
-			err = errShortRead
-		}
-		return nil, false, reply, badReply("NFS3 READ", err)
-	}
-	if int(got) != len(data) {
-		return nil, false, reply, badReply("NFS3 READ", errCountData)
-	}
-	return data, eof, reply, nil
+	data, eof, err = decodeRead(res, count)
+	return data, eof, reply, err
 }
 
 // WriteResult is WRITE3resok (RFC 1813 §3.3.7) without its wcc_data.
@@ -236,9 +229,11 @@ func (c *Client) Write(ctx context.Context, fh FH, off uint64, p []byte, stable 
 
 // writePrefixLen is the length of a WRITE call to fh up to its data: the
 // call header, then WRITE3args (RFC 1813 §3.3.7) file, offset, count,
-// stable and the data's length word.
+// stable and the data's length word, as WriteArgs.AppendHead appends them.
 func (c *Client) writePrefixLen(fh FH) int {
-	return len(c.tmpl) + 4 + xdr.RoundUp(len(fh)) + 8 + 4 + 4 + 4
+	var buf [128]byte // enough for any handle of NFS3_FHSIZE bytes
+	args := nfs3.WriteArgs{File: fh}
+	return len(c.tmpl) + len(args.AppendHead(buf[:0]))
 }
 
 // errPrefix: a WRITE's prefix did not come out at writePrefixLen bytes.
@@ -251,11 +246,10 @@ var errPrefix = errors.New("nfs: WRITE prefix length mismatch")
 // The reply buffer of b is used and kept.
 func (c *Client) sendWrite(ctx context.Context, fh FH, off uint64, msg []byte, pre int, stable StableHow, b *ioBuf) (WriteResult, error) {
 	n := len(msg) - pre
-	hdr := c.startCall(msg[:0], ProcWrite) // in place, before the data
-	hdr = xdr.AppendUint64(appendFH(hdr, fh), off)
-	hdr = xdr.AppendUint32(hdr, uint32(n))
-	hdr = xdr.AppendUint32(hdr, uint32(stable))
-	hdr = xdr.AppendUint32(hdr, uint32(n))
+	// The arguments' head, in place before the data, which Data only
+	// measures: AppendHead writes its length, not its bytes.
+	args := nfs3.WriteArgs{File: fh, Offset: off, Count: uint32(n), Stable: nfs3.StableHow(stable), Data: msg[pre : pre+n]}
+	hdr := args.AppendHead(c.startCall(msg[:0], ProcWrite))
 	if len(hdr) != pre {
 		return WriteResult{}, errPrefix
 	}
@@ -268,36 +262,18 @@ func (c *Client) sendWrite(ctx context.Context, fh FH, off uint64, msg []byte, p
 	if err != nil {
 		return WriteResult{}, err
 	}
-	r := xdr.NewReader(res)
-	st, err := r.Uint32()
+	r, err := resultsOK(ProcWrite, res)
 	if err != nil {
+		return WriteResult{}, err
+	}
+	var wres nfs3.WriteRes
+	if err := wres.Decode(&r); err != nil {
 		return WriteResult{}, badReply("NFS3 WRITE", err)
 	}
-	if Status(st) != StatusOK {
-		return WriteResult{}, &Error{Proc: "NFS3 WRITE", Status: Status(st)}
+	if int64(wres.Count) > int64(n) {
+		return WriteResult{}, badReply("NFS3 WRITE", errors.New("count out of range"))
 	}
-	if err := skipWccData(&r); err != nil {
-		return WriteResult{}, badReply("NFS3 WRITE", err)
-	}
-	var wr WriteResult
-	count, err := r.Uint32()
-	if err != nil {
-		return WriteResult{}, badReply("NFS3 WRITE", err)
-	}
-	committed, err := r.Uint32()
-	if err != nil {
-		return WriteResult{}, badReply("NFS3 WRITE", err)
-	}
-	v, err := r.FixedOpaque(8)
-	if err != nil {
-		return WriteResult{}, badReply("NFS3 WRITE", err)
-	}
-	if int64(count) > int64(n) || committed > uint32(FileSync) {
-		return WriteResult{}, badReply("NFS3 WRITE", errors.New("count or stability out of range"))
-	}
-	wr.Count, wr.Committed = int(count), StableHow(committed)
-	copy(wr.Verf[:], v)
-	return wr, nil
+	return WriteResult{Count: int(wres.Count), Committed: StableHow(wres.Committed), Verf: wres.Verf}, nil
 }
 
 // Commit calls NFSPROC3_COMMIT (RFC 1813 §3.3.21) for count bytes at off
@@ -306,46 +282,21 @@ func (c *Client) sendWrite(ctx context.Context, fh FH, off uint64, msg []byte, p
 func (c *Client) Commit(ctx context.Context, fh FH, off uint64, count uint32) (WriteVerf, error) {
 	b := getIOBuf(0)
 	defer putIOBuf(b)
-	msg := c.startCall(grow(b.msg, len(c.tmpl)+4+len(fh)+16), ProcCommit)
-	msg = xdr.AppendUint64(appendFH(msg, fh), off)
-	msg = xdr.AppendUint32(msg, count)
+	args := nfs3.CommitArgs{File: fh, Offset: off, Count: count}
+	msg := args.Append(c.startCall(grow(b.msg, len(c.tmpl)+4+xdr.RoundUp(len(fh))+12), ProcCommit))
 	b.msg = msg
 	res, reply, err := c.do(ctx, ProcCommit, msg, grow(b.reply, 512))
 	b.reply = reply
 	if err != nil {
 		return WriteVerf{}, err
 	}
-	r := xdr.NewReader(res)
-	st, err := r.Uint32()
+	r, err := resultsOK(ProcCommit, res)
 	if err != nil {
+		return WriteVerf{}, err
+	}
+	var cres nfs3.CommitRes
+	if err := cres.Decode(&r); err != nil {
 		return WriteVerf{}, badReply("NFS3 COMMIT", err)
 	}
-	if Status(st) != StatusOK {
-		return WriteVerf{}, &Error{Proc: "NFS3 COMMIT", Status: Status(st)}
-	}
-	if err := skipWccData(&r); err != nil {
-		return WriteVerf{}, badReply("NFS3 COMMIT", err)
-	}
-	v, err := r.FixedOpaque(8)
-	if err != nil {
-		return WriteVerf{}, badReply("NFS3 COMMIT", err)
-	}
-	var verf WriteVerf
-	copy(verf[:], v)
-	return verf, nil
-}
-
-// skipWccData skips a wcc_data (RFC 1813 §2.6) without decoding it.
-func skipWccData(r *xdr.Reader) error {
-	follows, err := r.Bool()
-	if err != nil {
-		return err
-	}
-	if follows {
-		if err := r.Skip(24); err != nil {
-			return err
-		}
-	}
-	_, err = decodePostOpAttr(r, nil)
-	return err
+	return cres.Verf, nil
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/xdr"
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 )
 
 // Null calls NFSPROC3_NULL (RFC 1813 §3.3.0), a ping.
@@ -16,85 +16,91 @@ func (c *Client) Null(ctx context.Context) error {
 
 // Getattr calls NFSPROC3_GETATTR (RFC 1813 §3.3.1).
 func (c *Client) Getattr(ctx context.Context, fh FH) (*Attr, error) {
-	r, err := c.simpleCall(ctx, ProcGetattr, func(b []byte) []byte { return appendFH(b, fh) })
+	args := nfs3.GetattrArgs{Object: fh}
+	r, err := c.call(ctx, ProcGetattr, args.Append(c.newCall(ProcGetattr)))
 	if err != nil {
 		return nil, err
 	}
-	var a Attr
-	return &a, decodeErr(ProcGetattr, decodeFattr(r, &a))
+	var res nfs3.GetattrRes
+	if err := res.Decode(&r); err != nil {
+		return nil, decodeErr(ProcGetattr, err)
+	}
+	a := attrFromFattr(&res.Attr)
+	return &a, nil
 }
 
 // Setattr calls NFSPROC3_SETATTR (RFC 1813 §3.3.2). With guard set, the
 // server changes nothing unless the file's ctime equals *guard
 // (NFS3ERR_NOT_SYNC).
 func (c *Client) Setattr(ctx context.Context, fh FH, s *SetAttr, guard *time.Time) (WccAttr, error) {
-	r, err := c.simpleCall(ctx, ProcSetattr, func(b []byte) []byte {
-		b = appendSattr(appendFH(b, fh), s)
-		b = xdr.AppendBool(b, guard != nil)
-		if guard != nil {
-			b = appendTime(b, *guard)
-		}
-		return b
-	})
+	args := nfs3.SetattrArgs{Object: fh, NewAttr: sattrOf(s), Check: guard != nil}
+	if guard != nil {
+		args.CtimeGuard = nfs3.TimeOf(*guard)
+	}
+	r, err := c.call(ctx, ProcSetattr, args.Append(c.newCall(ProcSetattr)))
 	if err != nil {
 		return WccAttr{}, err
 	}
-	w, err := decodeWcc(r)
-	return w, decodeErr(ProcSetattr, err)
+	var res nfs3.SetattrRes
+	if err := res.Decode(&r); err != nil {
+		return WccAttr{}, decodeErr(ProcSetattr, err)
+	}
+	return wccOf(&res.Wcc), nil
 }
 
 // Lookup calls NFSPROC3_LOOKUP (RFC 1813 §3.3.3): the handle of name in
 // dir, and its attributes when the server sent them.
 func (c *Client) Lookup(ctx context.Context, dir FH, name string) (FH, *Attr, error) {
-	r, err := c.simpleCall(ctx, ProcLookup, func(b []byte) []byte { return xdr.AppendString(appendFH(b, dir), name) })
+	args := nfs3.LookupArgs{What: nfs3.DirOpArgs{Dir: dir, Name: name}}
+	r, err := c.call(ctx, ProcLookup, args.Append(c.newCall(ProcLookup)))
 	if err != nil {
 		return nil, nil, err
 	}
-	fh, err := r.Opaque(fhSize3)
-	if err != nil {
+	var res nfs3.LookupRes
+	if err := res.Decode(&r); err != nil {
 		return nil, nil, decodeErr(ProcLookup, err)
 	}
-	fh = append([]byte(nil), fh...)
-	a, err := postOpAttr(r)
-	return fh, a, decodeErr(ProcLookup, err)
+	return cloneFH(res.Object), attrOf(&res.ObjAttr), nil
 }
 
 // ACCESS bits (RFC 1813 §3.3.4).
 const (
-	AccessRead    = 0x01
-	AccessLookup  = 0x02
-	AccessModify  = 0x04
-	AccessExtend  = 0x08
-	AccessDelete  = 0x10
-	AccessExecute = 0x20
+	AccessRead    = nfs3.AccessRead
+	AccessLookup  = nfs3.AccessLookup
+	AccessModify  = nfs3.AccessModify
+	AccessExtend  = nfs3.AccessExtend
+	AccessDelete  = nfs3.AccessDelete
+	AccessExecute = nfs3.AccessExecute
 )
 
 // Access calls NFSPROC3_ACCESS (RFC 1813 §3.3.4) and returns the bits of
 // mask the server grants.
 func (c *Client) Access(ctx context.Context, fh FH, mask uint32) (uint32, error) {
-	r, err := c.simpleCall(ctx, ProcAccess, func(b []byte) []byte { return xdr.AppendUint32(appendFH(b, fh), mask) })
+	args := nfs3.AccessArgs{Object: fh, Access: mask}
+	r, err := c.call(ctx, ProcAccess, args.Append(c.newCall(ProcAccess)))
 	if err != nil {
 		return 0, err
 	}
-	if _, err := decodePostOpAttr(r, nil); err != nil {
+	var res nfs3.AccessRes
+	if err := res.Decode(&r); err != nil {
 		return 0, decodeErr(ProcAccess, err)
 	}
-	granted, err := r.Uint32()
-	return granted, decodeErr(ProcAccess, err)
+	return res.Access, nil
 }
 
 // Readlink calls NFSPROC3_READLINK (RFC 1813 §3.3.5); the path arrives in
 // the Write chunk (RFC 8267 §4.2).
 func (c *Client) Readlink(ctx context.Context, fh FH) (string, error) {
-	r, err := c.simpleCall(ctx, ProcReadlink, func(b []byte) []byte { return appendFH(b, fh) })
+	args := nfs3.ReadlinkArgs{Symlink: fh}
+	r, err := c.call(ctx, ProcReadlink, args.Append(c.newCall(ProcReadlink)))
 	if err != nil {
 		return "", err
 	}
-	if _, err := decodePostOpAttr(r, nil); err != nil {
+	var res nfs3.ReadlinkRes
+	if err := res.Decode(&r); err != nil {
 		return "", decodeErr(ProcReadlink, err)
 	}
-	p, err := r.String(MaxPathLen)
-	return string(p), decodeErr(ProcReadlink, err)
+	return res.Path, nil
 }
 
 // CreateMode is a createmode3 (RFC 1813 §3.3.8).
@@ -104,12 +110,12 @@ type CreateMode uint32
 const (
 	// Unchecked creates the file or truncates (with Attr.Size) an
 	// existing one.
-	Unchecked CreateMode = 0
+	Unchecked = CreateMode(nfs3.Unchecked)
 	// Guarded fails with NFS3ERR_EXIST when the name exists.
-	Guarded CreateMode = 1
+	Guarded = CreateMode(nfs3.Guarded)
 	// Exclusive creates the file once for a given verifier, even when
 	// the call is retransmitted; set its attributes with SETATTR after.
-	Exclusive CreateMode = 2
+	Exclusive = CreateMode(nfs3.Exclusive)
 )
 
 // CreateHow is a createhow3 (RFC 1813 §3.3.8).
@@ -135,80 +141,90 @@ func (c *Client) Create(ctx context.Context, dir FH, name string, how CreateHow)
 }
 
 func (c *Client) create(ctx context.Context, dir FH, name string, how CreateHow) (FH, *Attr, error) {
-	return c.createLike(ctx, ProcCreate, dir, name, func(b []byte) []byte {
-		b = xdr.AppendUint32(b, uint32(how.Mode))
-		if how.Mode == Exclusive {
-			return append(b, how.Verf[:]...)
-		}
-		return appendSattr(b, how.Attr)
-	})
+	args := nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: name}, Mode: nfs3.CreateMode(how.Mode)}
+	if how.Mode == Exclusive {
+		args.Verf = how.Verf
+	} else {
+		args.Attr = sattrOf(how.Attr)
+	}
+	return c.createLike(ctx, ProcCreate, dir, name, args.Append(c.newCall(ProcCreate)))
 }
 
 // Mkdir calls NFSPROC3_MKDIR (RFC 1813 §3.3.9).
 func (c *Client) Mkdir(ctx context.Context, dir FH, name string, attr *SetAttr) (FH, *Attr, error) {
-	return c.createLike(ctx, ProcMkdir, dir, name, func(b []byte) []byte { return appendSattr(b, attr) })
+	args := nfs3.MkdirArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: name}, Attr: sattrOf(attr)}
+	return c.createLike(ctx, ProcMkdir, dir, name, args.Append(c.newCall(ProcMkdir)))
 }
 
 // Symlink calls NFSPROC3_SYMLINK (RFC 1813 §3.3.10): name in dir, pointing
 // to target (moved in a Read chunk when the call does not fit inline, RFC
 // 8267 §4.1).
 func (c *Client) Symlink(ctx context.Context, dir FH, name, target string, attr *SetAttr) (FH, *Attr, error) {
-	return c.createLike(ctx, ProcSymlink, dir, name, func(b []byte) []byte {
-		return xdr.AppendString(appendSattr(b, attr), target)
-	})
+	args := nfs3.SymlinkArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: name}, Attr: sattrOf(attr), Path: target}
+	return c.createLike(ctx, ProcSymlink, dir, name, args.Append(c.newCall(ProcSymlink)))
 }
 
-// createLike makes a CREATE, MKDIR or SYMLINK of name in dir, whose
-// arguments after diropargs3 rest appends, and decodes the result (post_op_fh3,
-// post_op_attr, wcc_data).
-func (c *Client) createLike(ctx context.Context, proc uint32, dir FH, name string, rest func([]byte) []byte) (FH, *Attr, error) {
-	r, err := c.simpleCall(ctx, proc, func(b []byte) []byte { return rest(xdr.AppendString(appendFH(b, dir), name)) })
+// createLike makes msg, a CREATE, MKDIR or SYMLINK of name in dir, and
+// decodes its result (CREATE3res, MKDIR3res and SYMLINK3res are alike).
+func (c *Client) createLike(ctx context.Context, proc uint32, dir FH, name string, msg []byte) (FH, *Attr, error) {
+	r, err := c.call(ctx, proc, msg)
 	if err != nil {
 		return nil, nil, err
 	}
-	fh, err := decodePostOpFH(r)
-	if err != nil {
+	var res nfs3.CreateRes
+	if err := res.Decode(&r); err != nil {
 		return nil, nil, decodeErr(proc, err)
 	}
-	a, err := postOpAttr(r)
-	if err != nil {
-		return nil, nil, decodeErr(proc, err)
-	}
+	fh := cloneFH(res.Obj.FH)
 	if fh == nil {
 		// RFC 1813 §3.3.8: the handle is optional; look it up.
 		return c.Lookup(ctx, dir, name)
 	}
-	return fh, a, nil
+	return fh, attrOf(&res.ObjAttr), nil
 }
 
 // Remove calls NFSPROC3_REMOVE (RFC 1813 §3.3.12).
 func (c *Client) Remove(ctx context.Context, dir FH, name string) error {
-	_, err := c.simpleCall(ctx, ProcRemove, func(b []byte) []byte { return xdr.AppendString(appendFH(b, dir), name) })
-	return err
+	return c.remove(ctx, ProcRemove, dir, name)
 }
 
 // Rmdir calls NFSPROC3_RMDIR (RFC 1813 §3.3.13).
 func (c *Client) Rmdir(ctx context.Context, dir FH, name string) error {
-	_, err := c.simpleCall(ctx, ProcRmdir, func(b []byte) []byte { return xdr.AppendString(appendFH(b, dir), name) })
-	return err
+	return c.remove(ctx, ProcRmdir, dir, name)
+}
+
+// remove makes a REMOVE or RMDIR, whose arguments and results are alike.
+func (c *Client) remove(ctx context.Context, proc uint32, dir FH, name string) error {
+	args := nfs3.RemoveArgs{Object: nfs3.DirOpArgs{Dir: dir, Name: name}}
+	r, err := c.call(ctx, proc, args.Append(c.newCall(proc)))
+	if err != nil {
+		return err
+	}
+	var res nfs3.RemoveRes
+	return decodeErr(proc, res.Decode(&r))
 }
 
 // Rename calls NFSPROC3_RENAME (RFC 1813 §3.3.14).
 func (c *Client) Rename(ctx context.Context, fromDir FH, fromName string, toDir FH, toName string) error {
-	_, err := c.simpleCall(ctx, ProcRename, func(b []byte) []byte {
-		b = xdr.AppendString(appendFH(b, fromDir), fromName)
-		return xdr.AppendString(appendFH(b, toDir), toName)
-	})
-	return err
+	args := nfs3.RenameArgs{From: nfs3.DirOpArgs{Dir: fromDir, Name: fromName}, To: nfs3.DirOpArgs{Dir: toDir, Name: toName}}
+	r, err := c.call(ctx, ProcRename, args.Append(c.newCall(ProcRename)))
+	if err != nil {
+		return err
+	}
+	var res nfs3.RenameRes
+	return decodeErr(ProcRename, res.Decode(&r))
 }
 
 // Link calls NFSPROC3_LINK (RFC 1813 §3.3.15): a hard link to fh named
 // name in dir.
 func (c *Client) Link(ctx context.Context, fh, dir FH, name string) error {
-	_, err := c.simpleCall(ctx, ProcLink, func(b []byte) []byte {
-		return xdr.AppendString(appendFH(appendFH(b, fh), dir), name)
-	})
-	return err
+	args := nfs3.LinkArgs{File: fh, Link: nfs3.DirOpArgs{Dir: dir, Name: name}}
+	r, err := c.call(ctx, ProcLink, args.Append(c.newCall(ProcLink)))
+	if err != nil {
+		return err
+	}
+	var res nfs3.LinkRes
+	return decodeErr(ProcLink, res.Decode(&r))
 }
 
 // FSStat is FSSTAT3resok (RFC 1813 §3.3.18).
@@ -220,29 +236,28 @@ type FSStat struct {
 
 // Fsstat calls NFSPROC3_FSSTAT (RFC 1813 §3.3.18).
 func (c *Client) Fsstat(ctx context.Context, fh FH) (*FSStat, error) {
-	r, err := c.simpleCall(ctx, ProcFsstat, func(b []byte) []byte { return appendFH(b, fh) })
+	args := nfs3.FsstatArgs{FSRoot: fh}
+	r, err := c.call(ctx, ProcFsstat, args.Append(c.newCall(ProcFsstat)))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := decodePostOpAttr(r, nil); err != nil {
+	var res nfs3.FsstatRes
+	if err := res.Decode(&r); err != nil {
 		return nil, decodeErr(ProcFsstat, err)
 	}
-	var s FSStat
-	for _, v := range []*uint64{&s.TotalBytes, &s.FreeBytes, &s.AvailBytes, &s.TotalFiles, &s.FreeFiles, &s.AvailFiles} {
-		if *v, err = r.Uint64(); err != nil {
-			return nil, decodeErr(ProcFsstat, err)
-		}
-	}
-	s.Invarsec, err = r.Uint32()
-	return &s, decodeErr(ProcFsstat, err)
+	return &FSStat{
+		TotalBytes: res.Tbytes, FreeBytes: res.Fbytes, AvailBytes: res.Abytes,
+		TotalFiles: res.Tfiles, FreeFiles: res.Ffiles, AvailFiles: res.Afiles,
+		Invarsec: res.Invarsec,
+	}, nil
 }
 
 // FSINFO properties (RFC 1813 §3.3.19).
 const (
-	FSFLink        = 0x01
-	FSFSymlink     = 0x02
-	FSFHomogeneous = 0x08
-	FSFCanSetTime  = 0x10
+	FSFLink        = nfs3.FSFLink
+	FSFSymlink     = nfs3.FSFSymlink
+	FSFHomogeneous = nfs3.FSFHomogeneous
+	FSFCanSetTime  = nfs3.FSFCanSetTime
 )
 
 // FSInfo is FSINFO3resok (RFC 1813 §3.3.19).
@@ -257,33 +272,23 @@ type FSInfo struct {
 
 // Fsinfo calls NFSPROC3_FSINFO (RFC 1813 §3.3.19).
 func (c *Client) Fsinfo(ctx context.Context, fh FH) (*FSInfo, error) {
-	r, err := c.simpleCall(ctx, ProcFsinfo, func(b []byte) []byte { return appendFH(b, fh) })
+	args := nfs3.FsinfoArgs{FSRoot: fh}
+	r, err := c.call(ctx, ProcFsinfo, args.Append(c.newCall(ProcFsinfo)))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := decodePostOpAttr(r, nil); err != nil {
+	var res nfs3.FsinfoRes
+	if err := res.Decode(&r); err != nil {
 		return nil, decodeErr(ProcFsinfo, err)
 	}
-	var fi FSInfo
-	for _, v := range []*uint32{&fi.RTMax, &fi.RTPref, &fi.RTMult, &fi.WTMax, &fi.WTPref, &fi.WTMult, &fi.DTPref} {
-		if *v, err = r.Uint32(); err != nil {
-			return nil, decodeErr(ProcFsinfo, err)
-		}
-	}
-	if fi.MaxFileSize, err = r.Uint64(); err != nil {
-		return nil, decodeErr(ProcFsinfo, err)
-	}
-	sec, err := r.Uint32()
-	if err != nil {
-		return nil, decodeErr(ProcFsinfo, err)
-	}
-	nsec, err := r.Uint32()
-	if err != nil {
-		return nil, decodeErr(ProcFsinfo, err)
-	}
-	fi.TimeDelta = time.Duration(sec)*time.Second + time.Duration(nsec)
-	fi.Properties, err = r.Uint32()
-	return &fi, decodeErr(ProcFsinfo, err)
+	return &FSInfo{
+		RTMax: res.Rtmax, RTPref: res.Rtpref, RTMult: res.Rtmult,
+		WTMax: res.Wtmax, WTPref: res.Wtpref, WTMult: res.Wtmult,
+		DTPref:      res.Dtpref,
+		MaxFileSize: res.MaxFileSize,
+		TimeDelta:   time.Duration(res.TimeDelta.Sec)*time.Second + time.Duration(res.TimeDelta.Nsec),
+		Properties:  res.Properties,
+	}, nil
 }
 
 // PathConf is PATHCONF3resok (RFC 1813 §3.3.20).
@@ -294,24 +299,18 @@ type PathConf struct {
 
 // Pathconf calls NFSPROC3_PATHCONF (RFC 1813 §3.3.20).
 func (c *Client) Pathconf(ctx context.Context, fh FH) (*PathConf, error) {
-	r, err := c.simpleCall(ctx, ProcPathconf, func(b []byte) []byte { return appendFH(b, fh) })
+	args := nfs3.PathconfArgs{Object: fh}
+	r, err := c.call(ctx, ProcPathconf, args.Append(c.newCall(ProcPathconf)))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := decodePostOpAttr(r, nil); err != nil {
+	var res nfs3.PathconfRes
+	if err := res.Decode(&r); err != nil {
 		return nil, decodeErr(ProcPathconf, err)
 	}
-	var pc PathConf
-	if pc.LinkMax, err = r.Uint32(); err != nil {
-		return nil, decodeErr(ProcPathconf, err)
-	}
-	if pc.NameMax, err = r.Uint32(); err != nil {
-		return nil, decodeErr(ProcPathconf, err)
-	}
-	for _, v := range []*bool{&pc.NoTrunc, &pc.ChownRestricted, &pc.CaseInsensitive, &pc.CasePreserving} {
-		if *v, err = r.Bool(); err != nil {
-			return nil, decodeErr(ProcPathconf, err)
-		}
-	}
-	return &pc, nil
+	return &PathConf{
+		LinkMax: res.Linkmax, NameMax: res.NameMax,
+		NoTrunc: res.NoTrunc, ChownRestricted: res.ChownRestricted,
+		CaseInsensitive: res.CaseInsensitive, CasePreserving: res.CasePreserving,
+	}, nil
 }

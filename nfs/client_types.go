@@ -4,7 +4,7 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/xdr"
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 )
 
 // FH is an NFSv3 file handle (nfs_fh3, RFC 1813 §2.5): opaque, at most 64
@@ -16,13 +16,13 @@ type FileType uint32
 
 // File types (RFC 1813 §2.6, ftype3).
 const (
-	TypeReg  FileType = 1
-	TypeDir  FileType = 2
-	TypeBlk  FileType = 3
-	TypeChr  FileType = 4
-	TypeLnk  FileType = 5
-	TypeSock FileType = 6
-	TypeFIFO FileType = 7
+	TypeReg  = FileType(nfs3.TypeReg)
+	TypeDir  = FileType(nfs3.TypeDir)
+	TypeBlk  = FileType(nfs3.TypeBlk)
+	TypeChr  = FileType(nfs3.TypeChr)
+	TypeLnk  = FileType(nfs3.TypeLnk)
+	TypeSock = FileType(nfs3.TypeSock)
+	TypeFIFO = FileType(nfs3.TypeFIFO)
 )
 
 // Attr is an fattr3 (RFC 1813 §2.6), a file's attributes.
@@ -82,9 +82,9 @@ type StableHow uint32
 
 // Write stabilities (RFC 1813 §3.3.7).
 const (
-	Unstable StableHow = 0
-	DataSync StableHow = 1
-	FileSync StableHow = 2
+	Unstable = StableHow(nfs3.Unstable)
+	DataSync = StableHow(nfs3.DataSync)
+	FileSync = StableHow(nfs3.FileSync)
 )
 
 // WriteVerf is a writeverf3 (RFC 1813 §3.3.7): it changes when the server
@@ -97,119 +97,84 @@ type WccAttr struct {
 	Before, After *Attr
 }
 
-// appendFH appends fh as an nfs_fh3.
-func appendFH(b []byte, fh FH) []byte { return xdr.AppendOpaque(b, fh) }
+// The conversions below are between the client's types, its public API,
+// and those of the NFSv3 codec (package nfs3), which encodes every call's
+// arguments and decodes every result.
 
-func appendTime(b []byte, t time.Time) []byte {
-	b = xdr.AppendUint32(b, uint32(t.Unix()))
-	return xdr.AppendUint32(b, uint32(t.Nanosecond()))
+// attrFromFattr returns the fattr3 a as an Attr.
+func attrFromFattr(a *nfs3.Fattr) Attr {
+	return Attr{
+		Type: FileType(a.Type), Mode: a.Mode, Nlink: a.Nlink, UID: a.UID, GID: a.GID,
+		Size: a.Size, Used: a.Used, RdevMajor: a.Rdev.Major, RdevMinor: a.Rdev.Minor,
+		FSID: a.FSID, FileID: a.FileID,
+		Atime: a.Atime.Time(), Mtime: a.Mtime.Time(), Ctime: a.Ctime.Time(),
+	}
 }
 
-// appendSattr appends s as an sattr3 (nil: nothing set).
-func appendSattr(b []byte, s *SetAttr) []byte {
+// attrOf returns the attributes of a post_op_attr as a new Attr, nil when
+// absent.
+func attrOf(p *nfs3.PostOpAttr) *Attr {
+	if !p.Set {
+		return nil
+	}
+	a := attrFromFattr(&p.Attr)
+	return &a
+}
+
+// wccOf returns a wcc_data as a WccAttr: Before holds the wcc_attr's size,
+// mtime and ctime only.
+func wccOf(w *nfs3.WccData) WccAttr {
+	var wa WccAttr
+	if w.Before.Set {
+		b := &w.Before.Attr
+		wa.Before = &Attr{Size: b.Size, Mtime: b.Mtime.Time(), Ctime: b.Ctime.Time()}
+	}
+	wa.After = attrOf(&w.After)
+	return wa
+}
+
+// sattrOf returns s as an sattr3 (nil: nothing set). A time given is set
+// to it (SET_TO_CLIENT_TIME); AtimeNow or MtimeNow without one sets the
+// server's clock (SET_TO_SERVER_TIME).
+func sattrOf(s *SetAttr) nfs3.Sattr {
+	var a nfs3.Sattr
 	if s == nil {
-		s = &SetAttr{}
+		return a
 	}
-	for _, v := range [...]*uint32{s.Mode, s.UID, s.GID} {
-		b = xdr.AppendBool(b, v != nil)
-		if v != nil {
-			b = xdr.AppendUint32(b, *v)
-		}
+	if s.Mode != nil {
+		a.SetMode, a.Mode = true, *s.Mode
 	}
-	b = xdr.AppendBool(b, s.Size != nil)
+	if s.UID != nil {
+		a.SetUID, a.UID = true, *s.UID
+	}
+	if s.GID != nil {
+		a.SetGID, a.GID = true, *s.GID
+	}
 	if s.Size != nil {
-		b = xdr.AppendUint64(b, *s.Size)
+		a.SetSize, a.Size = true, *s.Size
 	}
-	for _, tm := range [...]struct {
-		t   *time.Time
-		now bool
-	}{{s.Atime, s.AtimeNow}, {s.Mtime, s.MtimeNow}} {
-		switch {
-		case tm.t != nil:
-			b = xdr.AppendUint32(b, 2) // SET_TO_CLIENT_TIME
-			b = appendTime(b, *tm.t)
-		case tm.now:
-			b = xdr.AppendUint32(b, 1) // SET_TO_SERVER_TIME
-		default:
-			b = xdr.AppendUint32(b, 0) // DONT_CHANGE
-		}
-	}
-	return b
+	a.Atime = setTimeOf(s.Atime, s.AtimeNow)
+	a.Mtime = setTimeOf(s.Mtime, s.MtimeNow)
+	return a
 }
 
-// decodeFattr decodes an fattr3 into a.
-func decodeFattr(r *xdr.Reader, a *Attr) error {
-	b, err := r.FixedOpaque(fattr3Size)
-	if err != nil {
-		return err
+// setTimeOf returns a set_atime or set_mtime: t when given, else the
+// server's clock when now, else DONT_CHANGE.
+func setTimeOf(t *time.Time, now bool) nfs3.SetTime {
+	switch {
+	case t != nil:
+		return nfs3.SetTime{How: nfs3.SetToClientTime, Time: nfs3.TimeOf(*t)}
+	case now:
+		return nfs3.SetTime{How: nfs3.SetToServerTime}
 	}
-	u32 := func(i int) uint32 { return uint32(b[i])<<24 | uint32(b[i+1])<<16 | uint32(b[i+2])<<8 | uint32(b[i+3]) }
-	u64 := func(i int) uint64 { return uint64(u32(i))<<32 | uint64(u32(i+4)) }
-	tm := func(i int) time.Time { return time.Unix(int64(u32(i)), int64(u32(i+4))) }
-	*a = Attr{
-		Type: FileType(u32(0)), Mode: u32(4), Nlink: u32(8), UID: u32(12), GID: u32(16),
-		Size: u64(20), Used: u64(28), RdevMajor: u32(36), RdevMinor: u32(40), FSID: u64(44), FileID: u64(52),
-		Atime: tm(60), Mtime: tm(68), Ctime: tm(76),
-	}
-	return nil
+	return nfs3.SetTime{How: nfs3.DontChange}
 }
 
-// decodePostOpAttr decodes a post_op_attr: into a when present (a may be
-// nil to skip it), and reports whether it was.
-func decodePostOpAttr(r *xdr.Reader, a *Attr) (bool, error) {
-	follows, err := r.Bool()
-	if err != nil || !follows {
-		return false, err
+// cloneFH returns a copy of a handle that aliases a reply, nil when it is
+// empty.
+func cloneFH(fh []byte) FH {
+	if len(fh) == 0 {
+		return nil
 	}
-	if a == nil {
-		return true, r.Skip(fattr3Size)
-	}
-	return true, decodeFattr(r, a)
-}
-
-// postOpAttr decodes a post_op_attr into a new Attr, nil when absent.
-func postOpAttr(r *xdr.Reader) (*Attr, error) {
-	var a Attr
-	ok, err := decodePostOpAttr(r, &a)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return &a, nil
-}
-
-// decodeWcc decodes a wcc_data (RFC 1813 §2.6).
-func decodeWcc(r *xdr.Reader) (WccAttr, error) {
-	var w WccAttr
-	follows, err := r.Bool()
-	if err != nil {
-		return w, err
-	}
-	if follows {
-		b, err := r.FixedOpaque(24) // wcc_attr: size, mtime, ctime
-		if err != nil {
-			return w, err
-		}
-		rd := xdr.NewReader(b)
-		size, _ := rd.Uint64()
-		ms, _ := rd.Uint32()
-		mn, _ := rd.Uint32()
-		cs, _ := rd.Uint32()
-		cn, _ := rd.Uint32()
-		w.Before = &Attr{Size: size, Mtime: time.Unix(int64(ms), int64(mn)), Ctime: time.Unix(int64(cs), int64(cn))}
-	}
-	w.After, err = postOpAttr(r)
-	return w, err
-}
-
-// decodePostOpFH decodes a post_op_fh3 (RFC 1813 §3.3.8), nil when absent.
-func decodePostOpFH(r *xdr.Reader) (FH, error) {
-	follows, err := r.Bool()
-	if err != nil || !follows {
-		return nil, err
-	}
-	fh, err := r.Opaque(fhSize3)
-	if err != nil {
-		return nil, err
-	}
-	return FH(append([]byte(nil), fh...)), nil
+	return FH(append([]byte(nil), fh...))
 }

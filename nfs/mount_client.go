@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -214,46 +215,29 @@ func (m *MountClient) Null(ctx context.Context) error {
 // the export at path and the authentication flavors it accepts. A refusal
 // is an *Error with the mountstat3.
 func (m *MountClient) Mnt(ctx context.Context, path string) (FH, []xdr.AuthFlavor, error) {
-	r, err := m.rpc.call(ctx, ProgMount, MountProcMnt, xdr.AppendString(nil, path))
+	args := nfs3.MntArgs{Path: path}
+	r, err := m.rpc.call(ctx, ProgMount, MountProcMnt, args.Append(nil))
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := r.Uint32()
-	if err != nil {
+	var res nfs3.MntRes // a refusal is its status alone
+	if err := res.Decode(r); err != nil {
 		return nil, nil, badReply("MOUNT3 MNT", err)
 	}
-	if st != 0 {
-		return nil, nil, &Error{Proc: "MOUNT3 MNT " + path, Status: Status(st)}
+	if res.Status != nfs3.MntOK {
+		return nil, nil, &Error{Proc: "MOUNT3 MNT " + path, Status: Status(res.Status)}
 	}
-	fh, err := r.Opaque(fhSize3)
-	if err != nil {
-		return nil, nil, badReply("MOUNT3 MNT", err)
+	flavors := make([]xdr.AuthFlavor, len(res.AuthFlavors))
+	for i, f := range res.AuthFlavors {
+		flavors[i] = xdr.AuthFlavor(f)
 	}
-	n, err := r.Uint32()
-	if err != nil || n > 64 {
-		return nil, nil, badReply("MOUNT3 MNT", cmpErr(err, xdr.ErrTooLong))
-	}
-	flavors := make([]xdr.AuthFlavor, n)
-	for i := range flavors {
-		v, err := r.Uint32()
-		if err != nil {
-			return nil, nil, badReply("MOUNT3 MNT", err)
-		}
-		flavors[i] = xdr.AuthFlavor(v)
-	}
-	return append(FH(nil), fh...), flavors, nil
-}
-
-func cmpErr(err, alt error) error {
-	if err != nil {
-		return err
-	}
-	return alt
+	return cloneFH(res.FH), flavors, nil
 }
 
 // Umnt calls MOUNTPROC3_UMNT (RFC 1813 §5.2.3).
 func (m *MountClient) Umnt(ctx context.Context, path string) error {
-	_, err := m.rpc.call(ctx, ProgMount, MountProcUmnt, xdr.AppendString(nil, path))
+	args := nfs3.UmntArgs{Path: path}
+	_, err := m.rpc.call(ctx, ProgMount, MountProcUmnt, args.Append(nil))
 	return err
 }
 
@@ -270,34 +254,16 @@ func (m *MountClient) Export(ctx context.Context) ([]ExportEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []ExportEntry
-	for {
-		more, err := r.Bool()
-		if err != nil {
-			return nil, badReply("MOUNT3 EXPORT", err)
-		}
-		if !more {
-			return out, nil
-		}
-		dir, err := r.String(MaxPathLen)
-		if err != nil {
-			return nil, badReply("MOUNT3 EXPORT", err)
-		}
-		e := ExportEntry{Dir: string(dir)}
-		for {
-			g, err := r.Bool()
-			if err != nil {
-				return nil, badReply("MOUNT3 EXPORT", err)
-			}
-			if !g {
-				break
-			}
-			name, err := r.String(maxInt)
-			if err != nil {
-				return nil, badReply("MOUNT3 EXPORT", err)
-			}
-			e.Groups = append(e.Groups, string(name))
-		}
-		out = append(out, e)
+	var res nfs3.ExportRes
+	if err := res.Decode(r); err != nil {
+		return nil, badReply("MOUNT3 EXPORT", err)
 	}
+	var out []ExportEntry
+	if len(res.Exports) > 0 {
+		out = make([]ExportEntry, len(res.Exports))
+		for i, e := range res.Exports {
+			out[i] = ExportEntry(e)
+		}
+	}
+	return out, nil
 }
