@@ -79,7 +79,22 @@ func (s *Server) setAttrs(c *call, o *object, a *nfs3.Sattr) error {
 		parent = dirfd
 		defer unix.Close(dirfd)
 	}
-	return s.as(c, func() error {
+	// The server's time for one of the two times (the other unchanged)
+	// asks only write permission of a caller who is not the owner, as
+	// knfsd's nfsd_setattr asks (NFSD_MAY_WRITE, then notify_change
+	// without ATTR_TIMES_SET); utimensat would ask ownership of the
+	// caller unless both times are UTIME_NOW. Checked as the caller, set
+	// as the server below.
+	touch := a.Atime.How != nfs3.SetToClientTime && a.Mtime.How != nfs3.SetToClientTime &&
+		(a.Atime.How == nfs3.DontChange) != (a.Mtime.How == nfs3.DontChange) && o.st.Uid != c.cred.UID
+	utimes := func() error {
+		ts := [2]unix.Timespec{timespecOf(a.Atime), timespecOf(a.Mtime)}
+		if parent >= 0 {
+			return unix.UtimesNanoAt(parent, baseName(o.name), ts[:], unix.AT_SYMLINK_NOFOLLOW)
+		}
+		return unix.UtimesNanoAt(unix.AT_FDCWD, o.proc(), ts[:], 0)
+	}
+	err := s.as(c, func() error {
 		if a.SetSize {
 			fd := rootFD
 			if fd < 0 {
@@ -111,15 +126,18 @@ func (s *Server) setAttrs(c *call, o *object, a *nfs3.Sattr) error {
 				return err
 			}
 		}
-		if a.Atime.How == nfs3.DontChange && a.Mtime.How == nfs3.DontChange {
+		switch {
+		case a.Atime.How == nfs3.DontChange && a.Mtime.How == nfs3.DontChange:
 			return nil
+		case touch:
+			return unix.Faccessat2(o.fd, "", unix.W_OK, unix.AT_EACCESS|unix.AT_EMPTY_PATH)
 		}
-		ts := [2]unix.Timespec{timespecOf(a.Atime), timespecOf(a.Mtime)}
-		if parent >= 0 {
-			return unix.UtimesNanoAt(parent, baseName(o.name), ts[:], unix.AT_SYMLINK_NOFOLLOW)
-		}
-		return unix.UtimesNanoAt(unix.AT_FDCWD, o.proc(), ts[:], 0)
+		return utimes()
 	})
+	if err == nil && touch {
+		err = utimes()
+	}
+	return err
 }
 
 // timespecOf is utimensat's time for a set_atime or set_mtime: UTIME_OMIT,
