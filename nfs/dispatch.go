@@ -314,6 +314,9 @@ func (ss *session) dispatch(msg []byte) error {
 			// results.
 			return ss.send(successReply(h.XID, appendExports(nil, ss.s.cfg.Exports)))
 		}
+		if !goNFSArgsOK(h.Prog, h.Proc, msg[args:]) { // go-nfs allocates what lengths claim
+			return ss.send(acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
+		}
 		return ss.forward(pendingCall{xid: h.XID}, msg)
 	default:
 		// NFSACL, NLM and anything else go-nfs does not serve (RFC 5531
@@ -370,6 +373,9 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 				return ss.answer(entry, refusal)
 			}
 		}
+	}
+	if ss.s.dh == nil && !goNFSArgsOK(h.Prog, h.Proc, msg[args:]) { // go-nfs allocates what lengths claim
+		return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
 	}
 	if h.Proc == ProcSetattr {
 		ss.s.forgetOpen(msg[args:])

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"syscall"
 
@@ -24,7 +25,8 @@ import (
 // go-nfs's WRITE resolves and stats the file three times and copies the
 // data through its reflective decoder, and finishWrite opens the file once
 // more to sync it. ok is false when the call is not for this path (another
-// file system, arguments that do not decode): it then goes to go-nfs.
+// file system, arguments that do not decode): it then goes to go-nfs. A
+// count other than the data's length is answered GARBAGE_ARGS here.
 //
 //	WRITE3args: nfs_fh3 file; offset3 offset; count3 count;
 //	            stable_how stable; opaque data<>;
@@ -45,8 +47,11 @@ func (s *Server) writeLocal(xid uint32, args []byte) (reply []byte, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	if count < uint32(len(data)) {
-		data = data[:count]
+	// RFC 1813 §3.3.7 has count the length of data; knfsd's
+	// nfs3svc_decode_writeargs refuses any other count as garbage. (It
+	// was written short, and answered NFS3_OK with the count written.)
+	if count != uint32(len(data)) {
+		return acceptedReply(xid, xdr.AcceptGarbageArgs, xdr.Mismatch{}), true
 	}
 	b := successReply(xid, nil)
 	if dh, isDir := s.handler.(*DirHandler); isDir && !dh.dir.readOnly {
@@ -109,6 +114,12 @@ func (s *Server) writeTo(b []byte, w writeTarget, name string, data []byte, offs
 	if pre == nil || pre.Type != gonfs.FileTypeRegular {
 		return fail(nfs3ErrInval, pre, pre)
 	}
+	// RFC 1813 §3.3.7 NFS3ERR_FBIG, as knfsd's nfsd3_proc_write answers an
+	// offset past OFFSET_MAX (2^63-1) or data that would end past it:
+	// pwrite(2) would take such an offset for a negative one (EINVAL).
+	if offset > math.MaxInt64 || offset+uint64(len(data)) > math.MaxInt64 {
+		return fail(uint32(nfs3.ErrFBig), pre, pre)
+	}
 	committed, n, err := uint32(unstable), 0, errNoSyncWrite
 	if stable != unstable {
 		committed = fileSync
@@ -126,7 +137,9 @@ func (s *Server) writeTo(b []byte, w writeTarget, name string, data []byte, offs
 		}
 	}
 	if err != nil {
-		return fail(statusOr(err, nfs3ErrIO), pre, post())
+		// statusOf, not statusOr: EFBIG (an offset past the file system's
+		// largest file) is NFS3ERR_FBIG, not NFS3ERR_IO.
+		return fail(uint32(statusOf(err)), pre, post())
 	}
 	b = xdr.AppendUint32(b, nfs3OK)
 	b = appendWcc(b, pre, post())
