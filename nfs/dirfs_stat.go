@@ -5,15 +5,14 @@ import (
 	"syscall"
 	"time"
 
-	gonfs "github.com/willscott/go-nfs"
 	"golang.org/x/sys/unix"
 )
 
 // fileInfoStat is what fileInfo.Sys returns.
 type fileInfoStat = syscall.Stat_t
 
-// fileInfo is an os.FileInfo from a stat(2) result. Sys returns the
-// *syscall.Stat_t go-nfs reads owner, link count and file id from.
+// fileInfo is an os.FileInfo from a stat(2) result; Sys returns its
+// *syscall.Stat_t, as an os.File's.
 type fileInfo struct {
 	name string
 	st   syscall.Stat_t
@@ -79,75 +78,4 @@ func unixMode(m os.FileMode) uint32 {
 		mode |= unix.S_ISVTX
 	}
 	return mode
-}
-
-// statFileAttr is gonfs.ToFileAttribute(newFileInfo(name, st), path) for
-// any name and path, in one allocation instead of three: go-nfs builds the
-// attributes from the os.FileInfo's mode, size and modification time and
-// from the *syscall.Stat_t its Sys returns (link count, owner, device
-// numbers, file id), and gives the modification time as all three times.
-// TestStatFileAttr holds it to go-nfs's answer, so that replies built
-// here stay byte for byte what go-nfs would send.
-func statFileAttr(st *unix.Stat_t) *gonfs.FileAttribute {
-	m := fileMode(st.Mode)
-	t := gonfs.ToNFSTime(time.Unix(st.Mtim.Sec, st.Mtim.Nsec))
-	return &gonfs.FileAttribute{
-		Type:     fileType(m),
-		FileMode: uint32(m),
-		Nlink:    uint32(st.Nlink),
-		UID:      st.Uid,
-		GID:      st.Gid,
-		Filesize: uint64(st.Size),
-		Used:     uint64(st.Size),
-		SpecData: [2]uint32{unix.Major(st.Rdev), unix.Minor(st.Rdev)},
-		Fileid:   st.Ino,
-		Atime:    t,
-		Mtime:    t,
-		Ctime:    t,
-	}
-}
-
-// attr is statFileAttr of fi's stat result.
-func (fi *fileInfo) attr() *gonfs.FileAttribute {
-	s := &fi.st
-	return statFileAttr(&unix.Stat_t{Mode: s.Mode, Nlink: s.Nlink, Uid: s.Uid, Gid: s.Gid, Size: s.Size,
-		Rdev: s.Rdev, Ino: s.Ino, Mtim: unix.Timespec{Sec: s.Mtim.Sec, Nsec: s.Mtim.Nsec}})
-}
-
-// statFileID is fileAttr(info, name).Fileid without building the attributes
-// where info is one of ours (READDIR's entries need only the file id).
-func statFileID(info os.FileInfo, name string) uint64 {
-	if fi, ok := info.(*fileInfo); ok {
-		return fi.st.Ino
-	}
-	return fileAttr(info, name).Fileid
-}
-
-// fileAttr is gonfs.ToFileAttribute(info, name), by statFileAttr where
-// info is one of ours.
-func fileAttr(info os.FileInfo, name string) *gonfs.FileAttribute {
-	if fi, ok := info.(*fileInfo); ok {
-		return fi.attr()
-	}
-	return gonfs.ToFileAttribute(info, name)
-}
-
-// fileType is the NFS file type of an os.FileMode, as go-nfs's
-// ToFileAttribute decides it.
-func fileType(m os.FileMode) gonfs.FileType {
-	switch {
-	case m.IsDir():
-		return gonfs.FileTypeDirectory
-	case m&os.ModeSymlink != 0:
-		return gonfs.FileTypeLink
-	case m&os.ModeCharDevice != 0:
-		return gonfs.FileTypeCharacter
-	case m&os.ModeDevice != 0:
-		return gonfs.FileTypeBlock
-	case m&os.ModeSocket != 0:
-		return gonfs.FileTypeSocket
-	case m&os.ModeNamedPipe != 0:
-		return gonfs.FileTypeFIFO
-	}
-	return gonfs.FileTypeRegular
 }

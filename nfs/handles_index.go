@@ -7,7 +7,7 @@ import (
 
 // handleIndex maps inode numbers of a Dir to a name of each (relative to
 // the root, "." for the root), so that a handle, which holds an inode and
-// not a name, resolves to the name go-nfs needs. It is a cache of the
+// not a name, resolves to the name the server works on. It is a cache of the
 // tree, not a source of truth: every name it returns is checked against
 // the file before use, and a miss is answered by looking at the file
 // system again. It is unbounded: one entry per file a client was given a
