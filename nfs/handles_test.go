@@ -150,18 +150,21 @@ func TestHandleRename(t *testing.T) {
 	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
 		root := t.TempDir()
 		writeFile(t, filepath.Join(root, "d/f"))
-		d, h := openHandler(t, root, opt)
+		_, h := openHandler(t, root, opt)
 		fh := h.handle("d/f")
 		dh := h.handle("d")
+		rename := func(from, to string) {
+			t.Helper()
+			if err := os.Rename(filepath.Join(root, from), filepath.Join(root, to)); err != nil {
+				t.Fatal(err)
+			}
+			h.dir.idx.renamed(from, to)
+		}
 
-		// Through the Dir: the index follows.
-		if err := d.Rename("d/f", "d/g"); err != nil {
-			t.Fatal(err)
-		}
+		// As RENAME renames: the index follows.
+		rename("d/f", "d/g")
 		mustResolve(t, h, fh, "d/g")
-		if err := d.Rename("d", "e"); err != nil {
-			t.Fatal(err)
-		}
+		rename("d", "e")
 		mustResolve(t, h, fh, "e/g")
 		mustResolve(t, h, dh, "e")
 
@@ -188,24 +191,28 @@ func TestHandleRemovedIsStale(t *testing.T) {
 		writeFile(t, filepath.Join(root, "f"))
 		writeFile(t, filepath.Join(root, "g"))
 		writeFile(t, filepath.Join(root, "sub/h"))
-		d, h := openHandler(t, root, opt)
+		_, h := openHandler(t, root, opt)
 		fh := h.handle("f")
 		gh := h.handle("g")
 		hh := h.handle("sub/h")
 		sh := h.handle("sub")
-
-		if err := d.Remove("f"); err != nil {
-			t.Fatal(err)
+		remove := func(name string) {
+			t.Helper()
+			if err := os.Remove(filepath.Join(root, name)); err != nil {
+				t.Fatal(err)
+			}
+			h.dir.idx.removed(name)
 		}
+
+		// As REMOVE removes.
+		remove("f")
 		mustStale(t, h, fh)
 
 		// A hard link keeps the file, and its handle, alive.
-		if err := d.Link("g", "sub/g2"); err != nil {
+		if err := os.Link(filepath.Join(root, "g"), filepath.Join(root, "sub/g2")); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Remove("g"); err != nil {
-			t.Fatal(err)
-		}
+		remove("g")
 		mustResolve(t, h, gh, "sub/g2")
 
 		// Removed behind the server's back, seen after a restart.
