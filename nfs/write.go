@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"math"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -29,8 +30,9 @@ func newWriteVerifier() [8]byte {
 // DATA_SYNC and FILE_SYNC before the reply says FILE_SYNC (writeTo), with
 // the server's write verifier. A read-only export answers NFS3ERR_ROFS,
 // a file that is not a regular file NFS3ERR_INVAL (a directory too, as
-// from knfsd), each with the file's attributes. ok is false if the
-// arguments do not decode.
+// from knfsd), data past the largest offset NFS3ERR_FBIG, each with the
+// file's attributes. ok is false if the arguments do not decode, or if
+// count is not the data's length.
 //
 //	WRITE3args: nfs_fh3 file; offset3 offset; count3 count;
 //	            stable_how stable; opaque data<>;
@@ -45,11 +47,10 @@ func (s *Server) write(xid uint32, args []byte) (reply []byte, ok bool) {
 		return nil, false
 	}
 	data, err := r.Opaque(s.maxMsg)
-	if err != nil {
+	// RFC 1813 §3.3.7 has count the length of data; knfsd's
+	// nfs3svc_decode_writeargs refuses any other count as garbage.
+	if err != nil || count != uint32(len(data)) {
 		return nil, false
-	}
-	if count < uint32(len(data)) {
-		data = data[:count]
 	}
 	b := successReply(xid, nil)
 	res := nfs3.WriteRes{}
@@ -97,6 +98,13 @@ func (s *Server) writeTo(b []byte, w openWrite, data []byte, offset uint64, stab
 	res.Wcc.Before = preOpOf(&pre)
 	if pre.Mode&unix.S_IFMT != unix.S_IFREG {
 		res.Status, res.Wcc.After = nfs3.ErrInval, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&pre)}
+		return res.Append(b)
+	}
+	// NFS3ERR_FBIG, as knfsd's nfsd3_proc_write answers an offset past
+	// OFFSET_MAX (2^63-1) or data that would end past it: pwrite(2) would
+	// take such an offset for a negative one (EINVAL).
+	if offset > math.MaxInt64 || offset+uint64(len(data)) > math.MaxInt64 {
+		res.Status, res.Wcc.After = nfs3.ErrFBig, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&pre)}
 		return res.Append(b)
 	}
 	f := fdFile(w.of.fd)
