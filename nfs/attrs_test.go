@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,7 @@ import (
 // TestAttrsLookupMiss: a LOOKUP of a missing name returns the directory's
 // attributes (RFC 1813 §3.3.3, LOOKUP3resfail), as knfsd does.
 func TestAttrsLookupMiss(t *testing.T) {
-	srv := startServer(t, nfs.ServerConfig{FS: newTestFS(t)})
+	srv := startServer(t, nfs.ServerConfig{Handler: newTestDir(t)})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	res := results(t, c, 2, nfs.ProgNFS, 3, nfs.ProcLookup,
@@ -54,7 +55,7 @@ func TestAttrsCreateWcc(t *testing.T) {
 
 // TestAttrsFailedWcc: failed SETATTR, WRITE, REMOVE, RMDIR and RENAME
 // carry the post-operation attributes of the object or directories in
-// their wcc_data (RFC 1813 §2.6; go-nfs sends empty wcc_data), so the
+// their wcc_data (RFC 1813 §2.6), so the
 // Linux client keeps its cached attributes instead of asking GETATTR.
 func TestAttrsFailedWcc(t *testing.T) {
 	root, h := bigDir(t, 0)
@@ -114,4 +115,52 @@ func requireDirAttrs(t *testing.T, a nfsv3.PostOpAttr, what string) {
 	got, ok := a.(*nfsv3.PostOpAttr_TRUE)
 	require.True(t, ok, "%s: no post-operation attributes", what)
 	require.Equal(t, nfsv3.NF3DIR, got.Attributes.Type, what)
+}
+
+// TestAttrsSameEverywhere: every procedure that returns a file's
+// attributes returns the same ones, the file's own (RFC 1813 §2.6: its
+// atime, mtime and ctime, all different here, and the bytes its blocks
+// take), so that a client's attribute cache never sees a file change
+// that did not happen.
+func TestAttrsSameEverywhere(t *testing.T) {
+	root, h := newTestExport(t)
+	f := filepath.Join(root, "f")
+	require.NoError(t, os.WriteFile(f, make([]byte, 10000), 0o644))
+	require.NoError(t, os.Chtimes(f, time.Unix(1_000_000_000, 1), time.Unix(1_100_000_000, 2)))
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
+	rootFH := mountRoot(t, srv)
+	c := dialRDMANFS(t, srv)
+	want := lstatAttr(t, f)
+	require.NotEqual(t, want.Atime, want.Mtime)
+	require.NotEqual(t, want.Mtime, want.Ctime)
+	require.NotZero(t, want.Used)
+
+	fh := lookup(t, c, 2, rootFH, "f")
+	st, attr := getattr(t, c, 3, fh)
+	require.Equal(t, nfsv3.NFS3_OK, st)
+	require.Equal(t, want, attr, "GETATTR")
+	lk := results(t, c, 4, nfs.ProgNFS, 3, nfs.ProcLookup,
+		&nfsv3.Lookup3args{What: nfsv3.Diropargs3{Dir: rootFH, Name: "f"}}, nfsv3.ReadLookup3res)
+	requireAttrs(t, f, lk.(*nfsv3.Lookup3res_NFS3_OK).Resok.ObjAttributes, "LOOKUP")
+	ac := results(t, c, 5, nfs.ProgNFS, 3, nfs.ProcAccess, &nfsv3.Access3args{Object: fh, Access: 0x3f}, nfsv3.ReadAccess3res)
+	requireAttrs(t, f, ac.(*nfsv3.Access3res_NFS3_OK).Resok.ObjAttributes, "ACCESS")
+	pc := results(t, c, 6, nfs.ProgNFS, 3, nfs.ProcPathconf, &nfsv3.Pathconf3args{Object: fh}, nfsv3.ReadPathconf3res)
+	requireAttrs(t, f, pc.(*nfsv3.Pathconf3res_NFS3_OK).Resok.ObjAttributes, "PATHCONF")
+	cm := results(t, c, 7, nfs.ProgNFS, 3, nfs.ProcCommit, &nfsv3.Commit3args{File: fh}, nfsv3.ReadCommit3res)
+	requireAttrs(t, f, cm.(*nfsv3.Commit3res_NFS3_OK).Resok.FileWcc.After, "COMMIT")
+	l := readdirplusAll(t, c, rootFH, 4096, 32768, true)
+	require.Equal(t, want.Fileid, l.names["f"], "READDIRPLUS fileid")
+	rp := results(t, c, 8, nfs.ProgNFS, 3, nfs.ProcReaddirplus,
+		&nfsv3.Readdirplus3args{Dir: rootFH, Dircount: 4096, Maxcount: 32768}, nfsv3.ReadReaddirplus3res)
+	found := false
+	for e := rp.(*nfsv3.Readdirplus3res_NFS3_OK).Resok.Reply.Entries; e != nil; e = e.Nextentry {
+		if e.Name == "f" {
+			requireAttrs(t, f, e.NameAttributes, "READDIRPLUS")
+			found = true
+		}
+	}
+	require.True(t, found, "f listed")
+	rd := results(t, c, 9, nfs.ProgNFS, 3, nfs.ProcRead, &nfsv3.Read3args{File: fh, Count: 10}, nfsv3.ReadRead3res)
+	got := rd.(*nfsv3.Read3res_NFS3_OK).Resok.FileAttributes.(*nfsv3.PostOpAttr_TRUE).Attributes
+	require.Equal(t, want, got, "READ: the attributes before the read")
 }

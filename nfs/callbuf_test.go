@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,32 +16,38 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
 
-// TestServerForwardedWritesOwnTheirCall: the session's workers reuse their
-// call buffer after a GETATTR, READ or WRITE, so a WRITE that go-nfs
-// executes (a file system other than a Dir), whose pending call keeps the
-// file handle until go-nfs answers and the handle is synced for FILE_SYNC,
-// must keep its own copy of it (go-nfs, slowed, holds each WRITE 2 ms).
-// Writers to eight files, each WRITE followed by GETATTRs, and more
-// GETATTRs without pause, all on one connection at once, so that reused
-// buffers are overwritten: every WRITE is FILE_SYNC, the file system
-// synced each file once per WRITE and no other name, and every file holds
+// TestServerCallBuffersReused: the session's workers reuse their call
+// buffer after every NFSv3 call, so what a call keeps of its arguments
+// must be its own copy. WRITEs to eight files, each held 2 ms in its
+// stable write, each followed by GETATTRs, and GETATTRs and LOOKUPs
+// without pause, all on one connection at once, so that reused buffers
+// are overwritten while WRITEs execute: every WRITE is FILE_SYNC, each
+// file's data was written stable once per WRITE, and every file holds
 // what was written to it.
-func TestServerForwardedWritesOwnTheirCall(t *testing.T) {
+func TestServerCallBuffersReused(t *testing.T) {
 	const files, rounds = 8, 25
-	fs := newTestFS(t)
+	root, h := newTestExport(t)
 	for k := range files {
-		f, err := fs.Create(fmt.Sprintf("f%d", k))
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
+		require.NoError(t, os.WriteFile(filepath.Join(root, fmt.Sprintf("f%d", k)), nil, 0o644))
 	}
-	fs.openDelay = 2 * time.Millisecond // go-nfs holds each WRITE
-	srv := startServer(t, nfs.ServerConfig{FS: fs})
-	root := mountRoot(t, srv)
+	var mu sync.Mutex
+	synced := map[byte]int{}
+	defer nfs.WrapSyncWrite(func(real nfs.SyncWriteFunc) nfs.SyncWriteFunc {
+		return func(fd int, b []byte, off int64) (int, error) {
+			time.Sleep(2 * time.Millisecond) // the WRITE holds its call
+			mu.Lock()
+			synced[b[0]]++
+			mu.Unlock()
+			return real(fd, b, off)
+		}
+	})()
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
+	root0 := mountRoot(t, srv)
 	lc := dialRDMA(t, srv)
-	a := lookup(t, lc, 2, root, "a")
+	a := lookup(t, lc, 2, root0, "a")
 	fhs := make([]nfsv3.NfsFh3, files)
 	for k := range files {
-		fhs[k] = lookup(t, lc, uint32(3+k), root, fmt.Sprintf("f%d", k))
+		fhs[k] = lookup(t, lc, uint32(3+k), root0, fmt.Sprintf("f%d", k))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -49,11 +56,11 @@ func TestServerForwardedWritesOwnTheirCall(t *testing.T) {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*files)
-	// GETATTRs without pause, so that workers' buffers are overwritten
-	// while go-nfs holds forwarded WRITEs.
+	// GETATTRs and LOOKUPs without pause, so that workers' buffers are
+	// overwritten while WRITEs execute.
 	stop := make(chan struct{})
 	var hammer sync.WaitGroup
-	for range files {
+	for i := range files {
 		hammer.Go(func() {
 			for {
 				select {
@@ -61,8 +68,12 @@ func TestServerForwardedWritesOwnTheirCall(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := do(nfs.ProcGetattr, encode(t, &nfsv3.Getattr3args{Object: a})); err != nil {
-					errs <- fmt.Errorf("GETATTR: %w", err)
+				proc, args := uint32(nfs.ProcGetattr), encode(t, &nfsv3.Getattr3args{Object: a})
+				if i%2 == 1 {
+					proc, args = nfs.ProcLookup, encode(t, &nfsv3.Lookup3args{What: nfsv3.Diropargs3{Dir: root0, Name: "a"}})
+				}
+				if _, err := do(proc, args); err != nil {
+					errs <- fmt.Errorf("%s: %w", nfs.ProcName(nfs.ProgNFS, 3, proc), err)
 					return
 				}
 			}
@@ -105,22 +116,16 @@ func TestServerForwardedWritesOwnTheirCall(t *testing.T) {
 		t.Error(err)
 	}
 
-	_, syncs := fs.calls()
-	count := map[string]int{}
-	for _, name := range syncs {
-		count[name]++
-	}
-	want := map[string]int{}
+	want := map[byte]int{}
 	for k := range files {
-		want[fmt.Sprintf("f%d", k)] = rounds
+		want[byte('a'+k)] = rounds
 	}
-	require.Equal(t, want, count, "the names synced")
+	mu.Lock()
+	require.Equal(t, want, synced, "the stable writes, by file")
+	mu.Unlock()
 	for k := range files {
-		f, err := fs.Open(fmt.Sprintf("f%d", k))
+		got, err := os.ReadFile(filepath.Join(root, fmt.Sprintf("f%d", k)))
 		require.NoError(t, err)
-		got, err := io.ReadAll(f)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
 		require.Equal(t, bytes.Repeat([]byte{byte('a' + k)}, 100*rounds), got, "f%d", k)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
@@ -212,7 +211,7 @@ func TestClientProcedures(t *testing.T) {
 // TestServerExports: MOUNT EXPORT lists ServerConfig.Exports, each open
 // to every client.
 func TestServerExports(t *testing.T) {
-	srv := startServer(t, nfs.ServerConfig{FS: memfs.New(), Exports: []string{"/srv", "/data"}})
+	srv := startServer(t, nfs.ServerConfig{Handler: newTestDir(t), Exports: []string{"/srv", "/data"}})
 	ctx := t.Context()
 	mc, err := nfs.DialMount(ctx, srv.TCPAddr().String(), nil)
 	require.NoError(t, err)

@@ -1,10 +1,7 @@
 package nfs
 
 import (
-	gonfs "github.com/willscott/go-nfs"
 	"golang.org/x/sys/unix"
-
-	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // cacheCreated gives fd, a read-write descriptor of the file CREATE made,
@@ -19,20 +16,4 @@ func cacheCreated(dh *DirHandler, fh []byte, fd int) bool {
 	}
 	dh.files.put(dh.files.add(fh, &openFile{fd: fd, rw: true}))
 	return true
-}
-
-// appendWcc appends a wcc_data (RFC 1813 §2.6): pre's wcc_attr (size,
-// mtime, ctime) and post's attributes, each left out when nil.
-func appendWcc(b []byte, pre, post *gonfs.FileAttribute) []byte {
-	if pre == nil {
-		b = xdr.AppendBool(b, false)
-	} else {
-		b = xdr.AppendBool(b, true)
-		b = xdr.AppendUint64(b, pre.Filesize)
-		b = xdr.AppendUint32(b, pre.Mtime.Seconds)
-		b = xdr.AppendUint32(b, pre.Mtime.Nseconds)
-		b = xdr.AppendUint32(b, pre.Ctime.Seconds)
-		b = xdr.AppendUint32(b, pre.Ctime.Nseconds)
-	}
-	return appendPostOpAttr(b, post)
 }

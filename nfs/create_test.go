@@ -11,8 +11,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
 
-// TestServerCreate: CREATE of a DirHandler's file in the dispatch layer
-// (RFC 1813 §3.3.8): UNCHECKED makes the file with the mode asked for and
+// TestServerCreate: CREATE of a DirHandler's file (RFC 1813 §3.3.8): UNCHECKED makes the file with the mode asked for and
 // returns its handle, attributes and the directory's wcc_data with both
 // sides; UNCHECKED on an existing file leaves its data (no size asked);
 // GUARDED on an existing file, and any CREATE over a directory, is

@@ -1,77 +1,100 @@
-package nfs
+package nfs_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/go-git/go-billy/v5"
-	"golang.org/x/sys/unix"
+	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
 
-// TestDirReadOnly: a read-only Dir reads as before, reports no write
-// capability (go-nfs then answers NFS3ERR_ROFS) and refuses every change
-// with EROFS, leaving the directory as it was.
+// TestDirReadOnly: a read-only export (Dir.SetReadOnly) reads as before,
+// answers every call that would change it NFS3ERR_ROFS, grants no
+// MODIFY, EXTEND or DELETE in ACCESS, and stays as it was.
 func TestDirReadOnly(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "f"), []byte("data"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(root, "d"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	d, err := DirFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "f"), []byte("data"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+	d, err := nfs.DirFS(root)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
 	d.SetReadOnly()
-	if billy.CapabilityCheck(d, billy.WriteCapability) {
-		t.Error("a read-only Dir reports the write capability")
-	}
-	f, err := d.Open("f")
-	if err != nil {
-		t.Fatalf("opening for reading: %v", err)
-	}
-	_ = f.Close()
-	sub, err := d.Chroot("d")
-	if err != nil {
-		t.Fatal(err)
-	}
-	changes := map[string]func() error{
-		"create":   func() error { _, err := d.Create("g"); return err },
-		"open rw":  func() error { _, err := d.OpenFile("f", os.O_RDWR, 0); return err },
-		"truncate": func() error { _, err := d.OpenFile("f", os.O_WRONLY|os.O_TRUNC, 0); return err },
-		"rename":   func() error { return d.Rename("f", "g") },
-		"remove":   func() error { return d.Remove("f") },
-		"link":     func() error { return d.Link("f", "g") },
-		"symlink":  func() error { return d.Symlink("f", "g") },
-		"mkdir":    func() error { return d.MkdirAll("e", 0o755) },
-		"tempfile": func() error { _, err := d.TempFile("", "x"); return err },
-		"chmod":    func() error { return d.Chmod("f", 0o600) },
-		"chown":    func() error { return d.Chown("f", 1, 1) },
-		"lchown":   func() error { return d.Lchown("f", 1, 1) },
-		"chtimes":  func() error { return d.Chtimes("f", time.Now(), time.Now()) },
-		"chroot create": func() error {
-			_, err := sub.Create("g")
-			return err
+	h, err := nfs.NewDirHandler(d, nfs.DirHandlerOptions{IndexOnly: true})
+	require.NoError(t, err)
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
+	rootFH := mountRoot(t, srv)
+	c := dialRDMANFS(t, srv)
+	f := lookup(t, c, 2, rootFH, "f")
+	dir := lookup(t, c, 3, rootFH, "d")
+
+	rd := results(t, c, 4, nfs.ProgNFS, 3, nfs.ProcRead, &nfsv3.Read3args{File: f, Count: 10}, nfsv3.ReadRead3res)
+	rok, isOK := rd.(*nfsv3.Read3res_NFS3_OK)
+	require.True(t, isOK, "READ: %v", rd.GetStatus())
+	require.Equal(t, "data", string(rok.Resok.Data))
+	ac := results(t, c, 5, nfs.ProgNFS, 3, nfs.ProcAccess, &nfsv3.Access3args{Object: f, Access: 0x3f}, nfsv3.ReadAccess3res)
+	aok, isOK := ac.(*nfsv3.Access3res_NFS3_OK)
+	require.True(t, isOK, "ACCESS: %v", ac.GetStatus())
+	require.NotZero(t, aok.Resok.Access&nfsv3.ACCESS3_READ)
+	require.Zero(t, aok.Resok.Access&(nfsv3.ACCESS3_MODIFY|nfsv3.ACCESS3_EXTEND|nfsv3.ACCESS3_DELETE))
+
+	type statusRes interface{ GetStatus() nfsv3.Nfsstat3 }
+	set := sattrNone()
+	set.Mode = &nfsv3.SetMode3_TRUE{Mode: 0o600}
+	where := func(dir nfsv3.NfsFh3, name string) nfsv3.Diropargs3 { return nfsv3.Diropargs3{Dir: dir, Name: name} }
+	changes := map[string]func(xid uint32) statusRes{
+		"SETATTR": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcSetattr,
+				&nfsv3.Setattr3args{Object: f, NewAttributes: set, Guard: &nfsv3.Sattrguard3_FALSE{}}, nfsv3.ReadSetattr3res)
+		},
+		"WRITE": func(xid uint32) statusRes { return write(t, c, xid, f, 0, []byte("x"), nfsv3.FILE_SYNC) },
+		"CREATE": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcCreate,
+				&nfsv3.Create3args{Where: where(rootFH, "g"), How: &nfsv3.Createhow3_UNCHECKED{ObjAttributes: sattrNone()}}, nfsv3.ReadCreate3res)
+		},
+		"MKDIR": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcMkdir,
+				&nfsv3.Mkdir3args{Where: where(rootFH, "e"), Attributes: sattrNone()}, nfsv3.ReadMkdir3res)
+		},
+		"SYMLINK": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcSymlink, &nfsv3.Symlink3args{Where: where(rootFH, "s"),
+				Symlink: nfsv3.Symlinkdata3{SymlinkAttributes: sattrNone(), SymlinkData: "f"}}, nfsv3.ReadSymlink3res)
+		},
+		"MKNOD": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcMknod,
+				&nfsv3.Mknod3args{Where: where(rootFH, "p"), What: &nfsv3.Mknoddata3_NF3FIFO{PipeAttributes: sattrNone()}}, nfsv3.ReadMknod3res)
+		},
+		"REMOVE": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcRemove, &nfsv3.Remove3args{Object: where(rootFH, "f")}, nfsv3.ReadRemove3res)
+		},
+		"RMDIR": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcRmdir, &nfsv3.Rmdir3args{Object: where(rootFH, "d")}, nfsv3.ReadRmdir3res)
+		},
+		"RENAME": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcRename,
+				&nfsv3.Rename3args{From: where(rootFH, "f"), To: where(dir, "g")}, nfsv3.ReadRename3res)
+		},
+		"LINK": func(xid uint32) statusRes {
+			return results(t, c, xid, nfs.ProgNFS, 3, nfs.ProcLink, &nfsv3.Link3args{File: f, Link: where(dir, "g")}, nfsv3.ReadLink3res)
 		},
 	}
+	xid := uint32(10)
 	for name, change := range changes {
-		if err := change(); !errors.Is(err, unix.EROFS) {
-			t.Errorf("%s on a read-only Dir: %v, want EROFS", name, err)
-		}
+		xid++
+		require.Equal(t, nfsv3.NFS3ERR_ROFS, change(xid).GetStatus(), name)
 	}
 	ents, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ents) != 2 {
-		t.Errorf("the directory holds %d entries after refused changes, want 2", len(ents))
-	}
-	if data, _ := os.ReadFile(filepath.Join(root, "f")); string(data) != "data" {
-		t.Errorf("f holds %q", data)
-	}
+	require.NoError(t, err)
+	require.Len(t, ents, 2, "the directory's entries after refused changes")
+	sub, err := os.ReadDir(filepath.Join(root, "d"))
+	require.NoError(t, err)
+	require.Empty(t, sub)
+	data, err := os.ReadFile(filepath.Join(root, "f"))
+	require.NoError(t, err)
+	require.Equal(t, "data", string(data))
+	fi, err := os.Stat(filepath.Join(root, "f"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
 }

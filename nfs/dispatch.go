@@ -4,34 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
-	"slices"
 	"sync"
-	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
-)
-
-// NFS version 3 status codes (RFC 1813 §2.6, nfsstat3) the dispatch layer
-// returns itself.
-const (
-	nfs3OK             = 0
-	nfs3ErrPerm        = 1
-	nfs3ErrNoEnt       = 2
-	nfs3ErrIO          = 5
-	nfs3ErrAcces       = 13
-	nfs3ErrExist       = 17
-	nfs3ErrXDev        = 18
-	nfs3ErrNotDir      = 20
-	nfs3ErrIsDir       = 21
-	nfs3ErrInval       = 22
-	nfs3ErrNotEmpty    = 66
-	nfs3ErrNoSpc       = 28
-	nfs3ErrROFS        = 30
-	nfs3ErrMLink       = 31
-	nfs3ErrNameTooLong = 63
-	nfs3ErrDQuot       = 69
-	nfs3ErrStale       = 70
-	nfs3ErrNotSupp     = 10004
 )
 
 // nfs3FHSize is the largest NFSv3 file handle (RFC 1813 §2.4, NFS3_FHSIZE).
@@ -89,17 +64,13 @@ func (c *recordConn) WriteMsg(msg []byte) error {
 // writevMin is the smallest message recordConn writes without copying it.
 const writevMin = 4 << 10
 
-// session is the dispatch layer of one client connection: it reads the
-// connection's calls, answers some itself (programs go-nfs does not serve,
-// LINK, COMMIT, retransmissions from the duplicate request cache) and
-// forwards the others to go-nfs through an in-memory pipe, whose replies it
-// passes back, made honest where needed (WRITE stability).
+// session serves one client connection: its workers (readCalls) read its
+// calls, execute them and send their replies.
 type session struct {
 	s       *Server
 	network string // "rdma" or "tcp"
 	c       msgConn
 	client  string // the client's host, for the duplicate request cache
-	pipe    net.Conn
 	done    chan struct{}
 
 	closeOnce sync.Once
@@ -108,51 +79,16 @@ type session struct {
 	// executing those executing a call.
 	wkmu                           sync.Mutex
 	concurrent, workers, executing int
-
-	// fmu serializes forwarding: a call's place in pending is its place
-	// in the pipe, and go-nfs answers the calls of a connection in order.
-	fmu     sync.Mutex
-	pmu     sync.Mutex
-	pending []pendingCall
 }
 
-// pendingCall is a call forwarded to go-nfs and not yet answered.
-type pendingCall struct {
-	xid   uint32
-	entry *drcEntry  // the call's duplicate request cache entry, or nil
-	write *writeCall // set for an NFSv3 WRITE
-	// fsinfo is set for an NFSv3 FSINFO, whose dtpref is rewritten.
-	fsinfo bool
-	// attrs is set for a call whose reply lacks attributes (attrFix).
-	attrs *attrFix
-}
-
-// serve runs the session until the client or go-nfs closes its side.
-func (ss *session) serve() {
-	ss.s.wg.Add(1)
-	go func() {
-		defer ss.s.wg.Done()
-		ss.readReplies()
-	}()
-	ss.readCalls()
-}
-
-// close ends the session: both connections are closed, and the duplicate
-// request cache forgets the calls that will not be answered.
+// close ends the session and closes its connection. Calls still executing
+// finish: each records its reply in the duplicate request cache before it
+// sends it (answer), so that a retransmission on another connection gets
+// it even though this one is gone.
 func (ss *session) close() {
 	ss.closeOnce.Do(func() {
 		close(ss.done)
 		_ = ss.c.Close()
-		_ = ss.pipe.Close()
-		ss.pmu.Lock()
-		pending := ss.pending
-		ss.pending = nil
-		ss.pmu.Unlock()
-		for _, p := range pending {
-			if p.entry != nil {
-				ss.s.drc.abandon(p.entry)
-			}
-		}
 		ss.s.removeSession(ss)
 	})
 }
@@ -207,7 +143,7 @@ func (ss *session) readCalls() {
 			if cap(msg) <= keepCallBuf {
 				buf = msg[:0]
 			} else if rb != nil {
-				// A large WRITE's buffer goes back to the pool it came
+				// A large call's buffer goes back to the pool it came
 				// from (putReplyBuf leaves any other to the collector).
 				putReplyBuf(rb, msg)
 			} else {
@@ -235,33 +171,28 @@ func (ss *session) readCalls() {
 const keepCallBuf = 16 << 10
 
 // callKeepsNothing reports whether msg, a call dispatch has returned from,
-// may be overwritten by the worker's next call: an NFSv3 NULL, GETATTR,
-// READ or WRITE, whose handlers keep no part of their call once dispatch
-// returns (a WRITE that go-nfs executes keeps copies of what it needs
-// after: the record in the pipe, decodeWriteCall's and newAttrFix's
-// handles; a retransmission waiting for its original copies its call, see
-// replay). The buffer of any other call is left to the garbage collector.
-// A worker keeps a reusable buffer of up to keepCallBuf bytes for its next
-// call and gives a larger one, which a large WRITE took from the pool of
-// READ replies, back to that pool: a stream of large WRITEs then
-// allocates, zeroes and collects no buffer per call.
+// may be overwritten by the worker's next call: an NFSv3 or MOUNT v3 call.
+// Every such call is executed, and answered, before dispatch returns, and
+// keeps nothing of its message after: what a procedure keeps (a name in
+// the handle index, a key of the open-file cache, a mount list entry, the
+// duplicate request cache's key and reply) is a copy, and a
+// retransmission waiting for its original keeps no part of its call
+// (replay). A worker keeps a reusable buffer of up to keepCallBuf bytes
+// for its next call and gives a larger one, which a large WRITE took from
+// the pool of READ replies, back to that pool: a stream of large WRITEs
+// then allocates, zeroes and collects no buffer per call. The buffer of
+// any other message is left to the garbage collector.
 func callKeepsNothing(msg []byte) bool {
 	if len(msg) < 24 {
 		return false
 	}
 	// RFC 5531 §9: xid, mtype, rpcvers, prog, vers, proc.
-	prog, vers, proc := binary.BigEndian.Uint32(msg[12:]), binary.BigEndian.Uint32(msg[16:]), binary.BigEndian.Uint32(msg[20:])
-	if prog != ProgNFS || vers != 3 {
-		return false
-	}
-	switch proc {
-	case ProcNull, ProcGetattr, ProcRead, ProcWrite:
-		return true
-	}
-	return false
+	prog, vers := binary.BigEndian.Uint32(msg[12:]), binary.BigEndian.Uint32(msg[16:])
+	return (prog == ProgNFS || prog == ProgMount) && vers == 3
 }
 
-// dispatch answers or forwards one call. An error ends the session.
+// dispatch executes one call and sends its reply. An error ends the
+// session.
 func (ss *session) dispatch(msg []byte) error {
 	var h xdr.CallHeader
 	args, err := h.Unmarshal(msg)
@@ -284,13 +215,14 @@ func (ss *session) dispatch(msg []byte) error {
 		ss.s.cfg.OnCall(ss.network, &h)
 	}
 	switch {
-	case h.Prog == ProgNFS && (ss.network == "rdma" || ss.s.cfg.NFSOverTCP):
+	case h.Prog == ProgNFS && (ss.network == NetRDMA || ss.s.cfg.NFSOverTCP):
 		if h.Vers != 3 {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProgMismatch, xdr.Mismatch{Low: 3, High: 3}))
 		}
 		if h.Proc > ProcCommit {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
+		return ss.dispatchNFS(&h, msg, args)
 	case h.Prog == ProgMount:
 		if h.Vers != 3 {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProgMismatch, xdr.Mismatch{Low: 3, High: 3}))
@@ -298,253 +230,125 @@ func (ss *session) dispatch(msg []byte) error {
 		if h.Proc > MountProcExport {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
-		if ss.s.dh != nil {
-			r := xdr.NewReader(msg[args:])
-			reply, ok := ss.s.mount(h.Proc, ss.client, &r, successReply(h.XID, nil))
-			if !ok {
-				reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
-			}
-			return ss.send(reply)
+		r := xdr.NewReader(msg[args:])
+		reply, ok := ss.s.mount(h.Proc, ss.client, &r, successReply(h.XID, nil))
+		if !ok {
+			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 		}
-		if h.Proc == MountProcNull {
-			return ss.send(successReply(h.XID, nil))
-		}
-		if h.Proc == MountProcExport {
-			// go-nfs v0.0.4 has no EXPORT: it sends a reply without
-			// results.
-			return ss.send(successReply(h.XID, appendExports(nil, ss.s.cfg.Exports)))
-		}
-		if !goNFSArgsOK(h.Prog, h.Proc, msg[args:]) { // go-nfs allocates what lengths claim
-			return ss.send(acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
-		}
-		return ss.forward(pendingCall{xid: h.XID}, msg)
+		return ss.send(reply)
 	default:
-		// NFSACL, NLM and anything else go-nfs does not serve (RFC 5531
-		// §9: PROG_UNAVAIL). The Linux client probes NFSACL at every
-		// mount and takes this answer as "no ACLs".
+		// NFSACL, NLM and any other program (RFC 5531 §9:
+		// PROG_UNAVAIL). The Linux client probes NFSACL at every mount
+		// and takes this answer as "no ACLs".
 		ss.s.log.Debug("nfs: program unavailable", "network", ss.network, "call", ProcName(h.Prog, h.Vers, h.Proc))
 		return ss.send(acceptedReply(h.XID, xdr.AcceptProgUnavail, xdr.Mismatch{}))
 	}
-	return ss.dispatchNFS(&h, msg, args)
 }
 
-// appendExports appends MOUNT EXPORT's results (RFC 1813 §5.2.5): the
-// exports list of dirs (nil: "/"), each with an empty groups list (open
-// to every client).
-//
-//	exports: exportnode *; exportnode: dirpath ex_dir; groups ex_groups;
-//	exports ex_next;  groups: groupnode *
-func appendExports(b []byte, dirs []string) []byte {
-	if dirs == nil {
-		dirs = []string{"/"}
-	}
-	for _, d := range dirs {
-		b = xdr.AppendBool(b, true)
-		b = xdr.AppendString(b, d)
-		b = xdr.AppendBool(b, false)
-	}
-	return xdr.AppendBool(b, false)
-}
-
-// dispatchNFS handles an NFSv3 call: through the duplicate request cache if
-// it is not idempotent, then locally (NULL, LINK, COMMIT, READDIR,
-// READDIRPLUS, and the everyday calls of server.go's list) or by go-nfs.
+// dispatchNFS executes an NFSv3 call, through the duplicate request cache
+// if it is not idempotent: the procedures of nativeProcs as the caller,
+// the others (the calls of a client's everyday reading and writing) as the
+// server once the caller's access is checked (checkedAccess).
 func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	var entry *drcEntry
 	if nonIdempotent(h.Proc) {
 		k := newDRCKey(ss.client, h.XID, h.Prog, h.Vers, h.Proc, msg[args:])
 		e, dup := ss.s.drc.lookup(k)
 		if dup {
-			ss.replay(e, h, msg, args)
+			ss.replay(e, h)
 			return nil
 		}
 		entry = e
 	}
-	if ss.s.dh != nil {
-		if f := nativeProc(h.Proc); f != nil {
-			return ss.execute(f, entry, h, msg[args:])
+	if f := nativeProc(h.Proc); f != nil {
+		return ss.execute(f, entry, h, msg[args:])
+	}
+	if h.Proc != ProcNull {
+		c, refusal := ss.caller(h)
+		if _, checked := checkedAccess[h.Proc]; checked && refusal == nil {
+			refusal = ss.permit(&c, h.Proc, msg[args:])
 		}
-		if _, checked := checkedAccess[h.Proc]; checked {
-			c, refusal := ss.caller(h)
-			if refusal == nil {
-				refusal = ss.permit(&c, h.Proc, msg[args:])
-			}
-			if refusal != nil {
-				return ss.answer(entry, refusal)
-			}
+		if refusal != nil {
+			return ss.answer(entry, refusal)
 		}
 	}
-	if ss.s.dh == nil && !goNFSArgsOK(h.Prog, h.Proc, msg[args:]) { // go-nfs allocates what lengths claim
-		return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
-	}
-	if h.Proc == ProcSetattr {
-		ss.s.forgetOpen(msg[args:])
-	}
+	s := ss.s
 	switch h.Proc {
 	case ProcNull:
-		// RFC 1813 §3.3.0: no work, a void result; not worth go-nfs's
-		// pipe and goroutines.
-		return ss.answer(entry, successReply(h.XID, nil))
-	case ProcLink:
-		reply := successReply(h.XID, ss.s.linkBilly(msg[args:]))
-		return ss.answer(entry, reply)
-	case ProcCommit:
-		results, ok := ss.s.commit(msg[args:])
-		if !ok {
-			return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
-		}
-		return ss.answer(entry, successReply(h.XID, results))
-	case ProcReaddir, ProcReaddirplus:
-		results, ok := ss.s.readdir(msg[args:], h.Proc == ProcReaddirplus)
-		if !ok {
-			return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
-		}
-		return ss.answer(entry, successReply(h.XID, results))
+		// RFC 1813 §3.3.0: no work, a void result.
+		return ss.send(successReply(h.XID, nil))
+	case ProcGetattr:
+		reply, ok := s.getattr(h.XID, msg[args:])
+		return ss.send(garbageIfNot(ok, h.XID, reply))
+	case ProcLookup:
+		reply, ok := s.lookup(h.XID, msg[args:])
+		return ss.send(garbageIfNot(ok, h.XID, reply))
 	case ProcRead:
-		reply, rb, ok := ss.s.read(h.XID, msg[args:])
+		reply, rb, ok := s.read(h.XID, msg[args:])
 		if !ok {
-			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
+			return ss.send(acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
 		}
 		return ss.sendPooled(reply, rb)
-	case ProcGetattr:
-		reply, ok := ss.s.getattr(h.XID, msg[args:])
-		if !ok {
-			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
-		}
-		return ss.send(reply)
-	case ProcLookup:
-		reply, ok := ss.s.lookup(h.XID, msg[args:])
-		if !ok {
-			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
-		}
-		return ss.send(reply)
-	case ProcFsinfo:
-		return ss.forward(pendingCall{xid: h.XID, entry: entry, fsinfo: true}, msg)
 	case ProcWrite:
-		if reply, ok := ss.s.writeLocal(h.XID, msg[args:]); ok {
-			return ss.answer(entry, reply)
-		}
-		if ss.s.dh != nil {
-			// Nothing of a DirHandler's export goes to go-nfs: what
-			// writeLocal could not take does not decode, or names no
-			// file.
-			return ss.answer(entry, ss.s.writeRefused(h.XID, msg[args:]))
-		}
-		w, ok := decodeWriteCall(msg[args:])
-		if ok {
-			return ss.forward(pendingCall{xid: h.XID, entry: entry, write: &w, attrs: &attrFix{proc: ProcWrite, dir: w.fh}}, msg)
-		}
+		reply, ok := s.write(h.XID, msg[args:])
+		return ss.answer(entry, garbageIfNot(ok, h.XID, reply))
+	case ProcReaddir, ProcReaddirplus:
+		reply, ok := s.readdir(h.XID, msg[args:], h.Proc == ProcReaddirplus)
+		return ss.send(garbageIfNot(ok, h.XID, reply))
+	case ProcCommit:
+		reply, ok := s.commit(h.XID, msg[args:])
+		return ss.send(garbageIfNot(ok, h.XID, reply))
 	}
-	return ss.forward(pendingCall{xid: h.XID, entry: entry, attrs: ss.s.newAttrFix(h.Proc, msg[args:])}, msg)
+	// Not reached: every procedure up to COMMIT is one of the above or
+	// native.
+	return ss.answer(entry, acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 }
 
-// forgetOpen closes the cached descriptor of the file whose handle args
-// begin with (SETATTR's), so that the next call opens the file again with
-// the access its new mode and owner give the server.
-func (s *Server) forgetOpen(args []byte) {
-	dh, isDir := s.handler.(*DirHandler)
-	if !isDir {
-		return
+// garbageIfNot returns reply if ok, else GARBAGE_ARGS (RFC 5531 §9): the
+// arguments did not decode.
+func garbageIfNot(ok bool, xid uint32, reply []byte) []byte {
+	if ok {
+		return reply
 	}
-	r := xdr.NewReader(args)
-	if fh, err := r.Opaque(nfs3FHSize); err == nil {
-		dh.files.forget(fh, nil)
-	}
+	return acceptedReply(xid, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 }
 
 // replay answers a retransmission with the reply of the original call,
-// once that reply exists (the original may still be executing, on this
-// connection or on the one the client lost). An original that was
-// abandoned without a reply is executed again.
-func (ss *session) replay(e *drcEntry, h *xdr.CallHeader, msg []byte, args int) {
+// once that reply exists: the original may still be executing, on this
+// connection or on the one the client lost, and records its reply before
+// it sends it (answer), whether or not its connection is still there.
+func (ss *session) replay(e *drcEntry, h *xdr.CallHeader) {
+	xid, call := h.XID, ProcName(h.Prog, h.Vers, h.Proc)
 	send := func() {
 		ss.s.log.Debug("nfs: retransmission answered from the duplicate request cache",
-			"call", ProcName(h.Prog, h.Vers, h.Proc), "xid", h.XID, "client", ss.client)
+			"call", call, "xid", xid, "client", ss.client)
 		if err := ss.send(e.reply); err != nil {
 			ss.close()
 		}
 	}
-	if isClosed(e.done) && e.reply != nil {
+	if isClosed(e.done) {
 		send()
 		return
 	}
-	// The goroutine outlives the worker's use of msg, whose buffer the
-	// worker's next call may overwrite (callKeepsNothing): it gets a copy,
-	// and a header that points into the copy.
-	msg = slices.Clone(msg)
-	var hc xdr.CallHeader
-	if _, err := hc.Unmarshal(msg); err != nil {
-		return // cannot be: h was decoded from the same bytes
-	}
+	// The worker goes on to the next call; a goroutine waits for the
+	// original's reply.
 	ss.s.wg.Add(1)
 	go func() {
 		defer ss.s.wg.Done()
 		select {
 		case <-e.done:
-		case <-ss.done:
-			return
-		}
-		if e.reply != nil {
 			send()
-		} else if err := ss.dispatchNFS(&hc, msg, args); err != nil {
-			ss.close()
+		case <-ss.done:
 		}
 	}()
 }
 
-// answer sends a reply made here, recording it in entry if not nil.
+// answer sends a reply made here, recording it first in entry if not nil.
 func (ss *session) answer(entry *drcEntry, reply []byte) error {
 	if entry != nil {
 		ss.s.drc.complete(entry, reply)
 	}
 	return ss.send(reply)
-}
-
-// forward hands a call to go-nfs.
-func (ss *session) forward(p pendingCall, msg []byte) error {
-	ss.fmu.Lock()
-	defer ss.fmu.Unlock()
-	ss.pmu.Lock()
-	ss.pending = append(ss.pending, p)
-	ss.pmu.Unlock()
-	_, err := ss.pipe.Write(xdr.AppendRecord(nil, msg, 0))
-	return err
-}
-
-// readReplies passes go-nfs's replies back to the client.
-func (ss *session) readReplies() {
-	defer ss.close()
-	for {
-		reply, err := xdr.ReadRecord(ss.pipe, nil, ss.s.maxMsg)
-		if err != nil {
-			return
-		}
-		ss.pmu.Lock()
-		if len(ss.pending) == 0 {
-			ss.pmu.Unlock()
-			ss.s.log.Error("nfs: go-nfs replied to no call", "network", ss.network)
-			return
-		}
-		p := ss.pending[0]
-		ss.pending = ss.pending[1:]
-		ss.pmu.Unlock()
-		if len(reply) < 4 || binary.BigEndian.Uint32(reply) != p.xid {
-			ss.s.log.Error("nfs: go-nfs replied out of order", "network", ss.network, "want_xid", p.xid)
-			return
-		}
-		if p.write != nil {
-			reply = ss.s.finishWrite(reply, p.write)
-		}
-		if p.fsinfo {
-			reply = ss.s.finishFsinfo(reply)
-		}
-		if p.attrs != nil {
-			reply = ss.s.finishAttrs(reply, p.attrs)
-		}
-		if err := ss.answer(p.entry, reply); err != nil {
-			return
-		}
-	}
 }
 
 // send writes one reply to the client. The workers send at once: a
@@ -573,19 +377,6 @@ func (ss *session) sendPooled(reply []byte, rb *replyBuf) error {
 	return err
 }
 
-// successResults returns a reader of the results of reply, an RPC reply
-// go-nfs made, and their offset in reply; ok is false unless the reply is
-// MSG_ACCEPTED with SUCCESS (RFC 5531 §9), which is all the dispatch
-// layer ever rewrites.
-func successResults(reply []byte) (r xdr.Reader, off int, ok bool) {
-	var rh xdr.ReplyHeader
-	off, err := rh.Unmarshal(reply)
-	if err != nil || rh.Stat != xdr.MsgAccepted || rh.AcceptStat != xdr.AcceptSuccess {
-		return xdr.Reader{}, 0, false
-	}
-	return xdr.NewReader(reply[off:]), off, true
-}
-
 // acceptedReply is an MSG_ACCEPTED reply other than SUCCESS (RFC 5531 §9);
 // mm is sent with PROG_MISMATCH only.
 func acceptedReply(xid uint32, stat xdr.AcceptStat, mm xdr.Mismatch) []byte {
@@ -606,72 +397,10 @@ func appendSuccessHeader(b []byte, xid uint32) []byte {
 }
 
 // smallReply is the capacity a reply starts with: room for the results
-// the dispatch layer appends to a reply header of its own (a GETATTR's
-// fattr3, a WRITE's wcc_data, a LOOKUP's handle and two attributes), so
-// that they are appended without growing the buffer.
+// most procedures append to a reply header (a GETATTR's fattr3, a WRITE's
+// wcc_data, a LOOKUP's handle and two attributes), so that they are
+// appended without growing the buffer.
 const smallReply = 320
-
-// pipeListener is the net.Listener go-nfs serves: its connections are the
-// go-nfs ends of the sessions' pipes.
-type pipeListener struct {
-	ch        chan net.Conn
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{ch: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// Accept implements net.Listener.
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, &net.OpError{Op: "accept", Net: "pipe", Addr: l.Addr(), Err: net.ErrClosed}
-	}
-}
-
-// deliver hands c to go-nfs; false if the listener is closed.
-func (l *pipeListener) deliver(c net.Conn) bool {
-	select {
-	case l.ch <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-// Close implements net.Listener.
-func (l *pipeListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return nil
-}
-
-// Addr implements net.Listener.
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "go-nfs" }
-
-// pipeConn is go-nfs's end of a session's pipe; it reports the client
-// connection's addresses (go-nfs hands the conn to Handler.Mount).
-type pipeConn struct {
-	net.Conn
-	local, remote net.Addr
-}
-
-func (c *pipeConn) LocalAddr() net.Addr  { return c.local }
-func (c *pipeConn) RemoteAddr() net.Addr { return c.remote }
-
-// SetDeadline and friends are no-ops: the session bounds nothing go-nfs
-// reads, and net.Pipe's deadlines would make go-nfs drop the connection.
-func (c *pipeConn) SetDeadline(time.Time) error      { return nil }
-func (c *pipeConn) SetReadDeadline(time.Time) error  { return nil }
-func (c *pipeConn) SetWriteDeadline(time.Time) error { return nil }
 
 // clientHost is the host part of a connection's remote address.
 func clientHost(a net.Addr) string {

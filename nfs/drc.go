@@ -53,7 +53,9 @@ func newDRCKey(client string, xid, prog, vers, proc uint32, args []byte) drcKey 
 }
 
 // drcEntry is one cached call: in progress until done is closed, then
-// reply is its reply (nil if the call was abandoned without one).
+// reply is its reply. Every call the cache records is answered: its reply
+// is recorded (complete) before it is sent, whether or not its
+// connection is still there.
 type drcEntry struct {
 	key   drcKey
 	done  chan struct{}
@@ -161,20 +163,6 @@ func (d *drc) complete(e *drcEntry, reply []byte) {
 	}
 	e.reply, e.at = cp, now
 	close(e.done)
-}
-
-// abandon forgets e, whose call will get no reply (its connection went
-// away): a retransmission executes the call again.
-func (d *drc) abandon(e *drcEntry) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if isClosed(e.done) {
-		return
-	}
-	close(e.done)
-	if d.entries[e.key] == e {
-		d.removeLocked(e)
-	}
 }
 
 func (d *drc) removeLocked(e *drcEntry) {

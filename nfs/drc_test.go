@@ -9,8 +9,8 @@ import (
 )
 
 // TestDRC: the duplicate request cache keys calls by XID, client,
-// procedure and arguments, waits for a call in progress, forgets an
-// abandoned one, ages replies out and evicts the least recently used.
+// procedure and arguments, waits for a call in progress, ages replies out
+// and evicts the least recently used.
 func TestDRC(t *testing.T) {
 	now := time.Unix(1000, 0)
 	d := newDRC(2, time.Minute)
@@ -29,12 +29,13 @@ func TestDRC(t *testing.T) {
 	require.True(t, isClosed(again.done))
 	require.Equal(t, []byte("reply1"), again.reply)
 
+	others := newDRC(8, time.Minute)
+	others.lookup(key(1, "10.0.0.2", "x"))
 	for _, k := range []drcKey{key(1, "10.0.0.3", "x"), key(2, "10.0.0.2", "x"), key(1, "10.0.0.2", "y")} {
-		e, dup := d.lookup(k)
+		_, dup := others.lookup(k)
 		require.False(t, dup, "%+v is another call", k)
-		d.abandon(e)
 	}
-	require.Equal(t, 1, d.stats().Entries, "abandoned calls are forgotten")
+	require.Equal(t, 1, d.stats().Entries)
 
 	// LRU: e1 was used last; two more completed entries evict it last.
 	e2, _ := d.lookup(key(2, "c", ""))
@@ -62,8 +63,8 @@ func TestDRC(t *testing.T) {
 	require.NotEqual(t, k1, newDRCKey("c", 1, ProgNFS, 3, ProcWrite, long[:998]))
 }
 
-// TestDRCModel: random lookups, completions and abandonments against a
-// model of the cache (a list of keys, most recently used first, and each
+// TestDRCModel: random lookups and completions against a model of the
+// cache (a list of keys, most recently used first, and each
 // entry's state): after every step the cache's LRU list holds the model's
 // keys in the model's order, linked both ways, and its map the same keys.
 func TestDRCModel(t *testing.T) {
@@ -87,8 +88,8 @@ func TestDRCModel(t *testing.T) {
 		}
 		for step := range 200 {
 			k := newDRCKey("c", uint32(rng.IntN(12)), ProgNFS, 3, ProcWrite, nil)
-			switch op := rng.IntN(3); {
-			case op == 0 || live[k] == nil && op != 2:
+			switch op := rng.IntN(2); {
+			case op == 0 || live[k] == nil:
 				e, dup := d.lookup(k)
 				if i := find(k); i >= 0 {
 					require.True(t, dup, "round %d step %d: %v is cached", round, step, k.xid)
@@ -105,16 +106,10 @@ func TestDRCModel(t *testing.T) {
 						}
 					}
 				}
-			case op == 1:
+			default:
 				if i := find(k); i >= 0 && !model[i].done {
 					d.complete(live[k], []byte("r"))
 					model[i].done = true
-				}
-			default:
-				if i := find(k); i >= 0 && !model[i].done {
-					d.abandon(live[k])
-					delete(live, k)
-					model = append(model[:i:i], model[i+1:]...)
 				}
 			}
 			var got []drcKey

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
-
-	"github.com/go-git/go-billy/v5/memfs"
+	"os"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -13,12 +12,26 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// A Server exporting a memfs on the software provider. With the rdma-core
-// provider and the default addresses, the Linux client mounts it with
-// mount -t nfs -o vers=3,proto=rdma,port=20049 server:/ /mnt.
+// A Server exporting a directory on the software provider. With the
+// rdma-core provider and the default addresses, the Linux client mounts
+// it with mount -t nfs -o vers=3,proto=rdma,port=20049 server:/ /mnt.
 func ExampleNewServer() {
+	root, err := os.MkdirTemp("", "export")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	dir, err := nfs.DirFS(root)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dir.Close()
+	h, err := nfs.NewDirHandler(dir, nfs.DirHandlerOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	srv, err := nfs.NewServer(nfs.ServerConfig{
-		FS:        memfs.New(),
+		Handler:   h,
 		Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr:  "127.0.0.1:0",
 		TCPAddr:   "127.0.0.1:0",

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	gonfs "github.com/willscott/go-nfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -240,15 +239,6 @@ func (h *DirHandler) statOpen(fh []byte, of *openFile, st *unix.Stat_t) error {
 		return ErrStaleHandle
 	}
 	return nil
-}
-
-// openAttr returns the attributes of of, fh's file, as statOpen reads them.
-func (h *DirHandler) openAttr(fh []byte, of *openFile) (*gonfs.FileAttribute, error) {
-	var st unix.Stat_t
-	if err := h.statOpen(fh, of, &st); err != nil {
-		return nil, err
-	}
-	return statFileAttr(&st), nil
 }
 
 // fdFile reads and writes a descriptor at offsets (pread, pwrite) as

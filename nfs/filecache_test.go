@@ -144,8 +144,8 @@ func TestOpenHandle(t *testing.T) {
 	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
 		root := t.TempDir()
 		writeFile(t, filepath.Join(root, "f"))
-		d, h := openHandler(t, root, opt)
-		fh := h.ToHandle(d, []string{"f"})
+		_, h := openHandler(t, root, opt)
+		fh := h.handle("f")
 		of, err := h.openHandle(fh, true)
 		if err != nil {
 			t.Fatal(err)
@@ -196,7 +196,7 @@ func TestOpenHandle(t *testing.T) {
 		// Forgotten, then the name given to another file before the next
 		// open: stale, not the other file.
 		writeFile(t, filepath.Join(root, "k"))
-		kfh := h.ToHandle(d, []string{"k"})
+		kfh := h.handle("k")
 		if err := os.Rename(filepath.Join(root, "g"), filepath.Join(root, "k")); err != nil {
 			t.Fatal(err)
 		}
@@ -218,8 +218,8 @@ func TestOpenHandleKinds(t *testing.T) {
 	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, h := openHandler(t, root, DirHandlerOptions{IndexOnly: true})
-	sub := h.ToHandle(d, []string{"sub"})
+	_, h := openHandler(t, root, DirHandlerOptions{IndexOnly: true})
+	sub := h.handle("sub")
 	of, err := h.openHandle(sub, false)
 	if err != nil || of.rw {
 		t.Fatalf("directory: %v (read-write %v)", err, of != nil && of.rw)
@@ -229,7 +229,7 @@ func TestOpenHandleKinds(t *testing.T) {
 		t.Fatalf("directory for writing: %v", err)
 	}
 	for _, name := range []string{"link", "fifo"} {
-		if _, err := h.openHandle(h.ToHandle(d, []string{name}), false); !errors.Is(err, errNotCacheable) {
+		if _, err := h.openHandle(h.handle(name), false); !errors.Is(err, errNotCacheable) {
 			t.Fatalf("%s: %v, want errNotCacheable", name, err)
 		}
 	}
@@ -247,7 +247,7 @@ func TestOpenHandleKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := rh.ToHandle(rd, []string{"sub", "f"})
+	f := rh.handle("sub/f")
 	if _, err := rh.openHandle(f, true); !errors.Is(err, errNotCacheable) {
 		t.Fatalf("read-only Dir, for writing: %v", err)
 	}

@@ -2,20 +2,15 @@ package nfs
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"net"
 	"os"
 	"path"
 	"strconv"
 	"strings"
 
-	"github.com/go-git/go-billy/v5"
-	gonfs "github.com/willscott/go-nfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,11 +26,9 @@ import (
 //	kind 2:  [26:30] inode generation (FS_IOC_GETVERSION, 0 if unknown)
 //	then zeros up to a multiple of 4 bytes.
 //
-// The length is a multiple of 4 because go-nfs (through go-nfs-client's
-// xdr.ReadOpaque) does not skip the XDR padding after a handle: with a
-// 38-byte handle it read ACCESS's mask from the two pad bytes and answered
-// "no access" to the Linux client, and every argument after a handle was
-// read two bytes off.
+// The length is a multiple of 4, so that the handle needs no XDR padding:
+// a decoder that skips no padding after a handle (go-nfs-client's
+// xdr.ReadOpaque, for one) still reads the arguments after it right.
 //
 // Nothing in a handle is a counter or a cache slot, so handles survive a
 // server restart and never go stale for lack of room.
@@ -52,8 +45,9 @@ const (
 // fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long).
 const fsIocGetVersion = 0x80007601 | (strconv.IntSize/8)<<16
 
-// Errors FromHandle returns (wrapped in an *nfs.NFSStatusError with
-// NFS3ERR_STALE or NFS3ERR_BADHANDLE; go-nfs answers NFS3ERR_STALE for any).
+// Errors of a handle the DirHandler cannot resolve: the Server answers
+// NFS3ERR_STALE to a handle of a file that is gone or of another export,
+// NFS3ERR_BADHANDLE to one it did not make (RFC 1813 §2.6).
 var (
 	ErrStaleHandle   = errors.New("nfs: stale file handle")
 	ErrForeignHandle = errors.New("nfs: file handle of another export")
@@ -199,21 +193,24 @@ type DirHandlerOptions struct {
 	IndexOnly bool
 }
 
-// DirHandler is a go-nfs Handler (github.com/willscott/go-nfs.Handler)
-// serving a Dir with stable file handles: a handle names a file by its
-// file system identity (the kernel's own file handle, as knfsd's, or its
-// inode and generation), never by a slot in a cache, so it survives a
-// server restart and any number of files, and it follows its file across
-// renames. A handle of a removed file is stale (NFS3ERR_STALE); a handle
-// of another export, or one the server did not make, is refused.
+// DirHandler is the export a Server serves: a Dir with stable file handles
+// (RFC 1813 §2.4, nfs_fh3). A handle names a file by its file system
+// identity (the kernel's own file handle, as knfsd's, or its inode and
+// generation), never by a slot in a cache, so it survives a server restart
+// and any number of files, and it follows its file across renames. A
+// handle of a removed file is stale (NFS3ERR_STALE); a handle of another
+// export, or one the server did not make, is refused.
 //
-// go-nfs wants a name for every handle. DirHandler finds it, in order:
-// in the Dir's index of names it handed out (checked against the file);
-// with open_by_handle_at(2) and the name /proc gives the descriptor, when
-// the process may (root, CAP_DAC_READ_SEARCH); in the directory the
-// handle was made in; and last by a walk of the whole export, which
-// fills the index. After a restart without privilege the first unknown
-// handle therefore costs a walk of the tree.
+// The Server works on a file by its name below the root, which DirHandler
+// finds for a handle, in order: in the Dir's index of names it handed
+// out (checked against the file); with open_by_handle_at(2) and the name
+// /proc gives the descriptor, when the process may (root,
+// CAP_DAC_READ_SEARCH); in the directory the handle was made in; and last
+// by a walk of the whole export, which fills the index. After a restart
+// without privilege the first unknown handle therefore costs a walk of
+// the tree. DirHandler also keeps the descriptors of the files in use
+// open between calls, and recent directory listings for READDIR and
+// READDIRPLUS.
 type DirHandler struct {
 	dir     *Dir
 	export  [8]byte
@@ -223,11 +220,6 @@ type DirHandler struct {
 	listings listings
 	files    *openFiles
 }
-
-var (
-	_ gonfs.Handler        = (*DirHandler)(nil)
-	_ gonfs.CachingHandler = (*DirHandler)(nil)
-)
 
 // NewDirHandler returns a DirHandler exporting d.
 func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
@@ -259,77 +251,17 @@ func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
 // open_by_handle_at(2).
 func (h *DirHandler) ByKernelHandle() bool { return h.byKernl }
 
-// Mount exports the Dir at any path, offering AUTH_NULL as go-nfs's
-// NullAuthHandler does.
-func (h *DirHandler) Mount(context.Context, net.Conn, gonfs.MountRequest) (gonfs.MountStatus, billy.Filesystem, []gonfs.AuthFlavor) {
-	return gonfs.MountStatusOk, h.dir, []gonfs.AuthFlavor{gonfs.AuthFlavorNull}
-}
-
-// Change returns the Dir, which changes modes, owners and times.
-func (h *DirHandler) Change(billy.Filesystem) billy.Change { return h.dir }
-
-// FSStat fills in the sizes and file counts of the Dir's file system.
-func (h *DirHandler) FSStat(_ context.Context, _ billy.Filesystem, s *gonfs.FSStat) error {
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(h.dir.fd, &sfs); err != nil {
-		return fmt.Errorf("nfs: statfs %q: %w", h.dir.root, err)
-	}
-	bs := uint64(sfs.Bsize)
-	s.TotalSize, s.FreeSize, s.AvailableSize = sfs.Blocks*bs, sfs.Bfree*bs, sfs.Bavail*bs
-	s.TotalFiles, s.FreeFiles, s.AvailableFiles = sfs.Files, sfs.Ffree, sfs.Ffree
-	return nil
-}
-
-// ToHandle returns the handle of the file at p below the root, or nil if
-// there is none.
-func (h *DirHandler) ToHandle(_ billy.Filesystem, p []string) []byte {
-	name := rel(path.Join(p...))
-	id, parent, dir, err := h.dir.identify(name)
+// handle returns the handle of the file name below the root (not
+// following a last symbolic link; a name that climbs out of the root is
+// the root), or nil if there is none, and records the name in the index.
+func (h *DirHandler) handle(name string) []byte {
+	o, err := h.objectAt(name)
 	if err != nil {
 		return nil
 	}
-	h.dir.idx.add(id.ino, name, dir)
-	return encodeHandle(h.export, id, parent)
+	o.close()
+	return o.fh
 }
-
-// FromHandle returns the Dir and the name of the file of fh. Errors are
-// *nfs.NFSStatusError wrapping ErrStaleHandle, ErrForeignHandle or
-// ErrBadHandle.
-func (h *DirHandler) FromHandle(fh []byte) (billy.Filesystem, []string, error) {
-	name, err := h.resolve(fh)
-	if err != nil {
-		status := gonfs.NFSStatusStale
-		if errors.Is(err, ErrBadHandle) {
-			status = gonfs.NFSStatusBadHandle
-		}
-		return nil, nil, &gonfs.NFSStatusError{NFSStatus: status, WrappedErr: err}
-	}
-	if name == "." {
-		return h.dir, []string{}, nil
-	}
-	return h.dir, strings.Split(name, "/"), nil
-}
-
-// InvalidateHandle forgets the indexed name of fh's file if it no longer
-// names the file (go-nfs calls it after REMOVE and RENAME), and closes the
-// file's cached descriptor (once no call uses it), so that a removed
-// file's space is freed now. The handle itself stays valid as long as its
-// file exists.
-func (h *DirHandler) InvalidateHandle(_ billy.Filesystem, fh []byte) error {
-	h.files.forget(fh, nil)
-	_, id, _, err := decodeHandle(fh)
-	if err != nil {
-		return nil
-	}
-	if name, ok := h.dir.idx.lookup(id.ino); ok && !h.check(name, id) {
-		h.dir.idx.forget(id.ino, name)
-	}
-	return nil
-}
-
-// HandleLimit is unlimited: no handle is ever evicted. (go-nfs caps a
-// READDIR reply at half of it.)
-func (h *DirHandler) HandleLimit() int { return math.MaxInt32 }
 
 // check reports whether name is the file id.
 func (h *DirHandler) check(name string, id fileID) bool {
@@ -429,18 +361,17 @@ func (h *DirHandler) inDir(parent uint64, id fileID) (string, bool) {
 			return "", false
 		}
 	}
-	infos, err := h.dir.ReadDir(dir)
+	ents, err := h.dir.readDir(dir)
 	if err != nil {
 		return "", false
 	}
-	for _, fi := range infos {
-		st := fi.Sys().(*fileInfoStat)
-		if st.Ino != id.ino {
+	for _, e := range ents {
+		if e.ino != id.ino {
 			continue
 		}
-		name := path.Join(dir, fi.Name())
+		name := path.Join(dir, e.name)
 		if h.check(name, id) {
-			h.dir.idx.add(id.ino, name, fi.IsDir())
+			h.dir.idx.add(id.ino, name, e.dir)
 			return name, true
 		}
 	}
@@ -464,18 +395,18 @@ func (h *DirHandler) walk() {
 	}
 	var visit func(dir string)
 	visit = func(dir string) {
-		infos, err := h.dir.ReadDir(dir)
+		ents, err := h.dir.readDir(dir)
 		if err != nil {
 			return
 		}
 		x.mu.Lock()
-		for _, fi := range infos {
-			x.addLocked(fi.Sys().(*fileInfoStat).Ino, path.Join(dir, fi.Name()), fi.IsDir())
+		for _, e := range ents {
+			x.addLocked(e.ino, path.Join(dir, e.name), e.dir)
 		}
 		x.mu.Unlock()
-		for _, fi := range infos {
-			if fi.IsDir() {
-				visit(path.Join(dir, fi.Name()))
+		for _, e := range ents {
+			if e.dir {
+				visit(path.Join(dir, e.name))
 			}
 		}
 	}

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestDirEntries: the handles and attributes READDIRPLUS takes through one
-// descriptor of the directory are those ToHandle and Lstat give, in the
+// descriptor of the directory are those handle and lstat(2) give, in the
 // root and in a subdirectory, for files, directories and symbolic links;
 // the names are indexed (a handle resolves without a walk); a missing
 // entry is fs.ErrNotExist, and names that are not one component are
@@ -30,9 +32,9 @@ func TestDirEntries(t *testing.T) {
 		if err := os.Symlink("../outside", filepath.Join(root, "sub", "link")); err != nil {
 			t.Fatal(err)
 		}
-		d, h := openHandler(t, root, opt)
+		_, h := openHandler(t, root, opt)
 		for _, dir := range []string{".", "sub"} {
-			de, err := h.openEntries(dir)
+			do, err := h.objectAt(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,50 +44,51 @@ func TestDirEntries(t *testing.T) {
 			}
 			for _, e := range ents {
 				name := filepath.Join(dir, e.Name())
-				fi, fh, err := de.entry(e.Name())
+				var st unix.Stat_t
+				fh, err := h.entry(do, e.Name(), &st)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				if want := h.ToHandle(d, splitPath(name)); !bytes.Equal(fh, want) {
-					t.Errorf("%s: handle %x, ToHandle %x", name, fh, want)
+				if want := h.handle(name); !bytes.Equal(fh, want) {
+					t.Errorf("%s: handle %x, handle %x", name, fh, want)
 				}
-				lfi, err := d.Lstat(name)
-				if err != nil {
+				var lst unix.Stat_t
+				if err := unix.Lstat(filepath.Join(root, name), &lst); err != nil {
 					t.Fatal(err)
 				}
-				if fi.Mode() != lfi.Mode() || fi.Size() != lfi.Size() || !fi.ModTime().Equal(lfi.ModTime()) ||
-					fi.Name() != lfi.Name() {
-					t.Errorf("%s: attributes %v %d %v, Lstat %v %d %v", name, fi.Mode(), fi.Size(), fi.ModTime(),
-						lfi.Mode(), lfi.Size(), lfi.ModTime())
+				if fattrOf(&st) != fattrOf(&lst) {
+					t.Errorf("%s: attributes %+v, lstat %+v", name, fattrOf(&st), fattrOf(&lst))
 				}
 			}
-			if _, _, err := de.entry("missing"); !errors.Is(err, fs.ErrNotExist) {
+			var st unix.Stat_t
+			if _, err := h.entry(do, "missing", &st); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("missing entry: %v", err)
 			}
 			for _, bad := range []string{"", ".", "..", "sub/b"} {
-				if _, _, err := de.entry(bad); err == nil {
+				if _, err := h.entry(do, bad, &st); err == nil {
 					t.Errorf("entry(%q) did not fail", bad)
 				}
 			}
-			de.close()
+			do.close()
 		}
 
 		// A fresh handler knows the names READDIRPLUS gave out.
 		_, h2 := openHandler(t, root, DirHandlerOptions{IndexOnly: true})
-		de, err := h2.openEntries("sub")
+		do, err := h2.objectAt("sub")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer de.close()
-		_, fh, err := de.entry("b")
+		defer do.close()
+		var st unix.Stat_t
+		fh, err := h2.entry(do, "b", &st)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if name, ok := h2.dir.idx.lookup(fileIno(t, filepath.Join(root, "sub", "b"))); !ok || name != "sub/b" {
 			t.Errorf("index: %q, %v", name, ok)
 		}
-		if _, p, err := h2.FromHandle(fh); err != nil || filepath.Join(p...) != "sub/b" {
-			t.Errorf("FromHandle: %v, %v", p, err)
+		if name, err := h2.resolve(fh); err != nil || name != "sub/b" {
+			t.Errorf("resolve: %q, %v", name, err)
 		}
 	})
 }

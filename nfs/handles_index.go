@@ -7,7 +7,7 @@ import (
 
 // handleIndex maps inode numbers of a Dir to a name of each (relative to
 // the root, "." for the root), so that a handle, which holds an inode and
-// not a name, resolves to the name go-nfs needs. It is a cache of the
+// not a name, resolves to the name the server works on. It is a cache of the
 // tree, not a source of truth: every name it returns is checked against
 // the file before use, and a miss is answered by looking at the file
 // system again. It is unbounded: one entry per file a client was given a
@@ -16,9 +16,9 @@ type handleIndex struct {
 	mu     sync.Mutex
 	byIno  map[uint64]indexEntry
 	byPath map[string]uint64
-	// gone holds inodes a full walk did not find, or that Remove took
-	// the last name of, so that a client repeating a stale handle costs
-	// no walk. A new handle for a reused inode takes it out.
+	// gone holds inodes a full walk did not find, or the kernel said
+	// were gone (open_by_handle_at), so that a client repeating a stale
+	// handle costs no walk. A new handle for a reused inode takes it out.
 	gone map[uint64]struct{}
 
 	walkMu sync.Mutex // one full walk at a time
@@ -137,7 +137,7 @@ func (x *handleIndex) renamed(from, to string) {
 	}
 }
 
-// removed drops the entry of p after Remove took it.
+// removed drops the entry of p, a name REMOVE or RMDIR took.
 func (x *handleIndex) removed(p string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

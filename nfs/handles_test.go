@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	gonfs "github.com/willscott/go-nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 )
 
 // handleModes runs f with the index-only handler and, where the process
@@ -51,32 +50,24 @@ func writeFile(t *testing.T, name string) {
 	}
 }
 
-func split(p string) []string {
-	if p == "" {
-		return []string{}
-	}
-	return strings.Split(p, "/")
-}
-
 // mustResolve checks that fh resolves to want under h.
 func mustResolve(t *testing.T, h *DirHandler, fh []byte, want string) {
 	t.Helper()
-	_, p, err := h.FromHandle(fh)
+	got, err := h.resolve(fh)
 	if err != nil {
-		t.Fatalf("FromHandle for %q: %v", want, err)
+		t.Fatalf("resolve for %q: %v", want, err)
 	}
-	if got := strings.Join(p, "/"); got != want {
-		t.Fatalf("FromHandle = %q, want %q", got, want)
+	if got != rel(want) {
+		t.Fatalf("resolve = %q, want %q", got, rel(want))
 	}
 }
 
 // mustStale checks that fh is refused as stale.
 func mustStale(t *testing.T, h *DirHandler, fh []byte) {
 	t.Helper()
-	_, p, err := h.FromHandle(fh)
-	var se *gonfs.NFSStatusError
-	if !errors.As(err, &se) || se.NFSStatus != gonfs.NFSStatusStale || !errors.Is(err, ErrStaleHandle) {
-		t.Fatalf("FromHandle = %v, %v; want NFS3ERR_STALE", p, err)
+	name, err := h.resolve(fh)
+	if statusOf(err) != nfs3.ErrStale || !errors.Is(err, ErrStaleHandle) {
+		t.Fatalf("resolve = %q, %v; want NFS3ERR_STALE", name, err)
 	}
 }
 
@@ -94,9 +85,9 @@ func TestHandleStableAcrossRestart(t *testing.T) {
 		_, h1 := openHandler(t, root, opt)
 		handles := map[string][]byte{}
 		for _, n := range names {
-			fh := h1.ToHandle(nil, split(n))
+			fh := h1.handle(n)
 			if len(fh) == 0 || len(fh) > fhSize3 || len(fh)%4 != 0 {
-				t.Fatalf("handle of %q: %d bytes, want a multiple of 4 up to 64 (go-nfs skips no XDR padding)", n, len(fh))
+				t.Fatalf("handle of %q: %d bytes, want a multiple of 4 up to 64 (no XDR padding)", n, len(fh))
 			}
 			handles[n] = fh
 			mustResolve(t, h1, fh, n)
@@ -105,7 +96,7 @@ func TestHandleStableAcrossRestart(t *testing.T) {
 		_, h2 := openHandler(t, root, opt)
 		for _, n := range names {
 			mustResolve(t, h2, handles[n], n)
-			if got := h2.ToHandle(nil, split(n)); string(got) != string(handles[n]) {
+			if got := h2.handle(n); string(got) != string(handles[n]) {
 				t.Errorf("handle of %q changed across restart: %x, was %x", n, got, handles[n])
 			}
 		}
@@ -135,7 +126,7 @@ func TestHandleManyFilesNoEviction(t *testing.T) {
 		_, h1 := openHandler(t, root, opt)
 		handles := make([][]byte, n)
 		for i, name := range names {
-			handles[i] = h1.ToHandle(nil, split(name))
+			handles[i] = h1.handle(name)
 		}
 		// All still resolve on the handler that made them (no LRU) ...
 		for i, name := range names {
@@ -159,18 +150,21 @@ func TestHandleRename(t *testing.T) {
 	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
 		root := t.TempDir()
 		writeFile(t, filepath.Join(root, "d/f"))
-		d, h := openHandler(t, root, opt)
-		fh := h.ToHandle(nil, split("d/f"))
-		dh := h.ToHandle(nil, split("d"))
+		_, h := openHandler(t, root, opt)
+		fh := h.handle("d/f")
+		dh := h.handle("d")
+		rename := func(from, to string) {
+			t.Helper()
+			if err := os.Rename(filepath.Join(root, from), filepath.Join(root, to)); err != nil {
+				t.Fatal(err)
+			}
+			h.dir.idx.renamed(from, to)
+		}
 
-		// Through the Dir (as go-nfs's RENAME does): the index follows.
-		if err := d.Rename("d/f", "d/g"); err != nil {
-			t.Fatal(err)
-		}
+		// As RENAME renames: the index follows.
+		rename("d/f", "d/g")
 		mustResolve(t, h, fh, "d/g")
-		if err := d.Rename("d", "e"); err != nil {
-			t.Fatal(err)
-		}
+		rename("d", "e")
 		mustResolve(t, h, fh, "e/g")
 		mustResolve(t, h, dh, "e")
 
@@ -197,24 +191,28 @@ func TestHandleRemovedIsStale(t *testing.T) {
 		writeFile(t, filepath.Join(root, "f"))
 		writeFile(t, filepath.Join(root, "g"))
 		writeFile(t, filepath.Join(root, "sub/h"))
-		d, h := openHandler(t, root, opt)
-		fh := h.ToHandle(nil, split("f"))
-		gh := h.ToHandle(nil, split("g"))
-		hh := h.ToHandle(nil, split("sub/h"))
-		sh := h.ToHandle(nil, split("sub"))
-
-		if err := d.Remove("f"); err != nil {
-			t.Fatal(err)
+		_, h := openHandler(t, root, opt)
+		fh := h.handle("f")
+		gh := h.handle("g")
+		hh := h.handle("sub/h")
+		sh := h.handle("sub")
+		remove := func(name string) {
+			t.Helper()
+			if err := os.Remove(filepath.Join(root, name)); err != nil {
+				t.Fatal(err)
+			}
+			h.dir.idx.removed(name)
 		}
+
+		// As REMOVE removes.
+		remove("f")
 		mustStale(t, h, fh)
 
 		// A hard link keeps the file, and its handle, alive.
-		if err := d.Link("g", "sub/g2"); err != nil {
+		if err := os.Link(filepath.Join(root, "g"), filepath.Join(root, "sub/g2")); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.Remove("g"); err != nil {
-			t.Fatal(err)
-		}
+		remove("g")
 		mustResolve(t, h, gh, "sub/g2")
 
 		// Removed behind the server's back, seen after a restart.
@@ -238,8 +236,8 @@ func TestHandleForeignAndMalformed(t *testing.T) {
 	writeFile(t, filepath.Join(rootB, "f"))
 	_, ha := openHandler(t, rootA, DirHandlerOptions{IndexOnly: true})
 	_, hb := openHandler(t, rootB, DirHandlerOptions{IndexOnly: true})
-	for _, p := range [][]string{{}, {"f"}} {
-		_, _, err := hb.FromHandle(ha.ToHandle(nil, p))
+	for _, p := range []string{"", "f"} {
+		_, err := hb.resolve(ha.handle(p))
 		if !errors.Is(err, ErrForeignHandle) {
 			t.Errorf("handle of export A on export B: %v, want ErrForeignHandle", err)
 		}
@@ -249,39 +247,38 @@ func TestHandleForeignAndMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, hs := openHandler(t, filepath.Join(rootA, "sub"), DirHandlerOptions{IndexOnly: true})
-	if _, _, err := hs.FromHandle(ha.ToHandle(nil, []string{"f"})); !errors.Is(err, ErrForeignHandle) {
+	if _, err := hs.resolve(ha.handle("f")); !errors.Is(err, ErrForeignHandle) {
 		t.Errorf("handle of the parent export: %v, want ErrForeignHandle", err)
 	}
 
-	good := ha.ToHandle(nil, []string{"f"})
+	good := ha.handle("f")
 	for name, fh := range map[string][]byte{
-		"empty":     nil,
-		"short":     good[:10],
-		"long":      append(append([]byte{}, good...), make([]byte, 64)...),
-		"version":   append([]byte{9}, good[1:]...),
-		"kind":      append([]byte{good[0], 7}, good[2:]...),
-		"cachingfh": make([]byte, 16), // a go-nfs CachingHandler UUID
+		"empty":   nil,
+		"short":   good[:10],
+		"long":    append(append([]byte{}, good...), make([]byte, 64)...),
+		"version": append([]byte{9}, good[1:]...),
+		"kind":    append([]byte{good[0], 7}, good[2:]...),
+		"uuid":    make([]byte, 16), // another server's handle
 	} {
-		_, _, err := ha.FromHandle(fh)
-		var se *gonfs.NFSStatusError
-		if !errors.As(err, &se) || se.NFSStatus != gonfs.NFSStatusBadHandle {
+		_, err := ha.resolve(fh)
+		if statusOf(err) != nfs3.ErrBadHandle || !errors.Is(err, ErrBadHandle) {
 			t.Errorf("%s handle: %v, want NFS3ERR_BADHANDLE", name, err)
 		}
 	}
 }
 
-func TestHandleRootAndLimit(t *testing.T) {
+func TestHandleRoot(t *testing.T) {
 	root := t.TempDir()
 	_, h := openHandler(t, root, DirHandlerOptions{IndexOnly: true})
-	mustResolve(t, h, h.ToHandle(nil, nil), "")
-	if h.HandleLimit() < 1<<20 {
-		t.Errorf("HandleLimit = %d", h.HandleLimit())
+	mustResolve(t, h, h.handle(""), "")
+	if !bytes.Equal(h.handle("."), h.rootHandle()) {
+		t.Error("the root's handle is not the one MNT gives")
 	}
-	if h.ToHandle(nil, []string{"missing"}) != nil {
+	if h.handle("missing") != nil {
 		t.Error("handle of a missing file")
 	}
 	// A name that climbs out of the root is the root.
-	mustResolve(t, h, h.ToHandle(nil, []string{"..", ".."}), "")
+	mustResolve(t, h, h.handle("../.."), "")
 }
 
 // TestHandlePadding: handles of every length a kernel handle can give are

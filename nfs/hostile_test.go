@@ -97,53 +97,6 @@ func TestServerHostileArgs(t *testing.T) {
 	require.True(t, bytes.Equal(data, rr.Data), "READ returned what WRITE wrote")
 }
 
-// TestServerHostileArgsGoNFS: a server whose handler is not a DirHandler
-// (ServerConfig.FS) still forwards SETATTR, ACCESS, READLINK, CREATE,
-// MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, FSSTAT, FSINFO, PATHCONF,
-// a WRITE to a file system other than a Dir, and MOUNT's MNT and UMNT to
-// go-nfs, which allocates what a length word claims (issue 28): the
-// dispatch layer refuses what does not decode with GARBAGE_ARGS first.
-// The barrage's truncations and length words, whose answer is
-// GARBAGE_ARGS whatever the handles name, are sent to those.
-func TestServerHostileArgsGoNFS(t *testing.T) {
-	srv := startServer(t, nfs.ServerConfig{FS: newTestFS(t), NFSOverTCP: true})
-	root := mountRoot(t, srv).Data
-	a := lookup(t, dialRDMA(t, srv), 1, fhOf(root), "a").Data
-	env := &hostileEnv{srv: srv, root: root, a: a, s: a, d: root, l: a, conns: hostileConns(t, srv)}
-	forwarded := map[string]bool{"SETATTR": true, "ACCESS": true, "READLINK": true, "WRITE": true, "CREATE": true,
-		"MKDIR": true, "SYMLINK": true, "MKNOD": true, "REMOVE": true, "RMDIR": true, "RENAME": true, "FSSTAT": true,
-		"FSINFO": true, "PATHCONF": true, "MOUNT MNT": true, "MOUNT UMNT": true}
-	var specs []hostileSpec
-	for _, sp := range env.specs(t) {
-		if forwarded[sp.name] {
-			specs = append(specs, sp)
-		}
-	}
-	require.Len(t, specs, len(forwarded))
-	var classes []hostileClass
-	for _, c := range hostileClasses(t, env, specs) {
-		if !strings.HasSuffix(c.name, " truncated") && !strings.HasSuffix(c.name, " length words") {
-			continue
-		}
-		onlyGarbage := func(cases []hostileCase) []hostileCase {
-			var kept []hostileCase
-			for _, hc := range cases {
-				if hc.want.garbage && len(hc.want.status) == 0 && !hc.want.anyErr {
-					kept = append(kept, hc)
-				}
-			}
-			return kept
-		}
-		c.cases, c.tcpOnly = onlyGarbage(c.cases), onlyGarbage(c.tcpOnly)
-		classes = append(classes, c)
-	}
-	env.barrage(t, classes)
-	for _, hc := range env.conns {
-		hc.mustRun(t, []hostileCase{{class: "after", proc: nfs.ProcGetattr, args: xdr.AppendOpaque(nil, root),
-			want: st(nfs3.OK)}}, &env.xids)
-	}
-}
-
 // barrage sends issue 28's calls, then classes, on env's connections, and
 // checks the replies and the heap.
 func (env *hostileEnv) barrage(t *testing.T, classes []hostileClass) {

@@ -2,150 +2,148 @@ package nfs
 
 import (
 	"errors"
-	"io/fs"
+	"path"
 	"strings"
 
-	"github.com/go-git/go-billy/v5"
-	gonfs "github.com/willscott/go-nfs"
+	"golang.org/x/sys/unix"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// getattr executes an NFSv3 GETATTR (RFC 1813 §3.3.1) in the dispatch
-// layer, as go-nfs would (the file's Lstat), without the round trip
-// through go-nfs's pipe and reflective encoder. ok is false if the
+// nameMax is the longest file name (NAME_MAX, Linux's NFS3_MAXNAMLEN).
+const nameMax = nfs3.NameMax
+
+// getattr executes an NFSv3 GETATTR (RFC 1813 §3.3.1): an fstat of the
+// file's descriptor in the open-file cache (regular files and
+// directories), else of the file the handle names. ok is false if the
 // arguments do not decode.
-//
-//	GETATTR3args: nfs_fh3 object;  GETATTR3resok: fattr3 obj_attributes;
 func (s *Server) getattr(xid uint32, args []byte) (reply []byte, ok bool) {
 	r := xdr.NewReader(args)
-	fh, err := r.Opaque(nfs3FHSize)
-	if err != nil {
+	var a nfs3.GetattrArgs
+	if a.Decode(&r) != nil {
 		return nil, false
 	}
-	b := successReply(xid, nil)
-	if dh, isDir := s.handler.(*DirHandler); isDir {
-		if of, err := dh.openHandle(fh, false); err == nil {
-			defer dh.files.put(of)
-			attr, err := dh.openAttr(fh, of)
-			if err != nil {
-				return xdr.AppendUint32(b, statusOr(err, nfs3ErrIO)), true
-			}
-			b = xdr.AppendUint32(b, nfs3OK)
-			return appendFattr3(b, attr), true
-		}
+	var res nfs3.GetattrRes
+	var st unix.Stat_t
+	res.Status = statusOf(s.dh.statHandle(a.Object, &st))
+	if res.Status == nfs3.OK {
+		res.Attr = fattrOf(&st)
 	}
-	fsys, p, err := s.handler.FromHandle(fh)
-	if err != nil {
-		return xdr.AppendUint32(b, nfs3ErrStale), true
-	}
-	name := fsys.Join(p...)
-	fi, err := fsys.Lstat(name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return xdr.AppendUint32(b, nfs3ErrStale), true
-		}
-		return xdr.AppendUint32(b, statusOr(err, nfs3ErrIO)), true
-	}
-	b = xdr.AppendUint32(b, nfs3OK)
-	return appendFattr3(b, fileAttr(fi, name)), true
+	return res.Append(successReply(xid, nil)), true
 }
 
-// lookup executes an NFSv3 LOOKUP (RFC 1813 §3.3.3) in the dispatch
-// layer: the name's handle and attributes and the directory's attributes,
-// the directory's attributes in a failure too (go-nfs sends none, and the
-// client then revalidates its cached directory). With a DirHandler the
-// directory is opened once for the directory's attributes and the name's
-// attributes and handle (DirHandler.openEntries). "." is the directory
-// itself, ".." its parent, and the export root's own parent (go-nfs
-// answers NFS3ERR_ACCES). ok is false if the arguments do not decode.
+// statHandle fills st with the attributes of fh's file: through its
+// descriptor in the open-file cache (opened and cached now for a regular
+// file or a directory), else through the handle resolved now.
+func (h *DirHandler) statHandle(fh []byte, st *unix.Stat_t) error {
+	of, err := h.openHandle(fh, false)
+	if err == nil {
+		defer h.files.put(of)
+		return h.statOpen(fh, of, st)
+	}
+	if !errors.Is(err, errNotCacheable) {
+		return err
+	}
+	o, err := h.openObject(fh)
+	if err != nil {
+		return err
+	}
+	*st = o.st
+	o.close()
+	return nil
+}
+
+// lookup executes an NFSv3 LOOKUP (RFC 1813 §3.3.3): the name's handle
+// and attributes and the directory's attributes, the directory's
+// attributes in a failure too (the client then keeps its cached
+// directory). "." is the directory itself, ".." its parent, and the
+// export root's own parent; an empty name or one with "/" or NUL is
+// NFS3ERR_ACCES, one longer than NAME_MAX NFS3ERR_NAMETOOLONG. ok is false
+// if the arguments do not decode.
 //
 //	LOOKUP3args: diropargs3 what (nfs_fh3 dir; filename3 name);
-//	LOOKUP3resok: nfs_fh3 object; post_op_attr obj_attributes;
-//	              post_op_attr dir_attributes;
-//	LOOKUP3resfail: post_op_attr dir_attributes;
 func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
 	r := xdr.NewReader(args)
 	dirFH, nameb, err := decodeDirOp(&r)
 	if err != nil {
 		return nil, false
 	}
-	fname := string(nameb)
 	b := successReply(xid, nil)
-	fail := func(status uint32, dirAttr *gonfs.FileAttribute) ([]byte, bool) {
-		b = xdr.AppendUint32(b, status)
-		return appendPostOpAttr(b, dirAttr), true
-	}
-	fsys, p, err := s.handler.FromHandle(dirFH)
+	var res nfs3.LookupRes
+	dir, err := s.dh.openObject(dirFH)
 	if err != nil {
-		return fail(nfs3ErrStale, nil)
+		res.Status = statusOf(err)
+		return res.Append(b), true
 	}
-	dirName := fsys.Join(p...)
-	success := func(fh []byte, attr, dirAttr *gonfs.FileAttribute) ([]byte, bool) {
-		b = xdr.AppendUint32(b, nfs3OK)
-		b = xdr.AppendOpaque(b, fh)
-		b = appendPostOpAttr(b, attr)
-		return appendPostOpAttr(b, dirAttr), true
-	}
-	if dh, ok := s.handler.(*DirHandler); ok && fsys == billy.Filesystem(dh.dir) &&
-		fname != "." && fname != ".." && validName(fname) {
-		de, err := dh.openEntries(dirName)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fail(nfs3ErrStale, nil)
-			}
-			return fail(statusOr(err, nfs3ErrNotDir), statAttr(fsys, dirName))
-		}
-		defer de.close()
-		dirAttr := de.attr()
-		if dirAttr.Type != gonfs.FileTypeDirectory {
-			return fail(nfs3ErrNotDir, dirAttr)
-		}
-		fi, fh, err := de.entry(fname)
-		if err != nil {
-			return fail(statusOr(err, nfs3ErrNoEnt), dirAttr)
-		}
-		return success(fh, fileAttr(fi, fsys.Join(append(p[:len(p):len(p)], fname)...)), dirAttr)
-	}
-
-	dirAttr := statAttr(fsys, dirName)
+	defer dir.close()
+	res.DirAttr = dir.attr()
+	name := string(nameb)
+	var o *object
 	switch {
-	case dirAttr == nil:
-		return fail(nfs3ErrStale, nil)
-	case dirAttr.Type != gonfs.FileTypeDirectory:
-		return fail(nfs3ErrNotDir, dirAttr)
-	}
-	var ep []string
-	switch {
-	case fname == ".":
-		ep = p
-	case fname == "..":
-		ep = p
-		if len(p) > 0 {
-			ep = p[:len(p)-1]
+	case !dir.isDir():
+		err = nfs3.ErrNotDir
+	case name == ".":
+		// The directory itself, by the handle the client has.
+		res.Object, res.ObjAttr = dirFH, res.DirAttr
+		return res.Append(b), true
+	case name == "..":
+		up := "."
+		if dir.name != "." {
+			up = path.Dir(dir.name)
 		}
-	case len(fname) > nameMax:
-		return fail(nfs3ErrNameTooLong, dirAttr)
-	case !validName(fname):
-		return fail(nfs3ErrAcces, dirAttr)
+		o, err = s.dh.objectAt(up)
+	case len(name) > nameMax:
+		err = nfs3.ErrNameTooLong
+	case !validName(name):
+		err = nfs3.ErrAcces
 	default:
-		ep = append(p[:len(p):len(p)], fname)
+		o, err = s.dh.childOf(dir, name)
 	}
-	name := fsys.Join(ep...)
-	attr := statAttr(fsys, name)
-	if attr == nil {
-		return fail(nfs3ErrNoEnt, dirAttr)
+	if err != nil {
+		res.Status = statusOf(err)
+		return res.Append(b), true
 	}
-	fh := s.handler.ToHandle(fsys, ep)
-	if fh == nil {
-		return fail(nfs3ErrNoEnt, dirAttr)
+	defer o.close()
+	res.Object, res.ObjAttr = o.fh, o.attr()
+	return res.Append(b), true
+}
+
+// objectAt opens the file name below the export's root (not following a
+// last symbolic link) as an object with its handle, made in its
+// directory, and records its name in the handle index.
+func (h *DirHandler) objectAt(name string) (*object, error) {
+	name = rel(name)
+	dirfd, base, err := h.dir.parent(name)
+	if err != nil {
+		return nil, err
 	}
-	return success(fh, attr, dirAttr)
+	defer unix.Close(dirfd)
+	var parent uint64
+	if name != "." {
+		var pst unix.Stat_t
+		if err := unix.Fstat(dirfd, &pst); err != nil {
+			return nil, err
+		}
+		parent = pst.Ino
+	}
+	fd, err := unix.Openat(dirfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	o := &object{fd: fd, name: name}
+	id, err := fdIdentity(fd, &o.st)
+	if err != nil {
+		o.close()
+		return nil, err
+	}
+	o.fh = encodeHandle(h.export, id, parent)
+	h.dir.idx.add(id.ino, name, o.isDir())
+	return o, nil
 }
 
 // validName reports whether name can be one component of a path: not
-// empty, no "/" and no NUL (knfsd answers NFS3ERR_ACCES to the others),
-// at most nameMax bytes.
+// empty, no "/" and no NUL, at most nameMax bytes.
 func validName(name string) bool {
 	return name != "" && len(name) <= nameMax && !strings.ContainsAny(name, "/\x00")
 }

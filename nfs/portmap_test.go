@@ -105,7 +105,7 @@ func uaddr(port int) string { return fmt.Sprintf("127.0.0.1.%d.%d", port>>8, por
 // NFSOverTCP) and on "rdma" with rpcbind version 4 SET; Close unsets them.
 func TestRpcbindRegister(t *testing.T) {
 	rb := startFakeRpcbind(t, false)
-	srv := startServer(t, nfs.ServerConfig{FS: newTestFS(t), NFSOverTCP: true,
+	srv := startServer(t, nfs.ServerConfig{Handler: newTestDir(t), NFSOverTCP: true,
 		Rpcbind: nfs.RpcbindConfig{Addr: rb.l.Addr().String()}})
 	rdma, tcp := ports(srv)
 	require.Eventually(t, func() bool { return len(rb.recorded()) == 4 }, ioGuard, time.Millisecond)
@@ -122,7 +122,7 @@ func TestRpcbindRegister(t *testing.T) {
 // number and is not registered.
 func TestRpcbindRegisterV2(t *testing.T) {
 	rb := startFakeRpcbind(t, true)
-	srv := startServer(t, nfs.ServerConfig{FS: newTestFS(t), Rpcbind: nfs.RpcbindConfig{Addr: rb.l.Addr().String()}})
+	srv := startServer(t, nfs.ServerConfig{Handler: newTestDir(t), Rpcbind: nfs.RpcbindConfig{Addr: rb.l.Addr().String()}})
 	_, tcp := ports(srv)
 	require.Eventually(t, func() bool { return len(rb.recorded()) == 4 }, ioGuard, time.Millisecond)
 	require.NoError(t, srv.Close())
@@ -138,7 +138,7 @@ func TestPortmapper(t *testing.T) {
 	require.NoError(t, err)
 	deadAddr := dead.Addr().String()
 	require.NoError(t, dead.Close())
-	srv := startServer(t, nfs.ServerConfig{FS: newTestFS(t), Rpcbind: nfs.RpcbindConfig{
+	srv := startServer(t, nfs.ServerConfig{Handler: newTestDir(t), Rpcbind: nfs.RpcbindConfig{
 		Addr: deadAddr, Serve: true, ServeAddr: "127.0.0.1:0"}})
 	require.Eventually(t, func() bool { return srv.PortmapperAddr() != nil }, ioGuard, time.Millisecond)
 	_, tcp := ports(srv)

@@ -10,10 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-billy/v5"
-	gonfs "github.com/willscott/go-nfs"
-	nfshelper "github.com/willscott/go-nfs/helpers"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs/internal/creds"
@@ -35,20 +31,12 @@ const (
 // ErrServerClosed is returned by Serve after Close.
 var ErrServerClosed = errors.New("nfs: Server closed")
 
-// ServerConfig configures a Server. Handler (or FS) and
-// Transport.Provider are required.
+// ServerConfig configures a Server. Handler and Transport.Provider are
+// required.
 type ServerConfig struct {
-	// Handler is the go-nfs handler serving the export (see
-	// github.com/willscott/go-nfs/helpers for the usual wrapping of a
-	// billy.Filesystem).
-	Handler gonfs.Handler
-	// FS, when Handler is nil, is the exported file system, served by
-	// go-nfs's caching handler over its null-auth handler (AUTH_UNIX
-	// credentials are not checked), with room for HandleLimit handles
-	// (0 means 1024). For LINK it should implement Linker, for honest
-	// durability Syncer (or have files with a Sync method).
-	FS          billy.Filesystem
-	HandleLimit int
+	// Handler is the export: a directory (DirFS) with its file handles
+	// (NewDirHandler).
+	Handler *DirHandler
 
 	// Transport configures the RPC-over-RDMA listener; Transport.Provider
 	// is required.
@@ -116,57 +104,75 @@ type ServerConfig struct {
 
 	// Exports are the paths MOUNT's EXPORT procedure lists (RFC 1813
 	// §5.2.5; what showmount -e prints), each open to every client
-	// (no groups); nil means "/". go-nfs handlers mount any path as
-	// their file system's root, so these are what to advertise, not a
-	// check.
+	// (no groups); nil means "/". MNT gives the export's root for any
+	// path, so these are what to advertise, not a check.
 	Exports []string
 }
 
-// Server serves NFS version 3 (RFC 1813) with a go-nfs handler over
-// RPC-over-RDMA (RFC 8166, RFC 8267) and MOUNT over TCP, as the Linux
-// kernel client expects of knfsd: it mounts with
+// Server serves the export of a DirHandler with NFS version 3 (RFC 1813)
+// over RPC-over-RDMA version 1 (RFC 8166, with the NFSv3 upper-layer
+// binding of RFC 8267) and MOUNT version 3 (RFC 1813 §5) over TCP, as the
+// Linux kernel client expects of knfsd: it mounts with
 //
 //	mount -t nfs -o vers=3,proto=rdma,port=20049 server:/export /mnt
 //
 // and sends MNT over TCP (never over RDMA) to the port rpcbind gives, or to
 // mountport=.
 //
-// Between each connection and go-nfs sits a dispatch layer that answers
-// programs go-nfs does not serve with PROG_UNAVAIL (RFC 5531 §9), replays
-// retransmitted non-idempotent calls from a duplicate request cache,
-// executes LINK (RFC 1813 §3.3.15), COMMIT (§3.3.21), READDIR (§3.3.16)
-// and READDIRPLUS (§3.3.17) itself, and GETATTR (§3.3.1), LOOKUP (§3.3.3)
-// and READ (§3.3.6) for any handler, CREATE (§3.3.8) and WRITE (§3.3.7)
-// for a DirHandler's files (the calls of a kernel client's common work,
-// without go-nfs's pipe round trip and reflective codec), makes go-nfs's
-// WRITE replies tell the truth about stability, offers a dtpref that fits
-// a message in FSINFO (§3.3.19), and adds the attributes go-nfs leaves
-// out: the directory's in LOOKUP failures and in the wcc_data of MKDIR,
-// SYMLINK and MKNOD, the object's or directories' in failed SETATTR,
-// WRITE, REMOVE, RMDIR and RENAME (§2.6, wcc_data).
+// The Server executes every procedure of both programs itself, on the
+// exported directory: NFSv3 NULL to COMMIT (RFC 1813 §3.3.0 to §3.3.21)
+// and MOUNT NULL to EXPORT (§5.2.0 to §5.2.5). Every other program (the
+// Linux client's NFSACL side program, NLM) gets PROG_UNAVAIL, another
+// version of NFS or MOUNT PROG_MISMATCH, a procedure past the last
+// PROC_UNAVAIL, and arguments that do not decode GARBAGE_ARGS (RFC 5531
+// §9). NFS over TCP is served only with ServerConfig.NFSOverTCP.
+//
+// Identities (RFC 1813 §4.4): an NFS call runs as its caller, the uid, gid
+// and groups of its AUTH_SYS credential mapped by ServerConfig.Squash, or
+// the anonymous identity for AUTH_NONE; a call other than NULL with any
+// other flavor is refused with AUTH_BADCRED (RFC 5531 §9). The kernel's permission checks decide what
+// a caller may do, as with knfsd: SETATTR, ACCESS, READLINK, CREATE,
+// MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME and LINK make their system
+// calls as the caller; READ, WRITE, COMMIT, LOOKUP, READDIR and
+// READDIRPLUS have the access they need checked as the caller (the file's
+// owner passing for its own READ, WRITE and COMMIT, execute permission
+// sufficing for a READ) and then run as the server. GETATTR, FSSTAT,
+// FSINFO and PATHCONF need no permission. IdentitySwitching reports
+// whether the process may switch identities.
+//
+// Attributes (RFC 1813 §2.6): every fattr3 of every reply is one stat(2)
+// of the file, with its atime, mtime and ctime and the space its blocks
+// take; the pre-operation attributes of wcc_data are the file's just
+// before the operation, so that a client can tell its own change from
+// another's.
+//
+// WRITE (RFC 1813 §3.3.7) makes DATA_SYNC and FILE_SYNC data durable
+// before it replies FILE_SYNC, and replies UNSTABLE to UNSTABLE; COMMIT
+// (§3.3.21) makes the file durable. Both carry WriteVerifier, new at
+// every NewServer, so that a client resends what a restart lost.
+//
+// Retransmissions of the non-idempotent procedures get the reply of the
+// original from a duplicate request cache (RFC 1813 §4.10), on whichever
+// connection they arrive, including while the original is still
+// executing; the calls of one connection execute concurrently
+// (ServerConfig.ConcurrentCalls).
 type Server struct {
-	cfg     ServerConfig
-	log     *slog.Logger
-	handler gonfs.Handler
-	// dh is handler when it is a DirHandler: every procedure is then
-	// executed here, as the caller (ids, policy).
+	cfg    ServerConfig
+	log    *slog.Logger
 	dh     *DirHandler
 	ids    *creds.Switcher
 	policy creds.Policy
 	umask  uint32 // the process's, which creating calls undo
 	mounts mountList
-	gonfs  *gonfs.Server
 	verf   [8]byte
 	drc    *drc
 	maxMsg int
 
-	rdma  *transport.Listener
-	tcp   net.Listener
-	pipes *pipeListener
-	rpcb  *rpcbindState
+	rdma *transport.Listener
+	tcp  net.Listener
+	rpcb *rpcbindState
 
 	wg        sync.WaitGroup
-	served    chan error // go-nfs's Serve result
 	done      chan struct{}
 	closeOnce sync.Once
 	// registered is closed once Serve registered with rpcbind (rpcb).
@@ -181,16 +187,8 @@ type Server struct {
 // NewServer listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
 // Errors are *net.OpError for the listeners, as net.Listen's.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	handler := cfg.Handler
-	if handler == nil {
-		if cfg.FS == nil {
-			return nil, errors.New("nfs: ServerConfig has neither Handler nor FS")
-		}
-		limit := cfg.HandleLimit
-		if limit <= 0 {
-			limit = 1024
-		}
-		handler = nfshelper.NewCachingHandler(nfshelper.NewNullAuthHandler(cfg.FS), limit)
+	if cfg.Handler == nil {
+		return nil, errors.New("nfs: ServerConfig.Handler is nil")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -233,20 +231,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	umask := unix.Umask(0)
 	unix.Umask(umask)
-	dh, _ := handler.(*DirHandler)
 	s := &Server{
-		cfg: cfg, log: log, handler: handler, dh: dh, verf: newWriteVerifier(),
+		cfg: cfg, log: log, dh: cfg.Handler, verf: newWriteVerifier(),
 		ids: ids, policy: creds.Policy{Squash: cfg.Squash, AnonUID: cfg.AnonUID, AnonGID: cfg.AnonGID},
 		umask: uint32(umask),
 		drc:   newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
-		rdma: rl, tcp: tl, pipes: newPipeListener(),
-		served: make(chan error, 1), done: make(chan struct{}), registered: make(chan struct{}),
+		rdma: rl, tcp: tl,
+		done: make(chan struct{}), registered: make(chan struct{}),
 		sessions: map[*session]struct{}{},
 	}
-	// One go-nfs server for both listeners: the handle MNT returns over
-	// TCP must be valid over RDMA. Its ID is the write verifier go-nfs
-	// puts in WRITE replies; finishWrite rewrites those anyway.
-	s.gonfs = &gonfs.Server{Handler: handler, ID: s.verf}
 	return s, nil
 }
 
@@ -293,8 +286,6 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.wg.Add(2)
 	s.mu.Unlock()
 
-	s.gonfs.Context = ctx
-	go func() { s.served <- s.gonfs.Serve(s.pipes) }()
 	go func() {
 		defer s.wg.Done()
 		s.acceptRDMA()
@@ -353,13 +344,13 @@ func (s *Server) acceptFailed(network string, err error) {
 	}
 }
 
-// startSession puts a dispatch layer between c and go-nfs.
+// startSession serves the calls of the connection c (nc as OnConn gets
+// it).
 func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 	if s.cfg.OnConn != nil {
 		s.cfg.OnConn(network, nc)
 	}
-	ours, theirs := net.Pipe()
-	ss := &session{s: s, network: network, c: c, client: clientHost(c.RemoteAddr()), pipe: ours,
+	ss := &session{s: s, network: network, c: c, client: clientHost(c.RemoteAddr()),
 		done: make(chan struct{}), concurrent: s.concurrentCalls(), workers: 1}
 	s.mu.Lock()
 	if s.closed {
@@ -370,15 +361,9 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 	s.sessions[ss] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	if !s.pipes.deliver(&pipeConn{Conn: theirs, local: c.LocalAddr(), remote: c.RemoteAddr()}) {
-		_ = theirs.Close()
-		ss.close()
-		s.wg.Done()
-		return
-	}
 	go func() {
 		defer s.wg.Done()
-		ss.serve()
+		ss.readCalls()
 	}()
 }
 
@@ -424,7 +409,6 @@ func (s *Server) Close() error {
 		if errors.Is(errT, net.ErrClosed) {
 			errT = nil
 		}
-		_ = s.pipes.Close()
 		for _, ss := range sessions {
 			ss.close()
 		}
@@ -433,11 +417,6 @@ func (s *Server) Close() error {
 			s.unregisterRpcbind(s.rpcb)
 		}
 		s.wg.Wait()
-		if serving {
-			if e := <-s.served; e != nil && !errors.Is(e, net.ErrClosed) {
-				errR = errors.Join(errR, e)
-			}
-		}
 		err = errors.Join(errR, errT)
 	})
 	return err

@@ -3,20 +3,18 @@ package nfs_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/buildbarn/go-xdr/pkg/protocols/mount"
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -28,80 +26,23 @@ import (
 // hanging it.
 const ioGuard = 30 * time.Second
 
-// testFS is go-billy's memfs with Linker and Syncer, recording their calls.
-type testFS struct {
-	billy.Filesystem
-	mu      sync.Mutex
-	links   [][2]string
-	syncs   []string
-	syncErr error
-	// openDelay slows OpenFile (go-nfs's WRITE opens the file), to hold
-	// a forwarded call in go-nfs.
-	openDelay time.Duration
+// newTestExport returns a directory holding the file "a" with "hello"
+// and a DirHandler exporting it.
+func newTestExport(t *testing.T) (string, *nfs.DirHandler) {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "a"), []byte("hello"), 0o644))
+	return root, exportDir(t, root)
 }
 
-func (fs *testFS) OpenFile(name string, flag int, perm os.FileMode) (billy.File, error) {
-	fs.mu.Lock()
-	d := fs.openDelay
-	fs.mu.Unlock()
-	time.Sleep(d)
-	return fs.Filesystem.OpenFile(name, flag, perm)
+// newTestDir is newTestExport's DirHandler.
+func newTestDir(t *testing.T) *nfs.DirHandler {
+	_, h := newTestExport(t)
+	return h
 }
 
-func (fs *testFS) Link(oldname, newname string) error {
-	fs.mu.Lock()
-	fs.links = append(fs.links, [2]string{oldname, newname})
-	fs.mu.Unlock()
-	// memfs has no hard links: a copy stands for one here.
-	if _, err := fs.Lstat(newname); err == nil {
-		return os.ErrExist
-	}
-	src, err := fs.Open(oldname)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := fs.Create(newname)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		return err
-	}
-	return dst.Close()
-}
-
-func (fs *testFS) Sync(name string) error {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	fs.syncs = append(fs.syncs, name)
-	return fs.syncErr
-}
-
-func (fs *testFS) calls() (links [][2]string, syncs []string) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return append([][2]string(nil), fs.links...), append([]string(nil), fs.syncs...)
-}
-
-var (
-	_ nfs.Linker = (*testFS)(nil)
-	_ nfs.Syncer = (*testFS)(nil)
-)
-
-// newTestFS returns a testFS holding the file "a" with "hello".
-func newTestFS(t *testing.T) *testFS {
-	fs := &testFS{Filesystem: memfs.New()}
-	f, err := fs.Create("a")
-	require.NoError(t, err)
-	_, err = f.Write([]byte("hello"))
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	return fs
-}
-
-// startServer serves fs on the soft provider and loopback TCP, with the
-// rpcbind registration off unless cfg says otherwise.
+// startServer serves cfg.Handler on the soft provider and loopback TCP,
+// with the rpcbind registration off unless cfg says otherwise.
 func startServer(t *testing.T, cfg nfs.ServerConfig) *nfs.Server {
 	t.Helper()
 	cfg.Transport.Provider = &soft.Provider{}
@@ -213,14 +154,15 @@ func lookup(t *testing.T, c msgConn, xid uint32, dir nfsv3.NfsFh3, name string) 
 	return ok.Resok.Object
 }
 
-// TestServerPrograms: what the dispatch layer answers itself: PROG_UNAVAIL
-// for NFSACL (which the Linux client probes at every mount) and NLM, and
-// for NFS over TCP unless NFSOverTCP; PROG_MISMATCH for other versions of
-// NFS and MOUNT; PROC_UNAVAIL past COMMIT; RPC_MISMATCH for RPC version 3.
+// TestServerPrograms: what the server answers besides NFS and MOUNT
+// calls: PROG_UNAVAIL for NFSACL (which the Linux client probes at every
+// mount) and NLM, and for NFS over TCP unless NFSOverTCP; PROG_MISMATCH
+// for other versions of NFS and MOUNT; PROC_UNAVAIL past COMMIT;
+// RPC_MISMATCH for RPC version 3.
 func TestServerPrograms(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
-	srv := startServer(t, nfs.ServerConfig{FS: newTestFS(t), OnCall: func(network string, h *xdr.CallHeader) {
+	srv := startServer(t, nfs.ServerConfig{Handler: newTestDir(t), OnCall: func(network string, h *xdr.CallHeader) {
 		mu.Lock()
 		seen = append(seen, network+" "+nfs.ProcName(h.Prog, h.Vers, h.Proc))
 		mu.Unlock()
@@ -272,7 +214,7 @@ func TestServerPrograms(t *testing.T) {
 // TestServerNFSOverTCP: with NFSOverTCP, NFS is served on the TCP listener
 // too, with the same handles as over RDMA.
 func TestServerNFSOverTCP(t *testing.T) {
-	srv := startServer(t, nfs.ServerConfig{FS: newTestFS(t), NFSOverTCP: true})
+	srv := startServer(t, nfs.ServerConfig{Handler: newTestDir(t), NFSOverTCP: true})
 	root := mountRoot(t, srv)
 	tc := dialTCP(t, srv.TCPAddr())
 	fhTCP := lookup(t, tc, 2, root, "a")
@@ -280,63 +222,59 @@ func TestServerNFSOverTCP(t *testing.T) {
 	require.Equal(t, fhTCP, fhRDMA)
 }
 
-// TestServerLink: LINK (RFC 1813 §3.3.15), decoded and executed by the
-// dispatch layer through the file system's Linker.
+// TestServerLink: LINK (RFC 1813 §3.3.15) makes a hard link, with the
+// file's attributes and the directory's wcc_data; the kernel's and
+// knfsd's answers to the wrong types, names and handles.
 func TestServerLink(t *testing.T) {
-	fs := newTestFS(t)
-	srv := startServer(t, nfs.ServerConfig{FS: fs})
-	root := mountRoot(t, srv)
+	root, h := newTestExport(t)
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
+	rootFH := mountRoot(t, srv)
 	rc := dialRDMA(t, srv)
-	a := lookup(t, rc, 2, root, "a")
+	a := lookup(t, rc, 2, rootFH, "a")
 
 	res := results(t, rc, 3, nfs.ProgNFS, 3, nfs.ProcLink,
-		&nfsv3.Link3args{File: a, Link: nfsv3.Diropargs3{Dir: root, Name: "b"}}, nfsv3.ReadLink3res)
+		&nfsv3.Link3args{File: a, Link: nfsv3.Diropargs3{Dir: rootFH, Name: "b"}}, nfsv3.ReadLink3res)
 	ok, isOK := res.(*nfsv3.Link3res_NFS3_OK)
 	require.True(t, isOK, "LINK: %v", res.GetStatus())
 	attrs, isAttrs := ok.Resok.FileAttributes.(*nfsv3.PostOpAttr_TRUE)
 	require.True(t, isAttrs, "post-op attributes of the file")
 	require.Equal(t, nfsv3.NF3REG, attrs.Attributes.Type)
 	require.EqualValues(t, 5, attrs.Attributes.Size)
+	require.EqualValues(t, 2, attrs.Attributes.Nlink)
 	_, isPre := ok.Resok.LinkdirWcc.Before.(*nfsv3.PreOpAttr_TRUE)
 	require.True(t, isPre, "pre-op attributes of the directory")
 	dirAttrs, isPost := ok.Resok.LinkdirWcc.After.(*nfsv3.PostOpAttr_TRUE)
 	require.True(t, isPost, "post-op attributes of the directory")
 	require.Equal(t, nfsv3.NF3DIR, dirAttrs.Attributes.Type)
-	links, _ := fs.calls()
-	require.Equal(t, [][2]string{{"a", "b"}}, links)
-	b := lookup(t, rc, 4, root, "b")
-	require.NotEqual(t, a, b)
+	fa, err := os.Stat(filepath.Join(root, "a"))
+	require.NoError(t, err)
+	fb, err := os.Stat(filepath.Join(root, "b"))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(fa, fb), "b is a hard link to a")
+	b := lookup(t, rc, 4, rootFH, "b")
+	require.Equal(t, a, b, "one file, one handle")
 
 	linkStatus := func(xid uint32, file, dir nfsv3.NfsFh3, name string) nfsv3.Nfsstat3 {
 		t.Helper()
 		return results(t, rc, xid, nfs.ProgNFS, 3, nfs.ProcLink,
 			&nfsv3.Link3args{File: file, Link: nfsv3.Diropargs3{Dir: dir, Name: name}}, nfsv3.ReadLink3res).GetStatus()
 	}
-	require.Equal(t, nfsv3.NFS3ERR_EXIST, linkStatus(5, a, root, "b"), "the Linker's os.ErrExist")
+	require.Equal(t, nfsv3.NFS3ERR_EXIST, linkStatus(5, a, rootFH, "b"))
 	require.Equal(t, nfsv3.NFS3ERR_NOTDIR, linkStatus(6, a, a, "c"))
-	require.Equal(t, nfsv3.NFS3ERR_ISDIR, linkStatus(7, root, root, "c"))
-	require.Equal(t, nfsv3.NFS3ERR_EXIST, linkStatus(8, a, root, ".."))
-	require.Equal(t, nfsv3.NFS3ERR_STALE, linkStatus(9, nfsv3.NfsFh3{Data: []byte("no such handle")}, root, "c"))
-	require.Equal(t, nfsv3.NFS3ERR_NAMETOOLONG, linkStatus(10, a, root, string(bytes.Repeat([]byte("n"), 256))))
+	require.Equal(t, nfsv3.NFS3ERR_ISDIR, linkStatus(7, rootFH, rootFH, "c"))
+	require.Equal(t, nfsv3.NFS3ERR_EXIST, linkStatus(8, a, rootFH, ".."))
+	require.Equal(t, nfsv3.NFS3ERR_BADHANDLE, linkStatus(9, nfsv3.NfsFh3{Data: []byte("no such handle")}, rootFH, "c"))
+	require.NoError(t, os.Remove(filepath.Join(root, "b")))
+	require.NoError(t, os.Remove(filepath.Join(root, "a")))
+	require.Equal(t, nfsv3.NFS3ERR_STALE, linkStatus(10, a, rootFH, "c"), "a removed file")
 
-	// Garbage: a handle longer than NFS3_FHSIZE.
-	args := xdr.AppendOpaque(nil, make([]byte, 65))
-	rh, res2 := call(t, rc, 11, nfs.ProgNFS, 3, nfs.ProcLink, args)
-	require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
-	require.Equal(t, []byte{0, 0, 0, 22}, res2[:4], "NFS3ERR_INVAL")
-}
-
-// TestServerLinkNotSupported: a file system without Linker answers LINK
-// with NFS3ERR_NOTSUPP (and nothing reaches go-nfs's broken LINK).
-func TestServerLinkNotSupported(t *testing.T) {
-	fs := newTestFS(t)
-	srv := startServer(t, nfs.ServerConfig{FS: fs.Filesystem}) // plain memfs
-	root := mountRoot(t, srv)
-	rc := dialRDMA(t, srv)
-	a := lookup(t, rc, 2, root, "a")
-	res := results(t, rc, 3, nfs.ProgNFS, 3, nfs.ProcLink,
-		&nfsv3.Link3args{File: a, Link: nfsv3.Diropargs3{Dir: root, Name: "b"}}, nfsv3.ReadLink3res)
-	require.Equal(t, nfsv3.NFS3ERR_NOTSUPP, res.GetStatus())
+	// Garbage (knfsd's too): a name longer than NAME_MAX, a handle
+	// longer than NFS3_FHSIZE.
+	long := encode(t, &nfsv3.Link3args{File: rootFH, Link: nfsv3.Diropargs3{Dir: rootFH, Name: string(bytes.Repeat([]byte("n"), 256))}})
+	for i, args := range [][]byte{long, xdr.AppendOpaque(nil, make([]byte, 65))} {
+		rh, _ := call(t, rc, 11+uint32(i), nfs.ProgNFS, 3, nfs.ProcLink, args)
+		require.Equal(t, xdr.AcceptGarbageArgs, rh.AcceptStat)
+	}
 }
 
 func write(t *testing.T, c msgConn, xid uint32, fh nfsv3.NfsFh3, off uint64, data []byte, stable nfsv3.StableHow) nfsv3.Write3res {
@@ -346,83 +284,84 @@ func write(t *testing.T, c msgConn, xid uint32, fh nfsv3.NfsFh3, off uint64, dat
 }
 
 // TestServerWriteCommit: WRITE replies say what happened (RFC 1813
-// §3.3.7): UNSTABLE without a sync, FILE_SYNC after the file system's
-// Sync, NFS3ERR_IO when it failed; all carry the server's write verifier,
-// which COMMIT (§3.3.21) returns after syncing, and which changes with
-// every server.
+// §3.3.7): UNSTABLE without a sync, FILE_SYNC after the data was made
+// durable (written with RWF_SYNC), NFS3ERR_IO when that failed; all carry
+// the server's write verifier, which COMMIT (§3.3.21) returns after
+// syncing, and which changes with every server.
 func TestServerWriteCommit(t *testing.T) {
-	fs := newTestFS(t)
-	srv := startServer(t, nfs.ServerConfig{FS: fs})
+	root, h := newTestExport(t)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "gone"), nil, 0o644))
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
 	verf := srv.WriteVerifier()
-	root := mountRoot(t, srv)
+	rootFH := mountRoot(t, srv)
 	rc := dialRDMA(t, srv)
-	a := lookup(t, rc, 2, root, "a")
+	a := lookup(t, rc, 2, rootFH, "a")
+	gone := lookup(t, rc, 3, rootFH, "gone")
+	require.NoError(t, os.Remove(filepath.Join(root, "gone")))
 
-	res := write(t, rc, 3, a, 0, []byte("HE"), nfsv3.UNSTABLE)
+	var mu sync.Mutex
+	var synced []string
+	var syncErr error
+	defer nfs.WrapSyncWrite(func(real nfs.SyncWriteFunc) nfs.SyncWriteFunc {
+		return func(fd int, b []byte, off int64) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if syncErr != nil {
+				return 0, syncErr
+			}
+			synced = append(synced, string(b))
+			return real(fd, b, off)
+		}
+	})()
+	syncs := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), synced...)
+	}
+
+	res := write(t, rc, 4, a, 0, []byte("HE"), nfsv3.UNSTABLE)
 	ok, isOK := res.(*nfsv3.Write3res_NFS3_OK)
 	require.True(t, isOK, "WRITE: %v", res.GetStatus())
 	require.Equal(t, nfsv3.UNSTABLE, ok.Resok.Committed)
 	require.Equal(t, verf, ok.Resok.Verf)
 	require.EqualValues(t, 2, ok.Resok.Count)
-	_, syncs := fs.calls()
-	require.Empty(t, syncs, "no sync for an UNSTABLE write")
+	require.Empty(t, syncs(), "no sync for an UNSTABLE write")
 
-	cres := results(t, rc, 4, nfs.ProgNFS, 3, nfs.ProcCommit, &nfsv3.Commit3args{File: a}, nfsv3.ReadCommit3res)
+	cres := results(t, rc, 5, nfs.ProgNFS, 3, nfs.ProcCommit, &nfsv3.Commit3args{File: a}, nfsv3.ReadCommit3res)
 	cok, isOK := cres.(*nfsv3.Commit3res_NFS3_OK)
 	require.True(t, isOK, "COMMIT: %v", cres.GetStatus())
 	require.Equal(t, verf, cok.Resok.Verf)
+	_, isPre := cok.Resok.FileWcc.Before.(*nfsv3.PreOpAttr_TRUE)
+	require.True(t, isPre)
 	_, isPost := cok.Resok.FileWcc.After.(*nfsv3.PostOpAttr_TRUE)
 	require.True(t, isPost)
-	_, syncs = fs.calls()
-	require.Equal(t, []string{"a"}, syncs)
 
 	for i, stable := range []nfsv3.StableHow{nfsv3.DATA_SYNC, nfsv3.FILE_SYNC} {
-		res = write(t, rc, 5+uint32(i), a, 2, []byte("LL"), stable)
+		res = write(t, rc, 6+uint32(i), a, 2, []byte("LL"), stable)
 		ok, isOK = res.(*nfsv3.Write3res_NFS3_OK)
 		require.True(t, isOK, "WRITE: %v", res.GetStatus())
 		require.Equal(t, nfsv3.FILE_SYNC, ok.Resok.Committed)
 		require.Equal(t, verf, ok.Resok.Verf)
 	}
-	_, syncs = fs.calls()
-	require.Equal(t, []string{"a", "a", "a"}, syncs)
-	f, err := fs.Open("a")
-	require.NoError(t, err)
-	got, err := io.ReadAll(f)
+	require.Equal(t, []string{"LL", "LL"}, syncs())
+	got, err := os.ReadFile(filepath.Join(root, "a"))
 	require.NoError(t, err)
 	require.Equal(t, "HELLo", string(got))
 
 	// A failed sync is an error, not FILE_SYNC.
-	fs.mu.Lock()
-	fs.syncErr = errors.New("disk on fire")
-	fs.mu.Unlock()
-	res = write(t, rc, 7, a, 0, []byte("x"), nfsv3.FILE_SYNC)
+	mu.Lock()
+	syncErr = unix.EIO
+	mu.Unlock()
+	res = write(t, rc, 8, a, 0, []byte("x"), nfsv3.FILE_SYNC)
 	require.Equal(t, nfsv3.NFS3ERR_IO, res.GetStatus())
-	cres = results(t, rc, 8, nfs.ProgNFS, 3, nfs.ProcCommit, &nfsv3.Commit3args{File: a}, nfsv3.ReadCommit3res)
-	require.Equal(t, nfsv3.NFS3ERR_IO, cres.GetStatus())
-	cres = results(t, rc, 9, nfs.ProgNFS, 3, nfs.ProcCommit, &nfsv3.Commit3args{File: nfsv3.NfsFh3{Data: []byte("stale")}}, nfsv3.ReadCommit3res)
+	cres = results(t, rc, 9, nfs.ProgNFS, 3, nfs.ProcCommit, &nfsv3.Commit3args{File: gone}, nfsv3.ReadCommit3res)
 	require.Equal(t, nfsv3.NFS3ERR_STALE, cres.GetStatus())
+	cres = results(t, rc, 10, nfs.ProgNFS, 3, nfs.ProcCommit, &nfsv3.Commit3args{File: nfsv3.NfsFh3{Data: []byte("junk")}}, nfsv3.ReadCommit3res)
+	require.Equal(t, nfsv3.NFS3ERR_BADHANDLE, cres.GetStatus())
 
 	// Another server start, another verifier.
-	other := startServer(t, nfs.ServerConfig{FS: fs})
+	other := startServer(t, nfs.ServerConfig{Handler: h})
 	require.NotEqual(t, verf, other.WriteVerifier())
-}
-
-// TestServerWriteNoSyncer: a file system with no way to sync (memfs) keeps
-// its data in the server's memory only: FILE_SYNC requests are answered
-// FILE_SYNC, UNSTABLE ones UNSTABLE.
-func TestServerWriteNoSyncer(t *testing.T) {
-	fs := newTestFS(t)
-	srv := startServer(t, nfs.ServerConfig{FS: fs.Filesystem}) // memfs: nothing to sync with
-	root := mountRoot(t, srv)
-	rc := dialRDMA(t, srv)
-	a := lookup(t, rc, 2, root, "a")
-	res := write(t, rc, 3, a, 0, []byte("x"), nfsv3.FILE_SYNC)
-	ok, isOK := res.(*nfsv3.Write3res_NFS3_OK)
-	require.True(t, isOK, "WRITE: %v", res.GetStatus())
-	require.Equal(t, nfsv3.FILE_SYNC, ok.Resok.Committed)
-	require.Equal(t, srv.WriteVerifier(), ok.Resok.Verf)
-	res = write(t, rc, 4, a, 0, []byte("x"), nfsv3.UNSTABLE)
-	require.Equal(t, nfsv3.UNSTABLE, res.(*nfsv3.Write3res_NFS3_OK).Resok.Committed)
 }
 
 // TestServerDRC: a retransmitted REMOVE, on a new connection as the Linux
@@ -431,13 +370,11 @@ func TestServerWriteNoSyncer(t *testing.T) {
 // execution; the same XID with other arguments is a new call; idempotent
 // calls are not cached.
 func TestServerDRC(t *testing.T) {
-	fs := newTestFS(t)
+	dir, h := newTestExport(t)
 	for _, n := range []string{"r1", "r2"} {
-		f, err := fs.Create(n)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o644))
 	}
-	srv := startServer(t, nfs.ServerConfig{FS: fs})
+	srv := startServer(t, nfs.ServerConfig{Handler: h})
 	root := mountRoot(t, srv)
 	rc := dialRDMA(t, srv)
 	remove := func(c msgConn, xid uint32, name string) nfsv3.Nfsstat3 {
@@ -446,7 +383,7 @@ func TestServerDRC(t *testing.T) {
 			&nfsv3.Remove3args{Object: nfsv3.Diropargs3{Dir: root, Name: name}}, nfsv3.ReadRemove3res).GetStatus()
 	}
 	require.Equal(t, nfsv3.NFS3_OK, remove(rc, 100, "r1"))
-	_, err := fs.Stat("r1")
+	_, err := os.Stat(filepath.Join(dir, "r1"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.Equal(t, nfs.DRCStats{Misses: 1, Entries: 1}, srv.DRCStats())
 
@@ -460,61 +397,15 @@ func TestServerDRC(t *testing.T) {
 	require.Equal(t, nfs.DRCStats{Hits: 1, Misses: 3, Entries: 3}, srv.DRCStats())
 }
 
-// blockingFS is a testFS whose Remove waits for release and counts calls.
-type blockingFS struct {
-	*testFS
-	entered chan struct{}
-	release chan struct{}
-	removes atomic.Int32
-}
-
-func (fs *blockingFS) Remove(name string) error {
-	fs.removes.Add(1)
-	fs.entered <- struct{}{}
-	<-fs.release
-	return fs.testFS.Remove(name)
-}
-
-// TestServerDRCInProgress: a retransmission that arrives, on another
-// connection, while the original is still executing waits for it and gets
-// its reply; the call executes once.
-func TestServerDRCInProgress(t *testing.T) {
-	fs := &blockingFS{testFS: newTestFS(t), entered: make(chan struct{}, 1), release: make(chan struct{})}
-	srv := startServer(t, nfs.ServerConfig{FS: fs})
-	root := mountRoot(t, srv)
-	args := encode(t, &nfsv3.Remove3args{Object: nfsv3.Diropargs3{Dir: root, Name: "a"}})
-	sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("client")}
-	h := xdr.CallHeader{XID: 300, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcRemove, Cred: sys.OpaqueAuth(nil)}
-	msg := append(h.Append(nil), args...)
-
-	c1, c2 := dialRDMA(t, srv), dialRDMA(t, srv)
-	require.NoError(t, c1.WriteMsg(msg))
-	<-fs.entered // the original is executing
-	require.NoError(t, c2.WriteMsg(msg))
-	require.Eventually(t, func() bool { return srv.DRCStats().Hits == 1 }, ioGuard, time.Millisecond)
-	close(fs.release)
-	for _, c := range []*transport.Conn{c1, c2} {
-		rep, err := c.ReadMsg(nil)
-		require.NoError(t, err)
-		var rh xdr.ReplyHeader
-		off, err := rh.Unmarshal(rep)
-		require.NoError(t, err)
-		require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
-		res, _, err := nfsv3.ReadRemove3res(bytes.NewReader(rep[off:]))
-		require.NoError(t, err)
-		require.Equal(t, nfsv3.NFS3_OK, res.GetStatus())
-	}
-	require.EqualValues(t, 1, fs.removes.Load())
-}
-
 func TestNewServerErrors(t *testing.T) {
 	_, err := nfs.NewServer(nfs.ServerConfig{Transport: transport.Config{Provider: &soft.Provider{}}, RDMAAddr: "127.0.0.1:0"})
-	require.Error(t, err, "neither Handler nor FS")
-	_, err = nfs.NewServer(nfs.ServerConfig{FS: memfs.New(), RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0"})
+	require.Error(t, err, "no Handler")
+	h := newTestDir(t)
+	_, err = nfs.NewServer(nfs.ServerConfig{Handler: h, RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0"})
 	require.ErrorIs(t, err, transport.ErrNoProvider)
 	var oe *net.OpError
 	require.ErrorAs(t, err, &oe)
-	_, err = nfs.NewServer(nfs.ServerConfig{FS: memfs.New(), Transport: transport.Config{Provider: &soft.Provider{}},
+	_, err = nfs.NewServer(nfs.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "256.0.0.1:0"})
 	require.ErrorAs(t, err, &oe, "bad TCP address")
 }
@@ -522,7 +413,7 @@ func TestNewServerErrors(t *testing.T) {
 // TestServeContext: Serve ends when its context does, closing the Server;
 // Close is idempotent, and Serve after Close fails.
 func TestServeContext(t *testing.T) {
-	srv, err := nfs.NewServer(nfs.ServerConfig{FS: memfs.New(), Transport: transport.Config{Provider: &soft.Provider{}},
+	srv, err := nfs.NewServer(nfs.ServerConfig{Handler: newTestDir(t), Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

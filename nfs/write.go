@@ -1,41 +1,17 @@
 package nfs
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"log/slog"
+	"math"
 	"time"
 
-	"github.com/go-git/go-billy/v5"
-	gonfs "github.com/willscott/go-nfs"
+	"golang.org/x/sys/unix"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
-
-// Syncer is implemented by a billy.Filesystem that can make a file's data
-// and metadata durable, as fsync(2). The Server calls it before it replies
-// FILE_SYNC to a WRITE (RFC 1813 §3.3.7) and before it answers a COMMIT
-// (§3.3.21). A file system without it is synced through its files: a
-// billy.File with a Sync method (osfs's, an *os.File) is opened and
-// synced. One with neither (go-billy's memfs) keeps data nowhere more
-// durable than the server's memory: its WRITEs are FILE_SYNC once
-// written, and the write verifier, new at every start, tells clients when
-// a restart lost them.
-type Syncer interface {
-	// Sync makes the data and metadata of the file name durable.
-	Sync(name string) error
-}
-
-// stable_how (RFC 1813 §3.3.7); DATA_SYNC (1) is answered FILE_SYNC.
-const (
-	unstable = 0
-	fileSync = 2
-)
-
-// errNoSync: the file system has no way to sync a file.
-var errNoSync = errors.New("nfs: file system cannot sync")
 
 // newWriteVerifier returns a write verifier (RFC 1813 §3.3.7, writeverf3)
 // that differs at every server start: the start time in nanoseconds mixed
@@ -48,198 +24,177 @@ func newWriteVerifier() [8]byte {
 	return v
 }
 
-// writeCall is what the dispatch layer keeps of a WRITE3args while go-nfs
-// executes it.
-type writeCall struct {
-	fh     []byte
-	stable uint32
-}
-
-// decodeWriteCall decodes the start of WRITE3args (RFC 1813 §3.3.7):
-// file, offset, count, stable.
-func decodeWriteCall(args []byte) (writeCall, bool) {
-	r := xdr.NewReader(args)
-	fh, _, _, err := decodeFileRange(&r)
-	if err != nil {
-		return writeCall{}, false
-	}
-	stable, err := r.Uint32()
-	if err != nil {
-		return writeCall{}, false
-	}
-	return writeCall{fh: bytes.Clone(fh), stable: stable}, true
-}
-
-// finishWrite makes go-nfs's reply to a WRITE honest. go-nfs v0.0.4
-// replies committed = FILE_SYNC to every WRITE without syncing anything,
-// with its own verifier. Here a WRITE asking for DATA_SYNC or FILE_SYNC is
-// synced before the reply says FILE_SYNC (a failed sync turns the reply
-// into NFS3ERR_IO), an UNSTABLE one is answered UNSTABLE, and every reply
-// carries the server's write verifier, which COMMIT returns too.
+// write executes an NFSv3 WRITE (RFC 1813 §3.3.7) through the file's
+// descriptor in the open-file cache: an fstat before and after for the
+// file's wcc_data, and the write at the offset, made durable for
+// DATA_SYNC and FILE_SYNC before the reply says FILE_SYNC (writeTo), with
+// the server's write verifier. A read-only export answers NFS3ERR_ROFS,
+// a file that is not a regular file NFS3ERR_INVAL (a directory too, as
+// from knfsd), data past the largest offset NFS3ERR_FBIG, each with the
+// file's attributes. ok is false if the arguments do not decode, or if
+// count is not the data's length.
 //
-//	WRITE3resok: wcc_data file_wcc; count3 count; stable_how committed;
-//	writeverf3 verf;
-func (s *Server) finishWrite(reply []byte, w *writeCall) []byte {
-	r, off, ok := successResults(reply)
-	if !ok {
-		return reply
-	}
-	if status, err := r.Uint32(); err != nil || status != nfs3OK {
-		return reply
-	}
-	wccStart := r.Offset()
-	if err := skipWcc(&r); err != nil {
-		return reply
-	}
-	wccEnd := r.Offset()
-	if _, err := r.Uint32(); err != nil || r.Len() < 12 { // count, then committed and verf
-		return reply
-	}
-	at := off + r.Offset()
-	committed := uint32(unstable)
-	if w.stable != unstable {
-		if err := s.syncHandle(w.fh); err != nil && !errors.Is(err, errNoSync) {
-			s.log.Warn("nfs: WRITE: sync failed", "err", err)
-			// WRITE3resfail: the file's wcc_data.
-			out := bytes.Clone(reply[:off])
-			out = xdr.AppendUint32(out, nfs3ErrIO)
-			return append(out, reply[off+wccStart:off+wccEnd]...)
-		}
-		committed = fileSync
-	}
-	binary.BigEndian.PutUint32(reply[at:], committed)
-	copy(reply[at+4:at+12], s.verf[:])
-	return reply
-}
-
-// skipWcc skips a wcc_data (RFC 1813 §2.6): pre_op_attr (wcc_attr: size,
-// mtime, ctime: 24 bytes) and post_op_attr (fattr3: 84 bytes).
-func skipWcc(r *xdr.Reader) error {
-	for _, n := range []int{24, 84} {
-		follows, err := r.Bool()
-		if err != nil {
-			return err
-		}
-		if follows {
-			if err := r.Skip(n); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// commit executes an NFSv3 COMMIT (RFC 1813 §3.3.21): it syncs the whole
-// file (the offset and count are a hint knfsd also widens) and returns the
-// COMMIT3res with the server's write verifier, the one its WRITE replies
-// carry. ok is false if the arguments do not decode.
-//
-//	struct COMMIT3args { nfs_fh3 file; offset3 offset; count3 count; };
-//	COMMIT3resok: wcc_data file_wcc; writeverf3 verf;
-//	COMMIT3resfail: wcc_data file_wcc;
-func (s *Server) commit(args []byte) (results []byte, ok bool) {
+//	WRITE3args: nfs_fh3 file; offset3 offset; count3 count;
+//	            stable_how stable; opaque data<>;
+func (s *Server) write(xid uint32, args []byte) (reply []byte, ok bool) {
 	r := xdr.NewReader(args)
-	fh, _, _, err := decodeFileRange(&r)
+	fh, offset, count, err := decodeFileRange(&r)
 	if err != nil {
 		return nil, false
 	}
-	// What COMMIT syncs, and how it reads the file's attributes: the
-	// open-file cache's descriptor for a DirHandler's file, else the name.
-	var (
-		attr func() (*gonfs.FileAttribute, error)
-		sync func() error
-		file slog.Attr // for the log
-	)
-	if dh, isDir := s.handler.(*DirHandler); isDir {
-		if of, err := dh.openHandle(fh, false); err == nil {
-			defer dh.files.put(of)
-			w := cachedWrite{dh: dh, fh: fh, of: of}
-			attr, sync, file = w.attr, w.Sync, slog.Any("handle", fh)
-		}
+	stable, err := r.Uint32()
+	if err != nil || stable > uint32(nfs3.FileSync) {
+		return nil, false
 	}
-	var b bytes.Buffer
-	if attr == nil {
-		fsys, path, err := s.handler.FromHandle(fh)
-		if err != nil {
-			b.Write(xdr.AppendUint32(nil, nfs3ErrStale))
-			writeWcc(&b, nil, nil)
-			return b.Bytes(), true
+	data, err := r.Opaque(s.maxMsg)
+	// RFC 1813 §3.3.7 has count the length of data; knfsd's
+	// nfs3svc_decode_writeargs refuses any other count as garbage.
+	if err != nil || count != uint32(len(data)) {
+		return nil, false
+	}
+	b := successReply(xid, nil)
+	res := nfs3.WriteRes{}
+	if s.dh.dir.readOnly {
+		var st unix.Stat_t
+		if res.Status = statusOf(s.dh.statHandle(fh, &st)); res.Status == nfs3.OK {
+			res.Status, res.Wcc.After = nfs3.ErrROFS, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
 		}
-		name := fsys.Join(path...)
-		attr = func() (*gonfs.FileAttribute, error) {
-			if a := statAttr(fsys, name); a != nil {
-				return a, nil
+		return res.Append(b), true
+	}
+	of, err := s.dh.openHandle(fh, true)
+	if err == nil {
+		defer s.dh.files.put(of)
+		return s.writeTo(b, openWrite{dh: s.dh, fh: fh, of: of}, data, offset, nfs3.StableHow(stable)), true
+	}
+	var st unix.Stat_t
+	if errors.Is(err, errNotCacheable) {
+		// Not a regular file (or one that cannot be opened for
+		// writing): its attributes, and nothing written.
+		if err = s.dh.statHandle(fh, &st); err == nil {
+			res.Wcc = nfs3.WccData{Before: preOpOf(&st), After: nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}}
+			err = nfs3.ErrInval
+			if st.Mode&unix.S_IFMT == unix.S_IFREG {
+				err = unix.EACCES
 			}
-			return nil, ErrStaleHandle
 		}
-		sync = func() error {
-			if err := syncFile(fsys, name); !errors.Is(err, errNoSync) {
-				return err
+	}
+	res.Status = statusOf(err)
+	return res.Append(b), true
+}
+
+// writeTo writes data at offset to w and appends WRITE3res to b: the
+// file's wcc_data from an fstat before and after, and the server's write
+// verifier. For DATA_SYNC and FILE_SYNC the data is durable before the
+// reply says FILE_SYNC: written with RWF_SYNC (fdFile.WriteAtSync: one
+// system call, the range alone synced), else, where the kernel cannot,
+// written and then fsynced.
+func (s *Server) writeTo(b []byte, w openWrite, data []byte, offset uint64, stable nfs3.StableHow) []byte {
+	res := nfs3.WriteRes{}
+	var pre unix.Stat_t
+	if err := w.stat(&pre); err != nil {
+		res.Status = statusOf(err)
+		return res.Append(b)
+	}
+	res.Wcc.Before = preOpOf(&pre)
+	if pre.Mode&unix.S_IFMT != unix.S_IFREG {
+		res.Status, res.Wcc.After = nfs3.ErrInval, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&pre)}
+		return res.Append(b)
+	}
+	// NFS3ERR_FBIG, as knfsd's nfsd3_proc_write answers an offset past
+	// OFFSET_MAX (2^63-1) or data that would end past it: pwrite(2) would
+	// take such an offset for a negative one (EINVAL).
+	if offset > math.MaxInt64 || offset+uint64(len(data)) > math.MaxInt64 {
+		res.Status, res.Wcc.After = nfs3.ErrFBig, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&pre)}
+		return res.Append(b)
+	}
+	f := fdFile(w.of.fd)
+	committed, n, err := nfs3.Unstable, 0, errNoSyncWrite
+	if stable != nfs3.Unstable {
+		committed = nfs3.FileSync
+		n, err = f.WriteAtSync(data, int64(offset))
+	}
+	if err == errNoSyncWrite {
+		n, err = f.WriteAt(data, int64(offset))
+		if err == nil && stable != nfs3.Unstable {
+			if err = unix.Fsync(w.of.fd); err != nil {
+				s.log.Warn("nfs: WRITE: sync failed", "handle", w.fh, "err", err)
+				err = nfs3.ErrIO
 			}
-			return nil
 		}
-		file = slog.String("name", name)
 	}
-	post := func() *gonfs.FileAttribute {
-		a, _ := attr()
-		return a
-	}
-	pre, err := attr()
+	res.Wcc.After = w.post()
 	if err != nil {
-		b.Write(xdr.AppendUint32(nil, statusOr(err, nfs3ErrIO)))
-		writeWcc(&b, nil, nil)
-		return b.Bytes(), true
+		res.Status = statusOf(err)
+		return res.Append(b)
 	}
-	if err := sync(); err != nil {
-		s.log.Warn("nfs: COMMIT: sync failed", file, "err", err)
-		b.Write(xdr.AppendUint32(nil, billyStatus(err)))
-		writeWcc(&b, pre, post())
-		return b.Bytes(), true
-	}
-	b.Write(xdr.AppendUint32(nil, nfs3OK))
-	writeWcc(&b, pre, post())
-	b.Write(s.verf[:])
-	return b.Bytes(), true
+	res.Count, res.Committed, res.Verf = uint32(n), committed, s.verf
+	return res.Append(b)
 }
 
-// syncHandle syncs the file fh names.
-func (s *Server) syncHandle(fh []byte) error {
-	fsys, path, err := s.handler.FromHandle(fh)
-	if err != nil {
-		return err
-	}
-	return syncFile(fsys, fsys.Join(path...))
+// openWrite is the file of a WRITE or COMMIT: its descriptor in the
+// open-file cache.
+type openWrite struct {
+	dh *DirHandler
+	fh []byte
+	of *openFile
 }
 
-// syncFile makes the file name durable: through the file system's Syncer,
-// else through a Sync method of its files; errNoSync if it has neither.
-func syncFile(fsys billy.Filesystem, name string) error {
-	if sy, ok := fsys.(Syncer); ok {
-		if err := sy.Sync(name); err != nil {
-			return &syncError{name, err}
+// stat fills st with the file's attributes; ErrStaleHandle if the file
+// is gone.
+func (w openWrite) stat(st *unix.Stat_t) error { return w.dh.statOpen(w.fh, w.of, st) }
+
+// post returns the file's attributes now (none if they cannot be read).
+func (w openWrite) post() nfs3.PostOpAttr {
+	var st unix.Stat_t
+	if w.stat(&st) != nil {
+		return nfs3.PostOpAttr{}
+	}
+	return nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+}
+
+// commit executes an NFSv3 COMMIT (RFC 1813 §3.3.21): it syncs the whole
+// file (the offset and count are a hint knfsd also widens) through its
+// descriptor in the open-file cache, and returns the server's write
+// verifier, the one its WRITE replies carry. A file that is neither a
+// regular file nor a directory is NFS3ERR_INVAL. ok is false if the
+// arguments do not decode.
+func (s *Server) commit(xid uint32, args []byte) (reply []byte, ok bool) {
+	r := xdr.NewReader(args)
+	var a nfs3.CommitArgs
+	if a.Decode(&r) != nil {
+		return nil, false
+	}
+	b := successReply(xid, nil)
+	res := nfs3.CommitRes{}
+	of, err := s.dh.openHandle(a.File, false)
+	if err != nil {
+		var st unix.Stat_t
+		if errors.Is(err, errNotCacheable) {
+			if err = s.dh.statHandle(a.File, &st); err == nil {
+				attr := nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+				res.Wcc = nfs3.WccData{Before: preOpOf(&st), After: attr}
+				err = nfs3.ErrInval
+				if st.Mode&unix.S_IFMT == unix.S_IFREG {
+					err = unix.EACCES
+				}
+			}
 		}
-		return nil
+		res.Status = statusOf(err)
+		return res.Append(b), true
 	}
-	f, err := fsys.Open(name)
-	if err != nil {
-		return &syncError{name, err}
+	defer s.dh.files.put(of)
+	w := openWrite{dh: s.dh, fh: a.File, of: of}
+	var pre unix.Stat_t
+	if err := w.stat(&pre); err != nil {
+		res.Status = statusOf(err)
+		return res.Append(b), true
 	}
-	defer f.Close()
-	fs, ok := f.(interface{ Sync() error })
-	if !ok {
-		return errNoSync
+	res.Wcc.Before = preOpOf(&pre)
+	if err := unix.Fsync(of.fd); err != nil {
+		s.log.Warn("nfs: COMMIT: sync failed", "handle", a.File, "err", err)
+		res.Status = statusOf(err)
 	}
-	if err := fs.Sync(); err != nil {
-		return &syncError{name, err}
-	}
-	return nil
+	res.Wcc.After = w.post()
+	res.Verf = s.verf
+	return res.Append(b), true
 }
-
-// syncError is a failed sync of a file.
-type syncError struct {
-	name string
-	err  error
-}
-
-func (e *syncError) Error() string { return "nfs: sync " + e.name + ": " + e.err.Error() }
-func (e *syncError) Unwrap() error { return e.err }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // TestServerWriteLocal: WRITE to a DirHandler's file in the dispatch
@@ -121,4 +122,22 @@ func startWriteFile(t *testing.T) (root string, srv *nfs.Server, c *transport.Co
 	rootFH := mountRoot(t, srv)
 	c = dialRDMANFS(t, srv)
 	return root, srv, c, lookup(t, c, 2, rootFH, "f")
+}
+
+// TestServerWriteLimits: a WRITE whose count is not its data's length is
+// GARBAGE_ARGS, and one past the largest offset (2^63-1) NFS3ERR_FBIG
+// with the file's attributes, as from knfsd; the file is untouched.
+func TestServerWriteLimits(t *testing.T) {
+	root, _, c, fFH := startWriteFile(t)
+	args := encode(t, &nfsv3.Write3args{File: fFH, Count: 3, Stable: nfsv3.FILE_SYNC, Data: []byte("ab")})
+	rh, _ := call(t, c, 3, nfs.ProgNFS, 3, nfs.ProcWrite, args)
+	require.Equal(t, xdr.AcceptGarbageArgs, rh.AcceptStat, "count 3, 2 bytes of data")
+	res := write(t, c, 4, fFH, 1<<63-1, []byte("ab"), nfsv3.FILE_SYNC)
+	fail, isFail := res.(*nfsv3.Write3res_default)
+	require.True(t, isFail, "%T", res)
+	require.Equal(t, nfsv3.NFS3ERR_FBIG, fail.Status)
+	require.True(t, fail.Resfail.FileWcc.After.GetAttributesFollow())
+	got, err := os.ReadFile(filepath.Join(root, "f"))
+	require.NoError(t, err)
+	require.Equal(t, "0123456789", string(got))
 }

@@ -26,9 +26,11 @@ func testServer(t *testing.T) (string, []string) {
 	t.Cleanup(func() { _ = d.Close() })
 	h, err := nfs.NewDirHandler(d, nfs.DirHandlerOptions{})
 	require.NoError(t, err)
+	// The tests run as root, whose calls the default root_squash would
+	// run as nobody.
 	srv, err := nfs.NewServer(nfs.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true},
-		Squash: nfs.NoRootSquash}) // the tests run as root
+		Squash: nfs.NoRootSquash})
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(context.Background()) }()
 	t.Cleanup(func() { _ = srv.Close() })

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5"
-	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
 
 // DirFS is a billy.Filesystem over a directory of the operating system,
@@ -29,7 +28,6 @@ func NewDirFS(dir string) *DirFS { return &DirFS{root: filepath.Clean(dir)} }
 var (
 	_ billy.Filesystem = (*DirFS)(nil)
 	_ billy.Change     = (*DirFS)(nil)
-	_ nfs.Linker       = (*DirFS)(nil)
 )
 
 // path maps a file system name to the operating system's path.
@@ -64,8 +62,7 @@ func (fs *DirFS) Join(elem ...string) string             { return filepath.Join(
 func (fs *DirFS) Symlink(target, link string) error      { return os.Symlink(target, fs.path(link)) }
 func (fs *DirFS) Readlink(link string) (string, error)   { return os.Readlink(fs.path(link)) }
 
-// Link implements nfs.Linker: newname becomes a hard link to oldname, as
-// link(2), so that the kernel client's ln works (RFC 1813 §3.3.15).
+// Link makes newname a hard link to oldname, as link(2).
 func (fs *DirFS) Link(oldname, newname string) error {
 	return os.Link(fs.path(oldname), fs.path(newname))
 }

@@ -110,7 +110,7 @@ func TestDirFSConfined(t *testing.T) {
 	var _ billy.Change = fs // go-nfs applies SETATTR through it
 }
 
-// TestDirFSLink: Link makes a hard link (nfs.Linker).
+// TestDirFSLink: Link makes a hard link.
 func TestDirFSLink(t *testing.T) {
 	dir := t.TempDir()
 	fs := gonfsd.NewDirFS(dir)

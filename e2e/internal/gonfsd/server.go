@@ -3,6 +3,7 @@ package gonfsd
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,17 +14,19 @@ import (
 	"sync"
 
 	"github.com/go-git/go-billy/v5"
+	gonfs "github.com/willscott/go-nfs"
+	nfshelper "github.com/willscott/go-nfs/helpers"
+
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
-	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // Transport names used by the counters.
 const (
-	RDMA = nfs.NetRDMA
-	TCP  = nfs.NetTCP
+	RDMA = "rdma"
+	TCP  = "tcp"
 )
 
 // Config configures a Server.
@@ -39,9 +42,10 @@ type Config struct {
 	// Binding is the upper-layer binding of the RDMA listener; nil means
 	// nfs.Binding{} (the NFSv3 binding of RFC 8267).
 	Binding transport.Binding
-	// Logger receives the transport's events (at debug level: every
+	// Logger receives the RDMA listener's events (at debug level: every
 	// refused header and ERR_CHUNK) and the private data of each
-	// connection request; nil discards them.
+	// connection request; nil discards them. go-nfs logs through its own
+	// logger (gonfs.Log).
 	Logger *slog.Logger
 }
 
@@ -71,14 +75,19 @@ type ConnRequest struct {
 	PrivateData []byte
 }
 
-// Server is an nfs.Server with instruments: it counts the calls each
-// transport carries and records the RDMA connections and connection
+// Server is go-nfs's own server (gonfs.Server, unchanged) serving one
+// caching handler on two listeners, with instruments: it counts the calls
+// each transport carries and records the RDMA connections and connection
 // requests.
 type Server struct {
-	srv    *nfs.Server
+	rdma   *transport.Listener
+	tcp    net.Listener
+	cancel context.CancelFunc
 	served chan error
 
 	mu       sync.Mutex
+	closed   bool
+	conns    map[net.Conn]struct{}
 	counts   map[countKey]uint64
 	accepted []Accepted
 	requests []ConnRequest
@@ -89,9 +98,14 @@ type countKey struct {
 	id        CallID
 }
 
-// Start serves cfg.FS with an nfs.Server (go-nfs's caching handler over
-// its null-auth handler, NFS over TCP too, no rpcbind registration) on
-// both addresses, until Close.
+// handleLimit is the number of file handles go-nfs's caching handler
+// keeps.
+const handleLimit = 1024
+
+// Start serves cfg.FS with go-nfs's server (its caching handler over its
+// null-auth handler, which checks no credential) on both addresses, NFS
+// and MOUNT on each, until Close. One handler serves both listeners, so
+// the handle MNT returns over TCP is valid over RDMA.
 func Start(cfg Config) (*Server, error) {
 	if cfg.FS == nil {
 		return nil, errors.New("gonfsd: Config.FS is nil")
@@ -104,56 +118,114 @@ func Start(cfg Config) (*Server, error) {
 	if binding == nil {
 		binding = nfs.Binding{}
 	}
-	s := &Server{counts: map[countKey]uint64{}, served: make(chan error, 1)}
 	provider := cfg.Provider
 	if provider == nil {
 		provider = &soft.Provider{}
 	}
-	srv, err := nfs.NewServer(nfs.ServerConfig{
-		FS:         cfg.FS,
-		Transport:  transport.Config{Provider: &recordingProvider{Provider: provider, s: s, log: logger}, Binding: binding},
-		RDMAAddr:   cfg.RDMAAddr,
-		TCPAddr:    cfg.TCPAddr,
-		NFSOverTCP: true,
-		Rpcbind:    nfs.RpcbindConfig{Disable: true},
-		Logger:     logger,
-		OnConn:     s.onConn,
-		OnCall:     s.onCall,
-	})
+	s := &Server{counts: map[countKey]uint64{}, conns: map[net.Conn]struct{}{}, served: make(chan error, 2)}
+	rl, err := transport.Listen(cfg.RDMAAddr, &transport.Config{
+		Provider: &recordingProvider{Provider: provider, s: s, log: logger}, Binding: binding, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	s.srv = srv
-	go func() { s.served <- srv.Serve(context.Background()) }()
+	tl, err := net.Listen("tcp", cfg.TCPAddr)
+	if err != nil {
+		_ = rl.Close()
+		return nil, err
+	}
+	s.rdma, s.tcp = rl, tl
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	srv := &gonfs.Server{
+		Handler: nfshelper.NewCachingHandler(nfshelper.NewNullAuthHandler(cfg.FS), handleLimit),
+		Context: ctx,
+	}
+	// Serve draws a write verifier when it has none: one for both.
+	if _, err := rand.Read(srv.ID[:]); err != nil {
+		cancel()
+		_ = rl.Close()
+		_ = tl.Close()
+		return nil, err
+	}
+	go func() { s.served <- srv.Serve(&countingListener{Listener: rl, s: s, network: RDMA}) }()
+	go func() { s.served <- srv.Serve(&countingListener{Listener: tl, s: s, network: TCP}) }()
 	return s, nil
 }
 
-func (s *Server) onConn(network string, c net.Conn) {
-	rc, ok := c.(*transport.Conn)
-	if network != nfs.NetRDMA || !ok {
-		return
+// countingListener hands go-nfs its listener's connections wrapped in a
+// countingConn, and keeps them (and an RDMA connection's Accepted) for the
+// Server.
+type countingListener struct {
+	net.Listener
+	s       *Server
+	network string
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	var c net.Conn
+	var err error
+	if tl, ok := l.Listener.(*transport.Listener); ok {
+		var rc *transport.Conn
+		if rc, err = tl.AcceptRDMA(); err == nil {
+			c = rc
+			a := Accepted{Conn: rc, Negotiated: rc.Stats().Negotiated}
+			l.s.mu.Lock()
+			l.s.accepted = append(l.s.accepted, a)
+			l.s.mu.Unlock()
+		}
+	} else {
+		c, err = l.Listener.Accept()
 	}
-	a := Accepted{Conn: rc, Negotiated: rc.Stats().Negotiated}
-	s.mu.Lock()
-	s.accepted = append(s.accepted, a)
-	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	cc := &countingConn{Conn: c, s: l.s, network: l.network}
+	l.s.mu.Lock()
+	closed := l.s.closed
+	if !closed {
+		l.s.conns[cc] = struct{}{}
+	}
+	l.s.mu.Unlock()
+	if closed {
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	return cc, nil
 }
 
-func (s *Server) onCall(network string, h *xdr.CallHeader) {
-	id := CallID{Prog: h.Prog, Vers: h.Vers, Proc: h.Proc}
-	s.mu.Lock()
-	s.counts[countKey{network, id}]++
-	s.mu.Unlock()
+// countingConn counts the calls go-nfs reads from its connection, with a
+// CallScanner over the bytes it reads.
+type countingConn struct {
+	net.Conn
+	s       *Server
+	network string
+	scan    CallScanner // go-nfs reads a connection from one goroutine
 }
 
-// NFS returns the nfs.Server.
-func (s *Server) NFS() *nfs.Server { return s.srv }
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.scan.Scan(b[:n], c.count)
+	return n, err
+}
+
+func (c *countingConn) count(id CallID) {
+	c.s.mu.Lock()
+	c.s.counts[countKey{c.network, id}]++
+	c.s.mu.Unlock()
+}
+
+func (c *countingConn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
+	return c.Conn.Close()
+}
 
 // RDMAAddr returns the address of the RPC-over-RDMA listener.
-func (s *Server) RDMAAddr() net.Addr { return s.srv.RDMAAddr() }
+func (s *Server) RDMAAddr() net.Addr { return s.rdma.Addr() }
 
 // TCPAddr returns the address of the TCP listener.
-func (s *Server) TCPAddr() net.Addr { return s.srv.TCPAddr() }
+func (s *Server) TCPAddr() net.Addr { return s.tcp.Addr() }
 
 // Count returns the number of calls of id that arrived on transport (RDMA
 // or TCP).
@@ -194,11 +266,37 @@ func (s *Server) ConnRequests() []ConnRequest {
 	return slices.Clone(s.requests)
 }
 
-// Close closes the nfs.Server: its listeners and every connection.
+// Close closes both listeners and every connection, and waits for go-nfs's
+// Serve loops to return. go-nfs's connection goroutines end on their own
+// once their connection is closed.
 func (s *Server) Close() error {
-	err := s.srv.Close()
-	if e := <-s.served; !errors.Is(e, nfs.ErrServerClosed) {
-		err = errors.Join(err, e)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]net.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := errors.Join(s.rdma.Close(), ignoreClosed(s.tcp.Close()))
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	for range 2 {
+		err = errors.Join(err, ignoreClosed(<-s.served))
+	}
+	return err
+}
+
+// ignoreClosed is err unless it says that a listener or connection was
+// closed.
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
 	}
 	return err
 }
