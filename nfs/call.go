@@ -31,9 +31,6 @@ func ParseSquash(s string) (Squash, error) { return creds.ParseSquash(s) }
 type call struct {
 	xid  uint32
 	cred creds.Cred
-	// tainted is set when the worker's thread could not be given back
-	// the server's identity: the worker ends after the reply.
-	tainted bool
 }
 
 // callerOf returns the identity a call runs with (RFC 1813 §4.4): its
@@ -56,19 +53,13 @@ func (s *Server) callerOf(h *xdr.CallHeader) (creds.Cred, xdr.AuthStat, bool) {
 	return creds.Cred{}, xdr.AuthBadCred, false
 }
 
-// as runs f with the caller's identity and returns f's error. If the
-// kernel did not apply the identity, f does not run and the error is
-// EPERM (NFS3ERR_PERM); if the server's identity could not be restored,
-// the call is marked tainted so that its worker ends.
+// as runs f with the caller's identity (on a thread of the identity
+// switcher's: f makes file system calls only) and returns f's error. If
+// the kernel did not apply the identity, f does not run and the error is
+// EPERM (NFS3ERR_PERM).
 func (s *Server) as(c *call, f func() error) error {
 	var ferr error
-	err := s.ids.Run(c.cred, func() { ferr = f() })
-	switch {
-	case errors.Is(err, creds.ErrThreadTainted):
-		c.tainted = true
-		s.log.Error("nfs: the server's identity could not be restored after a call; its worker ends", "cred", c.cred)
-		return ferr
-	case err != nil:
+	if err := s.ids.Run(c.cred, func() { ferr = f() }); err != nil {
 		s.log.Warn("nfs: the caller's identity was not applied; call refused", "cred", c.cred, "err", err)
 		return syscall.EPERM
 	}

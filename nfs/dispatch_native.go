@@ -1,8 +1,6 @@
 package nfs
 
 import (
-	"errors"
-
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -58,9 +56,6 @@ func (ss *session) caller(h *xdr.CallHeader) (call, []byte) {
 	return call{xid: h.XID, cred: cred}, nil
 }
 
-// errTainted ends a worker whose thread kept a caller's identity.
-var errTainted = errors.New("nfs: worker thread tainted by a caller's identity")
-
 // execute runs f for the call h (its arguments args) as its caller, and
 // answers it (recording the reply in entry, if not nil). A caller whose
 // credential the server refuses gets MSG_DENIED, AUTH_ERROR.
@@ -77,9 +72,5 @@ func (ss *session) execute(f procFunc, entry *drcEntry, h *xdr.CallHeader, args 
 	if !ok {
 		reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 	}
-	err := ss.answer(entry, reply)
-	if c.tainted {
-		return errTainted
-	}
-	return err
+	return ss.answer(entry, reply)
 }

@@ -20,6 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -151,45 +154,69 @@ func (p Policy) Map(c Cred) Cred {
 	return out
 }
 
-// Errors of a Switcher.
-var (
-	// ErrNotApplied means the kernel did not give the thread the identity
-	// asked for (the process lacks CAP_SETUID or CAP_SETGID, or the id is
-	// not mapped in its user namespace); the operation did not run.
-	ErrNotApplied = errors.New("creds: the kernel did not apply the caller's identity")
-	// ErrThreadTainted means the thread could not be given back the
-	// server's own identity after an operation. The goroutine stays
-	// locked to that thread and must return, so that the runtime ends the
-	// thread instead of reusing it with a caller's identity.
-	ErrThreadTainted = errors.New("creds: the server's identity could not be restored; the thread must end")
-)
+// ErrNotApplied means the kernel did not give a thread the identity asked
+// for (the process lacks CAP_SETUID or CAP_SETGID, or the id is not
+// mapped in its user namespace); the function did not run.
+var ErrNotApplied = errors.New("creds: the kernel did not apply the caller's identity")
 
 // Switcher runs functions with a caller's identity. It is safe for
-// concurrent use: each call changes only its own thread.
+// concurrent use.
+//
+// The functions run on threads of the Switcher's own, never on the
+// caller's: a thread whose identity was ever changed is never given back
+// to the Go scheduler, because its credentials are no longer the ones the
+// process opened its files with, and the kernel refuses RDMA commands
+// (uverbs, rdma_ucm) on descriptors opened with other credentials than
+// the caller's ("changed security contexts after opening file
+// descriptor"), even once the ids are restored. Each worker goroutine is
+// locked to its thread for life and keeps the last identity it took, so
+// that a run of calls by one user switches once; an idle worker ends
+// after IdleTimeout, and its thread with it.
 type Switcher struct {
 	self    Cred  // the process's own file system identity
 	enabled bool  // identities can be switched
 	why     error // why not, when !enabled
+
+	jobs chan *job
+	idle atomic.Int32 // workers waiting for a job
+
+	mu      sync.Mutex
+	workers int // running
 }
 
+// MaxWorkers bounds the threads a Switcher runs functions on: past it,
+// Run waits for one to be free (as a call waits for one of knfsd's
+// threads).
+const MaxWorkers = 256
+
+// IdleTimeout is how long a worker waits for a function before it ends.
+const IdleTimeout = time.Minute
+
+// job is one Run: the identity, the function, where the worker says it
+// is done.
+type job struct {
+	c    Cred
+	f    func()
+	done chan error
+}
+
+var jobs = sync.Pool{New: func() any { return &job{done: make(chan error, 1)} }}
+
 // NewSwitcher probes whether this process may take other identities: it
-// switches one thread to Nobody and back. When it may not, Enabled is
-// false, Reason says why, and Run runs every function with the process's
-// own identity.
+// switches one thread, which then ends, to Nobody. When it may not,
+// Enabled is false, Reason says why, and Run runs every function with the
+// process's own identity.
 func NewSwitcher() *Switcher {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	s := &Switcher{self: current()}
-	s.enabled = true
-	err := s.apply(Cred{UID: Nobody, GID: Nobody})
-	if rerr := s.apply(s.self); rerr != nil {
-		// Cannot happen: giving a thread its own ids back needs no
-		// privilege. Keep the thread out of the pool all the same.
-		runtime.LockOSThread()
-		err = errors.Join(err, rerr)
-	}
-	if err != nil {
-		s.enabled, s.why = false, err
+	s := &Switcher{self: current(), jobs: make(chan *job)}
+	probe := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		probe <- apply(Cred{UID: Nobody, GID: Nobody})
+	}()
+	if err := <-probe; err != nil {
+		s.why = err
+	} else {
+		s.enabled = true
 	}
 	return s
 }
@@ -218,38 +245,72 @@ func (s *Switcher) Reason() error { return s.why }
 // every function when identities cannot be switched.
 func (s *Switcher) Self() Cred { return s.self }
 
-// Run calls f on the calling goroutine with c as its thread's file system
-// identity, and gives the thread back the server's identity afterwards.
-// When c is the server's own identity, or identities cannot be switched
-// (Enabled), f runs as it is. If c cannot be applied f does not run and
-// Run returns ErrNotApplied. If the server's identity cannot be restored
-// Run returns ErrThreadTainted with the goroutine still locked to its
-// thread: the caller must return from its goroutine.
+// Run calls f with c as the file system identity of the thread it runs
+// on, and returns once f has returned. When c is the process's own
+// identity, or identities cannot be switched (Enabled), f runs on the
+// calling goroutine; otherwise on one of the Switcher's workers, so f
+// must not use the caller's thread-bound state (no RDMA verbs). If the
+// kernel does not apply c, f does not run and Run returns ErrNotApplied.
 func (s *Switcher) Run(c Cred, f func()) error {
 	if !s.enabled || c.Equal(s.self) {
 		f()
 		return nil
 	}
-	runtime.LockOSThread()
-	if err := s.apply(c); err != nil {
-		if rerr := s.apply(s.self); rerr != nil {
-			return ErrThreadTainted
+	if s.idle.Load() == 0 {
+		s.mu.Lock()
+		if s.workers < MaxWorkers {
+			s.workers++
+			go s.work()
 		}
-		runtime.UnlockOSThread()
-		return err
+		s.mu.Unlock()
 	}
-	f()
-	if err := s.apply(s.self); err != nil {
-		return ErrThreadTainted
+	j := jobs.Get().(*job)
+	j.c, j.f = c, f
+	s.jobs <- j
+	err := <-j.done
+	j.f = nil
+	jobs.Put(j)
+	return err
+}
+
+// work runs jobs on a thread of its own until it has been idle for
+// IdleTimeout, or its thread's identity is in doubt.
+func (s *Switcher) work() {
+	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	defer func() {
+		s.mu.Lock()
+		s.workers--
+		s.mu.Unlock()
+	}()
+	cur := s.self
+	idle := time.NewTimer(IdleTimeout)
+	defer idle.Stop()
+	for {
+		s.idle.Add(1)
+		select {
+		case j := <-s.jobs:
+			s.idle.Add(-1)
+			if !cur.Equal(j.c) {
+				if err := apply(j.c); err != nil {
+					j.done <- err
+					return
+				}
+				cur = j.c
+			}
+			j.f()
+			j.done <- nil
+			idle.Reset(IdleTimeout)
+		case <-idle.C:
+			s.idle.Add(-1)
+			return
+		}
 	}
-	runtime.UnlockOSThread()
-	return nil
 }
 
 // apply makes c the calling thread's file system identity: the groups
 // first, then fsgid and fsuid (setting fsuid last, while the thread still
 // has CAP_SETGID), each checked by reading it back.
-func (s *Switcher) apply(c Cred) error {
+func apply(c Cred) error {
 	var groups [MaxGroups]int
 	for i, g := range c.Groups() {
 		groups[i] = int(g)

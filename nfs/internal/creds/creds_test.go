@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -104,7 +105,7 @@ func TestRunAsCaller(t *testing.T) {
 	uid, gid := owner(t, filepath.Join(d, "mine"))
 	assert.Equal(t, [2]uint32{1234, 1234}, [2]uint32{uid, gid}, "owner of a file created as uid 1234")
 
-	// The thread is the server's again: root reads the file.
+	// The caller's own thread never changed: root reads the file.
 	_, err = os.ReadFile(secret)
 	require.NoError(t, err)
 	assert.True(t, current().Equal(s.Self()), "identity after Run: %v, want %v", current(), s.Self())
@@ -195,28 +196,45 @@ func TestUnprivileged(t *testing.T) {
 		fmt.Printf("enabled=%v reason=%v ran=%v err=%v self=%v\n", s.Enabled(), s.Reason(), ran, err, s.Self())
 		os.Exit(0)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to start a child as another user")
-	}
-	self, err := os.Executable()
-	require.NoError(t, err)
-	// The go tool's build directory is closed to other users: run a copy.
-	exe := filepath.Join(sharedDir(t), "creds.test")
-	b, err := os.ReadFile(self)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(exe, b, 0o755))
-	cmd := exec.Command(exe, "-test.run=^TestUnprivileged$")
-	cmd.Env = append(os.Environ(), "CREDS_CHILD=1")
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1234, Gid: 1234}}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "enabled=false reason=creds: the kernel did not apply")
-	assert.Contains(t, string(out), "ran=true err=<nil> self=uid=1234 gid=1234")
+	out := runUnprivileged(t, "^TestUnprivileged$", "1")
+	assert.Contains(t, out, "enabled=false reason=creds: the kernel did not apply")
+	assert.Contains(t, out, "ran=true err=<nil> self=uid=1234 gid=1234")
 }
 
-func TestErrorsDistinct(t *testing.T) {
-	assert.False(t, errors.Is(ErrNotApplied, ErrThreadTainted))
+// TestRunCallerThreadUntouched: Run never changes the credentials of the
+// calling goroutine's thread, not even for a moment, since the kernel
+// refuses RDMA commands from a thread whose credentials changed after the
+// device was opened (it compares the credentials themselves, which no
+// restore of the ids gives back). Each Run here sees, on its own locked
+// thread, the same credentials before and after, and the function runs on
+// another thread.
+func TestRunCallerThreadUntouched(t *testing.T) {
+	s := requireRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self := unix.Gettid()
+	var ran int
+	for i := range 20 {
+		require.NoError(t, s.Run(NewCred(uint32(3000+i%3), 3000, nil), func() { ran = unix.Gettid() }))
+		assert.NotEqual(t, self, ran, "the function ran on the caller's thread")
+		assert.True(t, current().Equal(s.Self()), "the caller's thread took %v", current())
+	}
+}
+
+// TestRunErrorNotApplied: an identity the kernel refuses leaves the
+// function unrun. Only an unprivileged process sees it (TestUnprivileged
+// covers a Switcher that knows it cannot switch); here a Switcher that
+// believes it can is run in a child without privilege.
+func TestRunErrorNotApplied(t *testing.T) {
+	if os.Getenv("CREDS_CHILD") == "2" {
+		s := &Switcher{self: current(), jobs: make(chan *job), enabled: true}
+		ran := false
+		err := s.Run(NewCred(4321, 4321, nil), func() { ran = true })
+		fmt.Printf("ran=%v notApplied=%v\n", ran, errors.Is(err, ErrNotApplied))
+		os.Exit(0)
+	}
+	out := runUnprivileged(t, "^TestRunErrorNotApplied$", "2")
+	assert.Contains(t, out, "ran=false notApplied=true")
 }
 
 // BenchmarkRun is the cost of running a call as a caller: the switch to
@@ -236,3 +254,27 @@ func BenchmarkRun(b *testing.B) {
 }
 
 func groupsOf(c Cred) []uint32 { return c.Groups() }
+
+// runUnprivileged runs the test run (a -test.run pattern) in a child
+// process as uid and gid 1234, with CREDS_CHILD=child, and returns its
+// output.
+func runUnprivileged(t *testing.T, run, child string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a child as another user")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	// The go tool's build directory is closed to other users: run a copy.
+	exe := filepath.Join(sharedDir(t), "creds.test")
+	b, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(exe, b, 0o755))
+	cmd := exec.Command(exe, "-test.run="+run)
+	cmd.Env = append(os.Environ(), "CREDS_CHILD="+child)
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1234, Gid: 1234}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return string(out)
+}
