@@ -19,18 +19,3 @@ func decodeFileRange(r *xdr.Reader) (fh []byte, offset uint64, count uint32, err
 	}
 	return fh, offset, count, nil
 }
-
-// decodeDirOp decodes a diropargs3 (RFC 1813 §3.3.3), what LOOKUP3args,
-// CREATE3args and the other calls that name an entry begin with: the
-// directory's handle and the name. Both alias r's buffer.
-//
-//	diropargs3: nfs_fh3 dir; filename3 name;
-func decodeDirOp(r *xdr.Reader) (dir, name []byte, err error) {
-	if dir, err = r.Opaque(nfs3FHSize); err != nil {
-		return nil, nil, err
-	}
-	if name, err = r.Opaque(MaxPathLen); err != nil {
-		return nil, nil, err
-	}
-	return dir, name, nil
-}

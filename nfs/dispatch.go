@@ -230,6 +230,9 @@ func (ss *session) dispatch(msg []byte) error {
 		if h.Proc > MountProcExport {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
+		if _, refusal := ss.caller(&h); refusal != nil {
+			return ss.send(refusal) // knfsd's mountd authenticates every call too
+		}
 		r := xdr.NewReader(msg[args:])
 		reply, ok := ss.s.mount(h.Proc, ss.client, &r, successReply(h.XID, nil))
 		if !ok {
@@ -263,14 +266,15 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	if f := nativeProc(h.Proc); f != nil {
 		return ss.execute(f, entry, h, msg[args:])
 	}
-	if h.Proc != ProcNull {
-		c, refusal := ss.caller(h)
-		if _, checked := checkedAccess[h.Proc]; checked && refusal == nil {
-			refusal = ss.permit(&c, h.Proc, msg[args:])
-		}
-		if refusal != nil {
-			return ss.answer(entry, refusal)
-		}
+	// Every call is authenticated, NULL's too (RFC 5531 §9; knfsd's
+	// svc_authenticate): a credential the server refuses gets
+	// MSG_DENIED, AUTH_ERROR.
+	c, refusal := ss.caller(h)
+	if _, checked := checkedAccess[h.Proc]; checked && refusal == nil {
+		refusal = ss.permit(&c, h.Proc, msg[args:])
+	}
+	if refusal != nil {
+		return ss.answer(entry, refusal)
 	}
 	s := ss.s
 	switch h.Proc {

@@ -58,17 +58,18 @@ func (h *DirHandler) statHandle(fh []byte, st *unix.Stat_t) error {
 // and attributes and the directory's attributes, the directory's
 // attributes in a failure too (the client then keeps its cached
 // directory). "." is the directory itself, ".." its parent, and the
-// export root's own parent; an empty name or one with "/" or NUL is
-// NFS3ERR_ACCES, one longer than NAME_MAX NFS3ERR_NAMETOOLONG. ok is false
-// if the arguments do not decode.
+// export root's own parent. ok is false if the arguments do not decode,
+// or the name is empty, longer than NAME_MAX or holds "/" or NUL, which
+// knfsd's decoder refuses as well (GARBAGE_ARGS).
 //
 //	LOOKUP3args: diropargs3 what (nfs_fh3 dir; filename3 name);
 func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
 	r := xdr.NewReader(args)
-	dirFH, nameb, err := decodeDirOp(&r)
-	if err != nil {
-		return nil, false
+	var a nfs3.LookupArgs
+	if a.Decode(&r) != nil || (!validName(a.What.Name)) {
+		return nil, false // as knfsd's decoder (svcxdr_decode_filename3)
 	}
+	dirFH, name := a.What.Dir, a.What.Name
 	b := successReply(xid, nil)
 	var res nfs3.LookupRes
 	dir, err := s.dh.openObject(dirFH)
@@ -78,7 +79,6 @@ func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
 	}
 	defer dir.close()
 	res.DirAttr = dir.attr()
-	name := string(nameb)
 	var o *object
 	switch {
 	case !dir.isDir():
@@ -93,10 +93,6 @@ func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
 			up = path.Dir(dir.name)
 		}
 		o, err = s.dh.objectAt(up)
-	case len(name) > nameMax:
-		err = nfs3.ErrNameTooLong
-	case !validName(name):
-		err = nfs3.ErrAcces
 	default:
 		o, err = s.dh.childOf(dir, name)
 	}
