@@ -242,53 +242,8 @@ var script = []step{
 	s("list/root home1235", root, readdir("home1235")).expect("ok").stats("home1235"),
 }
 
-// Why rdma-nfsd's records differ from knfsd's today. Its file system
-// (stat on the server) ends the script the same as knfsd's: what differs
-// is the attributes it reports.
-const (
-	modeBits = "attributes carry mode & 0777: the set-id and sticky bits, set on its disk, are not reported"
-	ctimeIs  = "attributes give the mtime as ctime: a change of ctime alone (SETATTR, LINK, REMOVE, RENAME) does not show"
-	atimeIs  = "attributes give the mtime as atime: the explicit atime, set on its disk, is not reported"
-	both     = modeBits + "; " + ctimeIs
-)
-
 // knownDifferences are the steps whose records differ between knfsd and
 // rdma-nfsd, each with its reason. A difference not listed fails the
 // test; a listed step that matches is reported, to be removed from here.
-var knownDifferences = map[string]string{
-	"setup/mkdir pub 0755":                    modeBits + " (the export's root, 1777)",
-	"setup/mkdir sticky 1777":                 modeBits,
-	"setup/mkdir sgid 2775 group 1000":        modeBits,
-	"create/1234 mode 2755 in sgid":           modeBits,
-	"create/1235 mode 2755 in own dir":        modeBits,
-	"mkdir/1234 in sgid":                      modeBits + " (the setgid bit is inherited on disk)",
-	"mkdir/root in sgid":                      modeBits + " (the setgid bit is inherited on disk)",
-	"link/1234 own file":                      ctimeIs,
-	"rename/1234 over own file":               ctimeIs + " (the link count of f644 fell)",
-	"rename/1234 dir out of sgid":             modeBits,
-	"unlink/1234 own file in sticky":          modeBits,
-	"chmod/1234 own file setuid":              both,
-	"chmod/1234 own file 6777":                both,
-	"chgrp/1234 to own supplementary group":   ctimeIs,
-	"chown/1234 to itself":                    ctimeIs,
-	"chmod/1234 2640 group 1000 (member)":     both,
-	"chgrp/root 1234's file to 1235":          ctimeIs,
-	"chmod/1234 2644 group 1235 (not member)": ctimeIs + " (the setgid bit is cleared as by knfsd)",
-	"chmod/root 4755 1234's file":             both,
-	"chown/root setuid file to 1235":          ctimeIs,
-	"chmod/1234 own dir sticky":               both,
-	"ctime/1234 chmod 1.1 s later":            ctimeIs,
-	"utimes/1234 own file explicit":           atimeIs,
-	"utimes/1235 own file explicit":           atimeIs,
-	"utimes/root 1235's file explicit":        atimeIs,
-	"deep/root chmod bottom 0777":             ctimeIs,
-	"deep/1234 chmod 0600":                    ctimeIs,
-	"deep/root chown to 1235":                 ctimeIs,
-	"deep/1235 link at bottom":                ctimeIs,
-	"deep/1235 unlink at bottom":              ctimeIs,
-	"deep/1235 utimes explicit":               atimeIs,
-	"list/root .":                             modeBits + " (the export's root, 1777)",
-	"list/root sticky":                        modeBits,
-	"list/root sgid":                          modeBits,
-	"list/root home1234":                      modeBits,
-}
+// None today: every step of the script gives the same result on both.
+var knownDifferences = map[string]string{}
