@@ -192,51 +192,27 @@ func (s *Server) mkdir(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	if a.Decode(r) != nil || !validName(a.Where.Name) {
 		return nil, false
 	}
-	dir, err := s.openWhere(&a.Where)
-	if dir == nil {
-		return (&nfs3.CreateRes{Status: statusOf(err)}).Append(b), true
-	}
-	defer dir.close()
-	if err == nil {
-		mode := uint32(0)
-		if a.Attr.SetMode {
-			mode = a.Attr.Mode & 0o7777
-		}
-		err = s.as(c, func() error {
-			if err := unix.Mkdirat(dir.fd, a.Where.Name, mode); err != nil {
-				return err
-			}
-			return s.fixMode(dir.fd, a.Where.Name, mode)
-		})
-		if err == nil {
-			err = s.createAttrs(c, dir, a.Where.Name, &a.Attr)
-		}
-	}
-	return s.createRes(dir, a.Where.Name, err).Append(b), true
+	return s.makeEntry(c, b, &a.Where, &a.Attr, nil, func(dirfd int, name string, mode uint32) error {
+		return unix.Mkdirat(dirfd, name, mode)
+	}), true
 }
 
 // symlink executes an NFSv3 SYMLINK (RFC 1813 §3.3.10) as the caller; an
-// empty target, or one with a NUL, is NFS3ERR_INVAL.
+// empty target, or one with a NUL, is NFS3ERR_INVAL. A link has no mode
+// of its own: one asked for is ignored, as by knfsd.
 func (s *Server) symlink(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	var a nfs3.SymlinkArgs
 	if a.Decode(r) != nil || !validName(a.Where.Name) {
 		return nil, false
 	}
-	dir, err := s.openWhere(&a.Where)
-	if dir == nil {
-		return (&nfs3.CreateRes{Status: statusOf(err)}).Append(b), true
+	var bad error
+	if a.Path == "" || strings.IndexByte(a.Path, 0) >= 0 {
+		bad = nfs3.ErrInval
 	}
-	defer dir.close()
-	if err == nil && (a.Path == "" || strings.IndexByte(a.Path, 0) >= 0) {
-		err = nfs3.ErrInval
-	}
-	if err == nil {
-		err = s.as(c, func() error { return unix.Symlinkat(a.Path, dir.fd, a.Where.Name) })
-		if err == nil {
-			err = s.createAttrs(c, dir, a.Where.Name, &a.Attr)
-		}
-	}
-	return s.createRes(dir, a.Where.Name, err).Append(b), true
+	a.Attr.SetMode = false
+	return s.makeEntry(c, b, &a.Where, &a.Attr, bad, func(dirfd int, name string, _ uint32) error {
+		return unix.Symlinkat(a.Path, dirfd, name)
+	}), true
 }
 
 // mknod executes an NFSv3 MKNOD (RFC 1813 §3.3.11) as the caller: FIFOs
@@ -248,13 +224,9 @@ func (s *Server) mknod(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	if a.Decode(r) != nil || !validName(a.Where.Name) {
 		return nil, false
 	}
-	dir, err := s.openWhere(&a.Where)
-	if dir == nil {
-		return (&nfs3.CreateRes{Status: statusOf(err)}).Append(b), true
-	}
-	defer dir.close()
 	var typ uint32
 	var dev uint64
+	var bad error
 	switch a.Type {
 	case nfs3.TypeChr:
 		typ, dev = unix.S_IFCHR, unix.Mkdev(a.Spec.Major, a.Spec.Minor)
@@ -265,24 +237,43 @@ func (s *Server) mknod(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	case nfs3.TypeFIFO:
 		typ = unix.S_IFIFO
 	default:
-		if err == nil {
-			err = nfs3.ErrBadType
-		}
+		bad = nfs3.ErrBadType
+	}
+	return s.makeEntry(c, b, &a.Where, &a.Attr, bad, func(dirfd int, name string, mode uint32) error {
+		return unix.Mknodat(dirfd, name, typ|mode, int(dev))
+	}), true
+}
+
+// makeEntry executes the rest of a MKDIR, SYMLINK or MKNOD and appends
+// its CREATE3res-shaped result to b: in the directory where names, mk
+// makes the entry as the caller, with the mode attr asks for (the
+// process's umask undone), and the rest of attr is applied. bad, if not
+// nil, is what is wrong with the arguments, answered once the directory
+// is known to be there and writable.
+func (s *Server) makeEntry(c *call, b []byte, where *nfs3.DirOpArgs, attr *nfs3.Sattr, bad error,
+	mk func(dirfd int, name string, mode uint32) error) []byte {
+	dir, err := s.openWhere(where)
+	if dir == nil {
+		return (&nfs3.CreateRes{Status: statusOf(err)}).Append(b)
+	}
+	defer dir.close()
+	if err == nil {
+		err = bad
 	}
 	if err == nil {
 		mode := uint32(0)
-		if a.Attr.SetMode {
-			mode = a.Attr.Mode & 0o7777
+		if attr.SetMode {
+			mode = attr.Mode & 0o7777
 		}
 		err = s.as(c, func() error {
-			if err := unix.Mknodat(dir.fd, a.Where.Name, typ|mode, int(dev)); err != nil {
+			if err := mk(dir.fd, where.Name, mode); err != nil {
 				return err
 			}
-			return s.fixMode(dir.fd, a.Where.Name, mode)
+			return s.fixMode(dir.fd, where.Name, mode)
 		})
 		if err == nil {
-			err = s.createAttrs(c, dir, a.Where.Name, &a.Attr)
+			err = s.createAttrs(c, dir, where.Name, attr)
 		}
 	}
-	return s.createRes(dir, a.Where.Name, err).Append(b), true
+	return s.createRes(dir, where.Name, err).Append(b)
 }
