@@ -246,13 +246,14 @@ func (s *Switcher) Reason() error { return s.why }
 func (s *Switcher) Self() Cred { return s.self }
 
 // Run calls f with c as the file system identity of the thread it runs
-// on, and returns once f has returned. When c is the process's own
-// identity, or identities cannot be switched (Enabled), f runs on the
-// calling goroutine; otherwise on one of the Switcher's workers, so f
+// on, and returns once f has returned. When c acts as the process's own
+// identity (inPlace: the same, or root's with other groups), or
+// identities cannot be switched (Enabled), f runs on the calling
+// goroutine; otherwise on one of the Switcher's workers, so f
 // must not use the caller's thread-bound state (no RDMA verbs). If the
 // kernel does not apply c, f does not run and Run returns ErrNotApplied.
 func (s *Switcher) Run(c Cred, f func()) error {
-	if !s.enabled || c.Equal(s.self) {
+	if !s.enabled || s.inPlace(c) {
 		f()
 		return nil
 	}
@@ -271,6 +272,18 @@ func (s *Switcher) Run(c Cred, f func()) error {
 	j.f = nil
 	jobs.Put(j)
 	return err
+}
+
+// inPlace reports whether c acts as the process's own identity: it is
+// that identity, or root with the process's uid 0 and gid, whose groups
+// decide nothing (root's file system capabilities pass every permission
+// check the groups would, and new files take the gid or a setgid
+// directory's group either way).
+func (s *Switcher) inPlace(c Cred) bool {
+	if c.UID == s.self.UID && c.GID == s.self.GID {
+		return c.UID == 0 || c.Equal(s.self)
+	}
+	return false
 }
 
 // work runs jobs on a thread of its own until it has been idle for

@@ -278,3 +278,26 @@ func runUnprivileged(t *testing.T, run, child string) string {
 	require.NoError(t, err, "%s", out)
 	return string(out)
 }
+
+// TestRunRootInPlace: root's calls with the server's gid run on the
+// calling goroutine whatever their groups (the kernel client's root sends
+// its own); any other identity runs on a worker.
+func TestRunRootInPlace(t *testing.T) {
+	s := requireRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self := unix.Gettid()
+	for _, tc := range []struct {
+		c       Cred
+		inPlace bool
+	}{
+		{NewCred(0, s.Self().GID, []uint32{0, 1, 2, 3}), true},
+		{NewCred(0, s.Self().GID, nil), true},
+		{NewCred(0, 4000, nil), false},
+		{NewCred(1234, 1234, nil), false},
+	} {
+		var ran int
+		require.NoError(t, s.Run(tc.c, func() { ran = unix.Gettid() }))
+		assert.Equal(t, tc.inPlace, ran == self, "%v in place", tc.c)
+	}
+}
