@@ -1,8 +1,6 @@
 package nfs
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"os"
 	"sort"
 	"sync"
@@ -58,19 +56,37 @@ func (d *Dir) readDir(name string) ([]dirent, error) {
 // Listings of a DirHandler: a client with a 4 KiB reply size needs
 // hundreds of READDIR or READDIRPLUS calls for a directory of thousands of
 // entries, so DirHandler keeps the last few listings for a short while,
-// each under its cookie verifier (RFC 1813 §3.3.16, cookieverf3), which
-// the client sends back with its next call. The verifier is a hash of the
-// directory's name and entry names, so a listing read again after expiry
-// gets the same verifier if nothing changed. A verifier only saves reading
-// the directory again: cookies do not depend on it.
+// each under its directory's path and change times, and a call that
+// resumes a listing (a cookie past the start) reuses the kept listing
+// while the directory's ctime and mtime are those it was read at. A call
+// that starts a listing reads the directory again. Cookies do not depend
+// on a kept listing (see readdir.go): a listing read again resumes at the
+// same place.
+//
+// The cookie verifier of every reply (RFC 1813 §3.3.16, cookieverf3) is
+// 0, as knfsd's: the Linux client drops its directory page cache past the
+// first page when the verifier of a listing's first reply differs from
+// the one it holds (0 for a directory it has not listed), and so would
+// fetch most of every first reply again.
 const (
 	listingsKept = 16
 	listingTTL   = 2 * time.Second
 )
 
+// listingKey names a directory's contents at one time: its path below the
+// root and its change and modification times (creates, removes and
+// renames in a directory set both).
+type listingKey struct {
+	path         string
+	ctime, mtime unix.Timespec
+}
+
+func listingKeyOf(dir *object) listingKey {
+	return listingKey{path: dir.name, ctime: dir.st.Ctim, mtime: dir.st.Mtim}
+}
+
 type listing struct {
-	verifier uint64
-	path     string
+	key      listingKey
 	contents []dirent
 	at       time.Time
 }
@@ -80,29 +96,13 @@ type listings struct {
 	kept []listing // oldest first
 }
 
-// keepListing returns the cookie verifier of contents, the listing of the
-// directory path, and keeps the listing. A verifier is never 0, which a
-// client sends when it has none.
-func (h *DirHandler) keepListing(path string, contents []dirent) uint64 {
-	sum := sha256.New()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(path)))
-	sum.Write(n[:])
-	sum.Write([]byte(path))
-	for _, c := range contents {
-		binary.BigEndian.PutUint64(n[:], uint64(len(c.name)))
-		sum.Write(n[:])
-		sum.Write([]byte(c.name))
-	}
-	v := binary.BigEndian.Uint64(sum.Sum(nil))
-	if v == 0 {
-		v = 1
-	}
+// keepListing keeps contents, the listing of the directory key names.
+func (h *DirHandler) keepListing(key listingKey, contents []dirent) {
 	x := &h.listings
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for i, l := range x.kept {
-		if l.verifier == v && l.path == path {
+		if l.key == key {
 			x.kept = append(x.kept[:i], x.kept[i+1:]...)
 			break
 		}
@@ -110,17 +110,16 @@ func (h *DirHandler) keepListing(path string, contents []dirent) uint64 {
 	if len(x.kept) == listingsKept {
 		x.kept = x.kept[1:]
 	}
-	x.kept = append(x.kept, listing{verifier: v, path: path, contents: contents, at: time.Now()})
-	return v
+	x.kept = append(x.kept, listing{key: key, contents: contents, at: time.Now()})
 }
 
-// keptListing returns the kept listing of path with verifier, or nil.
-func (h *DirHandler) keptListing(path string, verifier uint64) []dirent {
+// keptListing returns the kept listing of the directory key names, or nil.
+func (h *DirHandler) keptListing(key listingKey) []dirent {
 	x := &h.listings
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, l := range x.kept {
-		if l.verifier == verifier && l.path == path && time.Since(l.at) < listingTTL {
+		if l.key == key && time.Since(l.at) < listingTTL {
 			return l.contents
 		}
 	}

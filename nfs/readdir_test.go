@@ -82,6 +82,7 @@ func readdirplusAll(t *testing.T, c msgConn, dir nfsv3.NfsFh3, dircount, maxcoun
 		require.True(t, isOK, "READDIRPLUS: %v", res.GetStatus())
 		require.True(t, ok.Resok.DirAttributes.GetAttributesFollow(), "dir_attributes")
 		verf = ok.Resok.Cookieverf
+		require.Zero(t, verf, "cookie verifier (0, as knfsd's)")
 		n := 0
 		for e := ok.Resok.Reply.Entries; e != nil; e = e.Nextentry {
 			n++
