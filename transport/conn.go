@@ -157,9 +157,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 // A requester's call that failed without a reply from the RPC server is
 // returned as a synthesized reply (MSG_ACCEPTED, SYSTEM_ERR, as Read returns
 // it) together with an error saying why: a *RemoteError for an RDMA_ERROR
-// the responder sent (the call was not executed), or an error wrapping
-// ErrCallLost when the connection was lost with the call in flight and it
-// was not retransmitted (the call may or may not have been executed).
+// the responder sent (the call was not executed), an error wrapping
+// ErrBadReply for a reply that failed validation (the call may have been
+// executed), or an error wrapping ErrCallLost when the connection was lost
+// with the call in flight and it was not retransmitted (the call may or
+// may not have been executed).
 func (c *Conn) ReadMsg(buf []byte) ([]byte, error) { return c.readMsg(buf, nil) }
 
 // ReadMsgAlloc is ReadMsg with the buffer chosen once the message's length

@@ -23,6 +23,11 @@ var (
 	ErrUnknownXID = errors.New("rpcrdma: reply to no outstanding call")
 	// ErrDuplicateXID: a requester was given a call whose XID is in flight.
 	ErrDuplicateXID = errors.New("rpcrdma: XID already in flight")
+	// ErrBadReply: a responder's reply to a call failed validation (a
+	// header that does not parse, a chunk the call did not offer or that
+	// overruns it, data that does not match the reply, RFC 8166 §3.5);
+	// the call fails and its synthesized reply is SYSTEM_ERR.
+	ErrBadReply = errors.New("rpcrdma: malformed reply")
 )
 
 // RemoteError is an RDMA_ERROR a responder sent for one call (RFC 8166

@@ -152,10 +152,18 @@ func (e *hpClientEnv) expectReply(xid uint32, stat xdr.AcceptStat) []byte {
 }
 
 // expectFailed requires the call xid to fail with our synthesized
-// SYSTEM_ERR reply and no *RemoteError.
+// SYSTEM_ERR reply and an error wrapping ErrBadReply (not a *RemoteError,
+// not nil).
 func (e *hpClientEnv) expectFailed(xid uint32) {
 	e.t.Helper()
-	e.expectReply(xid, xdr.AcceptSystemErr)
+	msg, err := e.read()
+	if !errors.Is(err, ErrBadReply) {
+		e.t.Fatalf("ReadMsg: error %v, want one wrapping ErrBadReply", err)
+	}
+	var rh xdr.ReplyHeader
+	if _, uerr := rh.Unmarshal(msg); uerr != nil || rh.XID != xid || rh.Stat != xdr.MsgAccepted || rh.AcceptStat != xdr.AcceptSystemErr {
+		e.t.Fatalf("reply %+v (%v), want xid %#x SYSTEM_ERR", rh, uerr, xid)
+	}
 }
 
 // warmup completes one call whose reply grants credits, so that several
@@ -413,7 +421,7 @@ var hpClientCases = []hpClientCase{
 	},
 	{
 		name: "chunks/nomsg-reply-without-reply-chunk",
-		want: "RDMA_NOMSG reply with no Reply chunk (no message at all): the call fails with SYSTEM_ERR; connection up",
+		want: "RDMA_NOMSG reply with no Reply chunk (no message at all): the call fails with SYSTEM_ERR and ErrBadReply; connection up",
 		run: func(e *hpClientEnv) {
 			c := e.call(hpProcBig, nil)
 			e.peer.sendMsg(hpReplyHdr(c.xid).proc(chunks.ProcNoMsg).bytes())

@@ -165,15 +165,15 @@ func TestFaultDropAtSend(t *testing.T) {
 // length (a NIC or peer bug).
 func TestFaultCorruptRecvLength(t *testing.T) {
 	// A reply cut inside its chunk lists still names its call: that call
-	// fails with a synthesized SYSTEM_ERR reply (RFC 5531), the bad reply
-	// is counted, the Conn goes on.
+	// fails with a synthesized SYSTEM_ERR reply (RFC 5531) and an error
+	// wrapping ErrBadReply, the bad reply is counted, the Conn goes on.
 	t.Run("reply-cut-in-chunk-lists", func(t *testing.T) {
 		rcNoLeaks(t)
 		p := newRCFaultPair(t, Config{}, Config{})
 		rcEcho(t, p.c, 1, []byte("one"))
 		p.cf.CorruptNextRecvLength(func(int) int { return 20 }) // fixed part and an empty Read list
 		rcSend(t, p.c, 2, procEcho, xdr.AppendOpaque(nil, []byte("two")))
-		rh, res := rcRecv(t, p.c)
+		rh, res := rcRecvErr(t, p.c, ErrBadReply)
 		assert.Equal(t, uint32(2), rh.XID)
 		assert.Equal(t, xdr.AcceptSystemErr, rh.AcceptStat)
 		assert.Empty(t, res)

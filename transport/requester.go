@@ -475,14 +475,14 @@ func (s *requester) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Compl
 
 	if perr != nil {
 		c.stats.badReplies.Add(1)
-		s.failCallLocked(call, nil)
+		s.failCallLocked(call, fmt.Errorf("%w for xid %#x: %v", ErrBadReply, h.XID, perr))
 	} else if h.Proc == chunks.ProcError {
 		c.stats.remoteErrors.Add(1)
 		s.failCallLocked(call, &RemoteError{XID: h.XID, Code: uint32(h.ErrCode), Low: h.VersLow, High: h.VersHigh})
 	} else if err := s.buildReplyLocked(ep, slot, data[n:]); err != nil {
 		c.stats.badReplies.Add(1)
 		c.cfg.Logger.Debug("rpcrdma: bad reply", "xid", h.XID, "err", err)
-		s.failCallLocked(call, nil)
+		s.failCallLocked(call, fmt.Errorf("%w for xid %#x: %v", ErrBadReply, h.XID, err))
 	}
 
 	// What the responder did not invalidate, we invalidate ourselves
@@ -573,8 +573,8 @@ func (s *requester) buildReplyLocked(ep *endpoint, slot int, inline []byte) erro
 // failCallLocked makes slot's reply a synthesized RPC reply that fails the
 // call: MSG_ACCEPTED with SYSTEM_ERR (RFC 5531 §9), which any RPC client
 // reports as an error for that XID. err is what ReadMsg and Call report
-// with it: a *RemoteError, an error wrapping ErrCallLost, or nil (a reply
-// that failed validation).
+// with it: a *RemoteError, or an error wrapping ErrCallLost or
+// ErrBadReply.
 func (s *requester) failCallLocked(call *reqCall, err error) {
 	call.err = err
 	call.data = nil
