@@ -6,7 +6,7 @@
 // bound a reply, and DialReserved.
 //
 // The client is package nfs/client: it calls a server over a requester
-// transport.Conn (DialClient, Mount, Export), and its MountClient calls
+// transport.Conn (Dial, Mount, Export), and its MountClient calls
 // MOUNT over TCP. The server is package nfs/server: it exports a directory
 // of the operating system (Server, DirFS, DirHandler) the way the Linux
 // kernel client expects of knfsd. Package nfs/nfs3 is the XDR codec of

@@ -154,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	auth := client.ProcessAuth()
 	auth.UID, auth.GID = uint32(o.uid), uint32(o.gid)
 	exp, err := client.Mount(ctx, o.server, o.export, &client.MountOptions{
-		Client:   client.ClientConfig{Transport: tc, Auth: &auth, RSize: o.rsize, WSize: o.wsize, MaxInFlight: o.inFlight},
+		Client:   client.Config{Transport: tc, Auth: &auth, RSize: o.rsize, WSize: o.wsize, MaxInFlight: o.inFlight},
 		RDMAPort: o.port, MountAddr: o.mountAddr,
 	})
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
-// testServer exports a temporary directory with nfs.Server over soft and
+// testServer exports a temporary directory with server.Server over soft and
 // returns the directory and the flags that reach it.
 func testServer(t *testing.T) (string, []string) {
 	dir := t.TempDir()
@@ -28,7 +28,7 @@ func testServer(t *testing.T) (string, []string) {
 	require.NoError(t, err)
 	// The tests run as root, whose calls the default root_squash would
 	// run as nobody.
-	srv, err := server.NewServer(server.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
+	srv, err := server.New(server.Config{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: server.RpcbindConfig{Disable: true},
 		Squash: server.NoRootSquash})
 	require.NoError(t, err)

@@ -172,7 +172,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 
 	conns := &connTable{}
 	squash, _ := server.ParseSquash(o.squash) // parse checked it
-	srv, err := server.NewServer(server.ServerConfig{
+	srv, err := server.New(server.Config{
 		Handler: handler,
 		Squash:  squash,
 		AnonUID: uint32(o.anonUID),
@@ -238,7 +238,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		case <-usr1:
 			logStats(log, srv, conns)
 		case err := <-served:
-			if errors.Is(err, server.ErrServerClosed) {
+			if errors.Is(err, server.ErrClosed) {
 				err = nil
 			}
 			return err
@@ -246,7 +246,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 			log.Info("rdma-nfsd: shutting down")
 			_ = srv.Close()
 			err := <-served
-			if errors.Is(err, server.ErrServerClosed) || errors.Is(err, context.Canceled) {
+			if errors.Is(err, server.ErrClosed) || errors.Is(err, context.Canceled) {
 				err = nil
 			}
 			logStats(log, srv, conns)

@@ -19,10 +19,10 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport"
 )
 
-// nfsClient is the Go NFS client of package nfs (nfs.Mount, *nfs.Client)
-// as the bench's goNFSClient. Its cells are the kernel client's in the
-// form a program without a page cache takes (RFC 1813 procedures called
-// directly, each worker goroutine one call in flight):
+// nfsClient is the Go NFS client of package nfs/client (client.Mount,
+// *client.Client) as the bench's goNFSClient. Its cells are the kernel
+// client's in the form a program without a page cache takes (RFC 1813
+// procedures called directly, each worker goroutine one call in flight):
 //
 //   - read: Client.Read of Size bytes at a random Size-aligned offset of a
 //     16 MiB file (one NFSv3 READ up to rsize, as the kernel's O_DIRECT
@@ -44,9 +44,9 @@ func (nfsClient) Supports(w string) bool {
 	return w == WorkRead || w == WorkWrite || w == WorkGetattr || w == WorkCreate
 }
 
-// Open mounts p.ExportPath with nfs.Mount (MNT over TCP, NFS over RPC-over-RDMA
-// at the port of p.Addr, FSINFO) offering p.Inline each way (RFC 8797) and
-// makes a directory of its own for its files.
+// Open mounts p.ExportPath with client.Mount (MNT over TCP, NFS over
+// RPC-over-RDMA at the port of p.Addr, FSINFO) offering p.Inline each way
+// (RFC 8797) and makes a directory of its own for its files.
 func (nfsClient) Open(ctx context.Context, p goOpen) (goNFSSession, error) {
 	host, port, err := net.SplitHostPort(p.Addr)
 	if err != nil {
@@ -59,7 +59,7 @@ func (nfsClient) Open(ctx context.Context, p goOpen) (goNFSSession, error) {
 	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	exp, err := client.Mount(mctx, host, p.ExportPath, &client.MountOptions{
-		Client: client.ClientConfig{Transport: transport.Config{Provider: p.Provider, InlineSend: p.Inline,
+		Client: client.Config{Transport: transport.Config{Provider: p.Provider, InlineSend: p.Inline,
 			InlineRecv: p.Inline, NoRemoteInvalidate: p.NoRI}},
 		RDMAPort:  rdmaPort,
 		MountAddr: p.MountAddr,
@@ -97,7 +97,7 @@ type nfsSession struct {
 const callTimeout = 60 * time.Second
 
 // prepare writes the 16 MiB file READ and GETATTR cells use, through
-// nfs.File (UNSTABLE WRITEs, then COMMIT), once per session.
+// client.File (UNSTABLE WRITEs, then COMMIT), once per session.
 func (s *nfsSession) prepare(ctx context.Context) error {
 	if s.rfile != nil {
 		return nil
@@ -289,8 +289,8 @@ func (s *nfsSession) Close() error { return s.exp.Close() }
 
 // Check is the matrix's test of one mount (RFC 8166, RFC 8267, RFC 8797):
 // the thresholds negotiated and our R bit; the files of matrixFiles
-// written through nfs.File (UNSTABLE WRITEs and COMMIT), read back with
-// direct READs and through nfs.File, and compared with the server's disk
+// written through client.File (UNSTABLE WRITEs and COMMIT), read back with
+// direct READs and through client.File, and compared with the server's disk
 // under disk (when not ""); the chunks a 2 KiB WRITE and READ and an 8 KiB
 // READ use; who invalidated a 128 KiB READ's Write chunk. It returns what
 // it checked.
@@ -370,8 +370,8 @@ func (s *nfsSession) probe(ctx context.Context, write bool, size int) (before, a
 	return before, s.c.Conn().Stats(), err
 }
 
-// writeReadBack writes n random bytes to name through nfs.File, reads them
-// back with direct READs of at most rsize and through nfs.File, and
+// writeReadBack writes n random bytes to name through client.File, reads them
+// back with direct READs of at most rsize and through client.File, and
 // compares all of them, and the server's file under disk, with what was
 // written.
 func (s *nfsSession) writeReadBack(ctx context.Context, name string, n int, disk string) error {
@@ -405,7 +405,7 @@ func (s *nfsSession) writeReadBack(ctx context.Context, name string, n int, disk
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if !bytes.Equal(all, data) {
-		return fmt.Errorf("%s: the %d bytes read through nfs.File differ (%d read)", name, n, len(all))
+		return fmt.Errorf("%s: the %d bytes read through client.File differ (%d read)", name, n, len(all))
 	}
 	if disk == "" {
 		return nil

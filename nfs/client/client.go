@@ -60,8 +60,8 @@ func (a *Auth) credVerf() []byte {
 	return none.Append(sys.OpaqueAuth(nil).Append(nil))
 }
 
-// ClientConfig configures a Client. Transport.Provider is required.
-type ClientConfig struct {
+// Config configures a Client. Transport.Provider is required.
+type Config struct {
 	// Transport configures the RPC-over-RDMA connection. A nil Binding
 	// means nfs.Binding{} (RFC 8267: READ data and READLINK paths land by
 	// RDMA Write in the Write chunk, WRITE data and SYMLINK paths move
@@ -105,11 +105,11 @@ type Client struct {
 	inFlight     int
 }
 
-// DialClient connects to the NFS-over-RDMA server at addr ("host:port";
+// Dial connects to the NFS-over-RDMA server at addr ("host:port";
 // port 20049 is NFS over RDMA's) and returns a Client for it.
-func DialClient(ctx context.Context, addr string, cfg *ClientConfig) (*Client, error) {
+func Dial(ctx context.Context, addr string, cfg *Config) (*Client, error) {
 	if cfg == nil {
-		cfg = &ClientConfig{}
+		cfg = &Config{}
 	}
 	tc := cfg.Transport
 	if tc.Binding == nil {
@@ -125,11 +125,11 @@ func DialClient(ctx context.Context, addr string, cfg *ClientConfig) (*Client, e
 	return newClient(conn, cfg, tc.MaxRPCSize), nil
 }
 
-// NewClient returns a Client making its calls on conn, a requester whose
-// Config.Binding should be nfs.Binding{} (and whose MaxRPCSize, if not the
-// default, should be in cfg.Transport). cfg.Transport is otherwise
-// ignored. Close closes conn.
-func NewClient(conn *transport.Conn, cfg *ClientConfig) *Client {
+// New returns a Client making its calls on conn, a requester whose
+// transport.Config.Binding should be nfs.Binding{} (and whose MaxRPCSize,
+// if not the default, should be in cfg.Transport). cfg.Transport is
+// otherwise ignored. Close closes conn.
+func New(conn *transport.Conn, cfg *Config) *Client {
 	var maxRPC int
 	if cfg != nil {
 		maxRPC = cfg.Transport.MaxRPCSize
@@ -137,13 +137,13 @@ func NewClient(conn *transport.Conn, cfg *ClientConfig) *Client {
 	return newClient(conn, cfg, maxRPC)
 }
 
-// NewClientCaller returns a Client making its calls with rpc instead of
+// NewCaller returns a Client making its calls with rpc instead of
 // an RPC-over-RDMA connection: NFSv3 over another RPC transport (a
 // record-marked byte stream on a net.Conn, say). Reads and writes then
 // carry their data inline in the messages; cfg.Transport.MaxRPCSize, if
 // set, caps rsize and wsize. Conn returns nil; Close closes rpc if it is
 // an io.Closer.
-func NewClientCaller(rpc Caller, cfg *ClientConfig) *Client {
+func NewCaller(rpc Caller, cfg *Config) *Client {
 	var maxRPC int
 	if cfg != nil {
 		maxRPC = cfg.Transport.MaxRPCSize
@@ -153,9 +153,9 @@ func NewClientCaller(rpc Caller, cfg *ClientConfig) *Client {
 	return c
 }
 
-func newClient(conn *transport.Conn, cfg *ClientConfig, maxRPC int) *Client {
+func newClient(conn *transport.Conn, cfg *Config, maxRPC int) *Client {
 	if cfg == nil {
-		cfg = &ClientConfig{}
+		cfg = &Config{}
 	}
 	auth := cfg.Auth
 	if auth == nil {
@@ -203,7 +203,7 @@ func (c *Client) capIO(maxRPC int) {
 }
 
 // Conn returns the Client's connection, for its Stats (nil for a Client
-// of NewClientCaller).
+// of NewCaller).
 func (c *Client) Conn() *transport.Conn { return c.conn }
 
 // Close closes the connection; calls in progress fail.
@@ -260,7 +260,7 @@ func (c *Client) do(ctx context.Context, proc uint32, msg, reply []byte) (result
 // Caller makes ONC RPC calls (RFC 5531): Call sends the call message msg
 // and returns its reply message, in reply's storage when it fits. A
 // *transport.Conn is one; any RPC transport can be (TCP with record
-// marking, a test's fake), for NewClientCaller and NewMountClientCaller.
+// marking, a test's fake), for NewCaller and NewMountClientCaller.
 // Calls may be made from several goroutines at once.
 type Caller interface {
 	Call(ctx context.Context, msg, reply []byte) ([]byte, error)

@@ -16,7 +16,7 @@ func benchIO(b *testing.B, size int, write bool) { benchIOPlaced(b, size, write,
 // benchIOPlaced is benchIO with the client's
 // transport.Config.DirectPlacementMin set to min.
 func benchIOPlaced(b *testing.B, size int, write bool, min int) {
-	env := startClientEnv(b, func(_ *server.ServerConfig, mo *client.MountOptions) {
+	env := startClientEnv(b, func(_ *server.Config, mo *client.MountOptions) {
 		mo.Client.Transport.DirectPlacementMin = min
 	})
 	require.NoError(b, os.WriteFile(env.path("f"), pattern(4<<20, 1), 0o644))

@@ -76,7 +76,7 @@ func TestClientCodec(t *testing.T) {
 	dir := client.FH("dir-handle-4567")
 	newFH := []byte("new-handle-89ab")
 	srv := &codecServer{t: t}
-	c := client.NewClientCaller(srv, &client.ClientConfig{Auth: &client.Auth{None: true}})
+	c := client.NewCaller(srv, &client.Config{Auth: &client.Auth{None: true}})
 
 	mode, uid, gid, size := uint32(0o640), uint32(11), uint32(12), uint64(13)
 	atime, mtime, guard := time.Unix(100, 5), time.Unix(200, 6), time.Unix(300, 7)

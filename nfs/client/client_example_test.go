@@ -21,7 +21,7 @@ import (
 // Mount an export and use it as files: here rdma-nfsd's Server on the
 // software provider; against knfsd over a real RDMA device it is
 //
-//	nfs.Mount(ctx, "10.0.0.1", "/export", &nfs.MountOptions{Client: nfs.ClientConfig{
+//	client.Mount(ctx, "10.0.0.1", "/export", &client.MountOptions{Client: client.Config{
 //		Transport: transport.Config{Provider: &rdmacore.Provider{}}}})
 func ExampleMount() {
 	dir, _ := os.MkdirTemp("", "export")
@@ -29,7 +29,7 @@ func ExampleMount() {
 	d, _ := server.DirFS(dir)
 	defer d.Close()
 	h, _ := server.NewDirHandler(d, server.DirHandlerOptions{})
-	srv, err := server.NewServer(server.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
+	srv, err := server.New(server.Config{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: server.RpcbindConfig{Disable: true},
 		Squash: server.NoRootSquash}) // calls run as their callers, and this one is root
 	if err != nil {
@@ -42,7 +42,7 @@ func ExampleMount() {
 
 	ctx := context.Background()
 	exp, err := client.Mount(ctx, "127.0.0.1", "/", &client.MountOptions{
-		Client:    client.ClientConfig{Transport: transport.Config{Provider: &soft.Provider{}}},
+		Client:    client.Config{Transport: transport.Config{Provider: &soft.Provider{}}},
 		RDMAPort:  rdmaPort,
 		MountAddr: srv.TCPAddr().String(), // "": ask the portmapper on the server
 	})

@@ -19,7 +19,7 @@ import (
 type MountOptions struct {
 	// Client configures the NFS client; Client.Transport.Provider is
 	// required.
-	Client ClientConfig
+	Client Config
 	// RDMAPort is the port of NFS over RDMA on the server; 0 means 20049.
 	RDMAPort int
 	// MountAddr is the "host:port" of the MOUNT server (TCP); "" asks the
@@ -77,7 +77,7 @@ func Mount(ctx context.Context, server, exportPath string, opt *MountOptions) (*
 	}
 	cfg := opt.Client
 	cfg.Auth = auth
-	c, err := DialClient(ctx, net.JoinHostPort(server, strconv.Itoa(port)), &cfg)
+	c, err := Dial(ctx, net.JoinHostPort(server, strconv.Itoa(port)), &cfg)
 	if err != nil {
 		_ = mc.Umnt(ctx, exportPath)
 		mc.Close()

@@ -29,10 +29,10 @@ type clientEnv struct {
 	ctx context.Context
 }
 
-// startClientEnv exports a fresh temporary directory (nfs.DirFS and
+// startClientEnv exports a fresh temporary directory (server.DirFS and
 // DirHandler, as cmd/rdma-nfsd) and mounts it; tweak adjusts the server's
 // and the client's configuration.
-func startClientEnv(t testing.TB, tweak func(*server.ServerConfig, *client.MountOptions)) *clientEnv {
+func startClientEnv(t testing.TB, tweak func(*server.Config, *client.MountOptions)) *clientEnv {
 	t.Helper()
 	dir := t.TempDir()
 	d, err := server.DirFS(dir)
@@ -40,7 +40,7 @@ func startClientEnv(t testing.TB, tweak func(*server.ServerConfig, *client.Mount
 	t.Cleanup(func() { _ = d.Close() })
 	h, err := server.NewDirHandler(d, server.DirHandlerOptions{})
 	require.NoError(t, err)
-	scfg := server.ServerConfig{Handler: h}
+	scfg := server.Config{Handler: h}
 	var mopt client.MountOptions
 	if tweak != nil {
 		tweak(&scfg, &mopt)
@@ -51,7 +51,7 @@ func startClientEnv(t testing.TB, tweak func(*server.ServerConfig, *client.Mount
 
 // startClientServer serves cfg on the soft provider and loopback TCP,
 // without rpcbind.
-func startClientServer(t testing.TB, cfg server.ServerConfig) *server.Server {
+func startClientServer(t testing.TB, cfg server.Config) *server.Server {
 	t.Helper()
 	cfg.Transport.Provider = &soft.Provider{}
 	cfg.RDMAAddr, cfg.TCPAddr = "127.0.0.1:0", "127.0.0.1:0"
@@ -59,13 +59,13 @@ func startClientServer(t testing.TB, cfg server.ServerConfig) *server.Server {
 		cfg.Squash = server.NoRootSquash // the tests run as root; squashing tests set AnonUID
 	}
 	cfg.Rpcbind.Disable = true
-	srv, err := server.NewServer(cfg)
+	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background()) }()
 	t.Cleanup(func() {
 		require.NoError(t, srv.Close())
-		require.ErrorIs(t, <-served, server.ErrServerClosed)
+		require.ErrorIs(t, <-served, server.ErrClosed)
 	})
 	return srv
 }

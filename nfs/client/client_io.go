@@ -73,7 +73,7 @@ var (
 // chunk the transport offers (RFC 8267 §4.2). Over a *transport.Conn (an
 // IntoCaller) that chunk is p itself from
 // transport.Config.DirectPlacementMin bytes on (on a Conn that reconnects and retransmits,
-// as Mount's and DialClient's do, or with a ctx that cannot end): the
+// as Mount's and Dial's do, or with a ctx that cannot end): the
 // server's RDMA Write places the data straight into p, with no copy at
 // all; a smaller READ is copied once into p. Over another Caller the reply, data included, is
 // copied once by the Caller and the data once more into p. It does not

@@ -92,7 +92,7 @@ func TestClientInline4096NoChunks(t *testing.T) {
 // chunk when large), Client.Read still returns the data, copied out of the
 // reply.
 func TestClientReadNullBinding(t *testing.T) {
-	env := startClientEnv(t, func(_ *server.ServerConfig, mo *client.MountOptions) {
+	env := startClientEnv(t, func(_ *server.Config, mo *client.MountOptions) {
 		mo.Client.Transport.Binding = transport.NullBinding{}
 	})
 	want := pattern(100<<10, 3)

@@ -56,7 +56,7 @@ func (ct *connTracker) dropAll() int {
 func TestClientReconnectMidTransfer(t *testing.T) {
 	var ct connTracker
 	var writes, reads atomic.Int64
-	env := startClientEnv(t, func(s *server.ServerConfig, o *client.MountOptions) {
+	env := startClientEnv(t, func(s *server.Config, o *client.MountOptions) {
 		s.OnConn = ct.onConn
 		s.OnCall = func(_ string, h *xdr.CallHeader) {
 			switch {
@@ -116,7 +116,7 @@ func blockFirst(proc uint32, started chan<- uint32, release <-chan struct{}, xid
 }
 
 // TestClientCallLost: without retransmission, a call in flight when the
-// connection drops fails with an error wrapping nfs.ErrCallLost and
+// connection drops fails with an error wrapping client.ErrCallLost and
 // transport.ErrCallLost (its outcome is unknown); with retransmission
 // (the default), it is sent again with the same XID and succeeds.
 func TestClientCallLost(t *testing.T) {
@@ -127,7 +127,7 @@ func TestClientCallLost(t *testing.T) {
 			var xids []uint32
 			started := make(chan uint32, 1)
 			release := make(chan struct{})
-			env := startClientEnv(t, func(s *server.ServerConfig, o *client.MountOptions) {
+			env := startClientEnv(t, func(s *server.Config, o *client.MountOptions) {
 				s.OnConn = ct.onConn
 				s.OnCall = blockFirst(nfs.ProcGetattr, started, release, &xids, &mu)
 				if !retransmit {
@@ -172,14 +172,14 @@ func TestClientVerifierChange(t *testing.T) {
 		t.Cleanup(func() { _ = d.Close() })
 		h, err := server.NewDirHandler(d, server.DirHandlerOptions{})
 		require.NoError(t, err)
-		srv, err := server.NewServer(server.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
+		srv, err := server.New(server.Config{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
 			RDMAAddr: rdmaAddr, TCPAddr: "127.0.0.1:0", Rpcbind: server.RpcbindConfig{Disable: true}, Squash: server.NoRootSquash})
 		require.NoError(t, err)
 		go func() { _ = srv.Serve(context.Background()) }()
 		return srv
 	}
 	srv1 := start("127.0.0.1:0")
-	exp := mountExport(t, srv1, client.MountOptions{Client: client.ClientConfig{WSize: 1 << 20}})
+	exp := mountExport(t, srv1, client.MountOptions{Client: client.Config{WSize: 1 << 20}})
 	ctx := callCtx(t)
 	data := pattern(4<<20+100, 4)
 	f, err := exp.Create(ctx, "v")

@@ -18,7 +18,7 @@ import (
 )
 
 // TestClientProcedures calls every NFSv3 procedure and MOUNT's MNT, UMNT
-// and EXPORT through the Go client against nfs.Server over soft, and
+// and EXPORT through the Go client against server.Server over soft, and
 // checks each answer against the server's file system.
 func TestClientProcedures(t *testing.T) {
 	env := startClientEnv(t, nil)
@@ -195,7 +195,7 @@ func TestClientProcedures(t *testing.T) {
 	require.Contains(t, []client.Status{client.StatusStale, client.StatusBadHandle}, ne.Status)
 
 	// MOUNT: MNT, UMNT and EXPORT (answered by the server's dispatch
-	// layer: go-nfs has none; ServerConfig.Exports unset lists "/").
+	// layer: go-nfs has none; server.Config.Exports unset lists "/").
 	mc, err := client.DialMount(ctx, env.srv.TCPAddr().String(), nil)
 	require.NoError(t, err)
 	defer mc.Close()
@@ -209,7 +209,7 @@ func TestClientProcedures(t *testing.T) {
 	require.Equal(t, []client.ExportEntry{{Dir: "/"}}, exports)
 }
 
-// TestClientErrorMapping checks the *nfs.Error of each status and its
+// TestClientErrorMapping checks the *client.Error of each status and its
 // errors.Is targets.
 func TestClientErrorMapping(t *testing.T) {
 	for _, tc := range []struct {
@@ -246,7 +246,7 @@ func TestClientAuth(t *testing.T) {
 	} {
 		var mu sync.Mutex
 		var creds []xdr.OpaqueAuth
-		env := startClientEnv(t, func(s *server.ServerConfig, o *client.MountOptions) {
+		env := startClientEnv(t, func(s *server.Config, o *client.MountOptions) {
 			s.OnCall = func(network string, h *xdr.CallHeader) {
 				if network != server.NetRDMA {
 					return

@@ -76,7 +76,7 @@ func TestClientFileSizes(t *testing.T) {
 // TestClientWriteAtSeek writes out of order with WriteAt and in place with
 // Seek and Write, then checks the result.
 func TestClientWriteAtSeek(t *testing.T) {
-	env := startClientEnv(t, func(_ *server.ServerConfig, o *client.MountOptions) { o.Client.WSize, o.Client.RSize = 64<<10, 64<<10 })
+	env := startClientEnv(t, func(_ *server.Config, o *client.MountOptions) { o.Client.WSize, o.Client.RSize = 64<<10, 64<<10 })
 	ctx := callCtx(t)
 	data := pattern(1<<20+333, 7)
 	f, err := env.exp.OpenFile(ctx, "w", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)

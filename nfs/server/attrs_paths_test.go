@@ -18,7 +18,7 @@ import (
 // READ and WRITE as SETATTR's.
 func TestAttrTimesAllPaths(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.fileAs("f", "data", 0o1644, 0, 0)
 	e.mkdirAs("d", 0o1777, 0, 0)
 	f := e.fh("f")
@@ -77,7 +77,7 @@ func TestAttrTimesAllPaths(t *testing.T) {
 // credential the server does not take (AUTH_BADCRED).
 func TestLookupNamesAndCredentials(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	for _, bad := range []string{"", "a/b", "x\x00y", strings.Repeat("n", 256)} {
 		e.garbage(credUser, nfs.ProcLookup, &nfs3.LookupArgs{What: nfs3.DirOpArgs{Dir: e.root, Name: bad}}, "LOOKUP of a bad name")
 	}

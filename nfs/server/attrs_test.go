@@ -16,7 +16,7 @@ import (
 // TestAttrsLookupMiss: a LOOKUP of a missing name returns the directory's
 // attributes (RFC 1813 §3.3.3, LOOKUP3resfail), as knfsd does.
 func TestAttrsLookupMiss(t *testing.T) {
-	srv := startServer(t, server.ServerConfig{Handler: newTestDir(t)})
+	srv := startServer(t, server.Config{Handler: newTestDir(t)})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	res := results(t, c, 2, nfs.ProgNFS, 3, nfs.ProcLookup,
@@ -31,7 +31,7 @@ func TestAttrsLookupMiss(t *testing.T) {
 // attributes (RFC 1813 §2.6, §3.3.8, §3.3.9).
 func TestAttrsCreateWcc(t *testing.T) {
 	_, h := bigDir(t, 0)
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	cr := results(t, c, 2, nfs.ProgNFS, 3, nfs.ProcCreate, &nfsv3.Create3args{
@@ -63,7 +63,7 @@ func TestAttrsFailedWcc(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, "big", "file"), []byte("x"), 0o644))
 	require.NoError(t, os.Mkdir(filepath.Join(root, "full"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "full", "in"), nil, 0o644))
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	bigFH := lookup(t, c, 2, rootFH, "big")
@@ -128,7 +128,7 @@ func TestAttrsSameEverywhere(t *testing.T) {
 	f := filepath.Join(root, "f")
 	require.NoError(t, os.WriteFile(f, make([]byte, 10000), 0o644))
 	require.NoError(t, os.Chtimes(f, time.Unix(1_000_000_000, 1), time.Unix(1_100_000_000, 2)))
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	want := lstatAttr(t, f)

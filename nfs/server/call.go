@@ -10,7 +10,7 @@ import (
 )
 
 // Squash says which callers lose their identity (exports(5)'s
-// root_squash, no_root_squash and all_squash; ServerConfig.Squash).
+// root_squash, no_root_squash and all_squash; Config.Squash).
 type Squash = creds.Squash
 
 // Squash rules.

@@ -42,7 +42,7 @@ func TestServerCallBuffersReused(t *testing.T) {
 			return real(fd, b, off)
 		}
 	})()
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	root0 := mountRoot(t, srv)
 	lc := dialRDMA(t, srv)
 	a := lookup(t, lc, 2, root0, "a")

@@ -34,7 +34,7 @@ type clientEnv struct {
 // startClientEnv exports a fresh temporary directory (server.DirFS and
 // DirHandler, as cmd/rdma-nfsd) and mounts it; tweak adjusts the server's
 // and the client's configuration.
-func startClientEnv(t testing.TB, tweak func(*server.ServerConfig, *client.MountOptions)) *clientEnv {
+func startClientEnv(t testing.TB, tweak func(*server.Config, *client.MountOptions)) *clientEnv {
 	t.Helper()
 	dir := t.TempDir()
 	d, err := server.DirFS(dir)
@@ -42,7 +42,7 @@ func startClientEnv(t testing.TB, tweak func(*server.ServerConfig, *client.Mount
 	t.Cleanup(func() { _ = d.Close() })
 	h, err := server.NewDirHandler(d, server.DirHandlerOptions{})
 	require.NoError(t, err)
-	scfg := server.ServerConfig{Handler: h}
+	scfg := server.Config{Handler: h}
 	var mopt client.MountOptions
 	if tweak != nil {
 		tweak(&scfg, &mopt)

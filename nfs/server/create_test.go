@@ -21,7 +21,7 @@ import (
 func TestServerCreate(t *testing.T) {
 	root, h := bigDir(t, 0)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "old"), []byte("keep"), 0o644))
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	create := func(xid uint32, name string, how nfsv3.Createhow3) nfsv3.Create3res {
@@ -89,7 +89,7 @@ func TestServerCreate(t *testing.T) {
 	d.SetReadOnly()
 	roh, err := server.NewDirHandler(d, server.DirHandlerOptions{IndexOnly: true})
 	require.NoError(t, err)
-	ro := startServer(t, server.ServerConfig{Handler: roh})
+	ro := startServer(t, server.Config{Handler: roh})
 	roFH := mountRoot(t, ro)
 	res = results(t, dialRDMANFS(t, ro), 8, nfs.ProgNFS, 3, nfs.ProcCreate, &nfsv3.Create3args{
 		Where: nfsv3.Diropargs3{Dir: roFH, Name: "ro"}, How: &nfsv3.Createhow3_UNCHECKED{ObjAttributes: sattrNone()},

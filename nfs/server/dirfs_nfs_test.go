@@ -41,7 +41,7 @@ func getattr(t *testing.T, c msgConn, xid uint32, fh nfsv3.NfsFh3) (nfsv3.Nfssta
 // rename and goes stale with its last name.
 func TestDirOverNFS(t *testing.T) {
 	root := t.TempDir()
-	srv := startServer(t, server.ServerConfig{Handler: exportDir(t, root)})
+	srv := startServer(t, server.Config{Handler: exportDir(t, root)})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	at := func(n string) string { return filepath.Join(root, n) }
@@ -164,7 +164,7 @@ func TestDirOverNFS(t *testing.T) {
 func TestDirOverNFSLargeDirAndRestart(t *testing.T) {
 	const n = 2000
 	root, h := bigDir(t, n)
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	c := dialRDMANFS(t, srv)
 	big := lookup(t, c, 2, mountRoot(t, srv), "big")
 	l := readdirplusAll(t, c, big, 4096, 32768, true)
@@ -172,7 +172,7 @@ func TestDirOverNFSLargeDirAndRestart(t *testing.T) {
 	fh := l.fhs["entry-1999"]
 	require.NotEmpty(t, fh, "no handle for entry-1999")
 
-	srv2 := startServer(t, server.ServerConfig{Handler: exportDir(t, root)})
+	srv2 := startServer(t, server.Config{Handler: exportDir(t, root)})
 	st, attr := getattr(t, dialRDMANFS(t, srv2), 2, nfsv3.NfsFh3{Data: fh})
 	require.Equal(t, nfsv3.NFS3_OK, st, "GETATTR after restart")
 	require.Equal(t, l.names["entry-1999"], attr.Fileid)

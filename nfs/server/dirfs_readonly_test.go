@@ -25,7 +25,7 @@ func TestDirReadOnly(t *testing.T) {
 	d.SetReadOnly()
 	h, err := server.NewDirHandler(d, server.DirHandlerOptions{IndexOnly: true})
 	require.NoError(t, err)
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	f := lookup(t, c, 2, rootFH, "f")

@@ -20,7 +20,7 @@ func TestServerDirHandlerAccess(t *testing.T) {
 	t.Cleanup(func() { _ = d.Close() })
 	h, err := server.NewDirHandler(d, server.DirHandlerOptions{})
 	require.NoError(t, err)
-	srv := startServer(t, server.ServerConfig{Handler: h, NFSOverTCP: true})
+	srv := startServer(t, server.Config{Handler: h, NFSOverTCP: true})
 	root := mountRoot(t, srv)
 	require.Zero(t, len(root.Data)%4, "root handle of %d bytes", len(root.Data))
 	args := binary.BigEndian.AppendUint32(nil, uint32(len(root.Data)))

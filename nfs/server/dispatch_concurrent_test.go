@@ -15,7 +15,7 @@ import (
 )
 
 // TestServerConcurrentCalls: the calls of one connection execute
-// concurrently (ServerConfig.ConcurrentCalls): while one is held up, the
+// concurrently (Config.ConcurrentCalls): while one is held up, the
 // calls after it are answered, over RDMA and over TCP; with
 // ConcurrentCalls 1 they wait for it, in order. The limit holds: with 2,
 // two held calls hold up the third.
@@ -42,7 +42,7 @@ func TestServerConcurrentCalls(t *testing.T) {
 				hold[uint32(100+i)] = true
 			}
 			_, h := bigDir(t, 0)
-			srv := startServer(t, server.ServerConfig{Handler: h, NFSOverTCP: true, ConcurrentCalls: tc.concurrent,
+			srv := startServer(t, server.Config{Handler: h, NFSOverTCP: true, ConcurrentCalls: tc.concurrent,
 				OnCall: func(network string, ch *xdr.CallHeader) {
 					mu.Lock()
 					hit := network == tc.network && hold[ch.XID]

@@ -40,7 +40,7 @@ func TestServerDRCAcrossReconnect(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { server.SetExecuteHook(nil) })
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	dir := mountRoot(t, srv)
 	sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("client")}
 	for _, tc := range []struct {

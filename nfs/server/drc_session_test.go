@@ -72,7 +72,7 @@ func drcServer(t *testing.T) (string, *Server) {
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "r"), nil, 0o644))
 	_, h := openHandler(t, root, DirHandlerOptions{IndexOnly: true})
-	s, err := NewServer(ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
+	s, err := New(Config{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: RpcbindConfig{Disable: true}, Squash: NoRootSquash})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })

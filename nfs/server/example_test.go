@@ -16,7 +16,7 @@ import (
 // A Server exporting a directory on the software provider. With the
 // rdma-core provider and the default addresses, the Linux client mounts
 // it with mount -t nfs -o vers=3,proto=rdma,port=20049 server:/ /mnt.
-func ExampleNewServer() {
+func ExampleNew() {
 	root, err := os.MkdirTemp("", "export")
 	if err != nil {
 		log.Fatal(err)
@@ -31,7 +31,7 @@ func ExampleNewServer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv, err := server.NewServer(server.ServerConfig{
+	srv, err := server.New(server.Config{
 		Handler:   h,
 		Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr:  "127.0.0.1:0",

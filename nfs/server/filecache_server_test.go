@@ -21,7 +21,7 @@ func TestServerOpenFileCache(t *testing.T) {
 	root, h := bigDir(t, 0)
 	at := func(n string) string { return filepath.Join(root, n) }
 	require.NoError(t, os.WriteFile(at("f"), []byte("0123456789"), 0o644))
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	xid := uint32(1)

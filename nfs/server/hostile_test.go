@@ -417,7 +417,7 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 		t.Cleanup(func() { _ = d.Close() })
 		h, err := server.NewDirHandler(d, server.DirHandlerOptions{})
 		require.NoError(t, err)
-		return startServer(t, server.ServerConfig{Handler: h, NFSOverTCP: true})
+		return startServer(t, server.Config{Handler: h, NFSOverTCP: true})
 	}
 	env := &hostileEnv{srv: serve(one), foreign: map[string][]byte{}}
 	other := serve(two)

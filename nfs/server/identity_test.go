@@ -62,7 +62,7 @@ type nfsRig struct {
 // newRig exports a fresh directory (mode 0755, root's) with cfg.
 // startServer's rule holds: without AnonUID, RootSquash becomes
 // NoRootSquash.
-func newRig(t *testing.T, cfg server.ServerConfig) *nfsRig {
+func newRig(t *testing.T, cfg server.Config) *nfsRig {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
@@ -329,7 +329,7 @@ func (e *nfsRig) requireCreated(res nfs3.CreateRes, name string, typ nfs3.FileTy
 // group and a new directory the setgid bit too.
 func TestIdentityUsers(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.mkdirAs("home", 0o777, 0, 0)
 	e.fileAs("home/secret", "other's", 0o600, 1235, 1235)
 	e.mkdirAs("home/private", 0o700, 1235, 1235)
@@ -391,7 +391,7 @@ func TestIdentitySquash(t *testing.T) {
 		return e.fh("pub")
 	}
 	t.Run("root_squash", func(t *testing.T) {
-		e := newRig(t, server.ServerConfig{Squash: server.RootSquash, AnonUID: 65534})
+		e := newRig(t, server.Config{Squash: server.RootSquash, AnonUID: 65534})
 		dir := pub(e)
 		e.requireCreated(e.create(credRoot, dir, "byroot", 0o644), "pub/byroot", nfs3.TypeReg, 65534, 65534)
 		e.requireCreated(e.mkdir(credRoot, dir, "dirbyroot", 0o755), "pub/dirbyroot", nfs3.TypeDir, 65534, 65534)
@@ -401,13 +401,13 @@ func TestIdentitySquash(t *testing.T) {
 		e.requireCreated(e.create(credUser, dir, "byuser", 0o644), "pub/byuser", nfs3.TypeReg, 1234, 1234)
 	})
 	t.Run("root_squash anon ids", func(t *testing.T) {
-		e := newRig(t, server.ServerConfig{Squash: server.RootSquash, AnonUID: 4000, AnonGID: 4001})
+		e := newRig(t, server.Config{Squash: server.RootSquash, AnonUID: 4000, AnonGID: 4001})
 		dir := pub(e)
 		e.requireCreated(e.create(credRoot, dir, "byroot", 0o644), "pub/byroot", nfs3.TypeReg, 4000, 4001)
 		e.requireCreated(e.create(credNone, dir, "bynone", 0o644), "pub/bynone", nfs3.TypeReg, 4000, 4001)
 	})
 	t.Run("no_root_squash", func(t *testing.T) {
-		e := newRig(t, server.ServerConfig{Squash: server.NoRootSquash})
+		e := newRig(t, server.Config{Squash: server.NoRootSquash})
 		dir := pub(e)
 		e.requireCreated(e.create(credRoot, dir, "byroot", 0o644), "pub/byroot", nfs3.TypeReg, 0, 0)
 		res := e.read(credRoot, e.fh("pub/rootonly"))
@@ -419,7 +419,7 @@ func TestIdentitySquash(t *testing.T) {
 		require.Equal(t, nfs3.ErrAcces, e.read(credNone, e.fh("pub/rootonly")).Status, "AUTH_NONE reads root's 0600 file")
 	})
 	t.Run("all_squash", func(t *testing.T) {
-		e := newRig(t, server.ServerConfig{Squash: server.AllSquash})
+		e := newRig(t, server.Config{Squash: server.AllSquash})
 		dir := pub(e)
 		e.requireCreated(e.create(credUser, dir, "byuser", 0o644), "pub/byuser", nfs3.TypeReg, 65534, 65534)
 		e.requireCreated(e.create(credRoot, dir, "byroot", 0o644), "pub/byroot", nfs3.TypeReg, 65534, 65534)
@@ -428,7 +428,7 @@ func TestIdentitySquash(t *testing.T) {
 		require.Equal(t, nfs3.ErrAcces, e.read(credUser, e.fh("pub/mine")).Status)
 	})
 	t.Run("all_squash anon ids", func(t *testing.T) {
-		e := newRig(t, server.ServerConfig{Squash: server.AllSquash, AnonUID: 4000, AnonGID: 4001})
+		e := newRig(t, server.Config{Squash: server.AllSquash, AnonUID: 4000, AnonGID: 4001})
 		dir := pub(e)
 		e.requireCreated(e.create(credUser, dir, "byuser", 0o644), "pub/byuser", nfs3.TypeReg, 4000, 4001)
 	})
@@ -442,7 +442,7 @@ func TestIdentitySquash(t *testing.T) {
 // as the caller before they run; nothing is created.
 func TestIdentityBadCredential(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.fileAs("f", "data", 0o644, 0, 0)
 	f := e.fh("f")
 	truncated := credUser
@@ -505,7 +505,7 @@ func TestIdentityBadCredential(t *testing.T) {
 // read, search and write permissions.
 func TestIdentityAccess(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{Squash: server.NoRootSquash})
+	e := newRig(t, server.Config{Squash: server.NoRootSquash})
 	const fileBits = nfs3.AccessRead | nfs3.AccessModify | nfs3.AccessExtend | nfs3.AccessExecute
 	const dirBits = nfs3.AccessRead | nfs3.AccessLookup | nfs3.AccessModify | nfs3.AccessExtend | nfs3.AccessDelete
 	e.fileAs("f600", "", 0o600, 1234, 1234)
@@ -604,7 +604,7 @@ func unprivilegedChild(t *testing.T) {
 	require.NoError(t, err)
 	// Not startServer: its rule that RootSquash becomes NoRootSquash is
 	// for servers that switch identities.
-	srv, err := server.NewServer(server.ServerConfig{Handler: h, RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0",
+	srv, err := server.New(server.Config{Handler: h, RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0",
 		Transport: transport.Config{Provider: &soft.Provider{}}, Rpcbind: server.RpcbindConfig{Disable: true},
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	require.NoError(t, err)
@@ -612,7 +612,7 @@ func unprivilegedChild(t *testing.T) {
 	go func() { served <- srv.Serve(context.Background()) }()
 	t.Cleanup(func() {
 		require.NoError(t, srv.Close())
-		require.ErrorIs(t, <-served, server.ErrServerClosed)
+		require.ErrorIs(t, <-served, server.ErrClosed)
 	})
 
 	switching, why := srv.IdentitySwitching()

@@ -60,7 +60,7 @@ func TestServerFastPaths(t *testing.T) {
 	require.NoError(t, os.WriteFile(at("a"), []byte("hello"), 0o644))
 	require.NoError(t, os.Mkdir(at("d"), 0o755))
 	require.NoError(t, os.WriteFile(at("d/b"), []byte("bee"), 0o644))
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	aFH := lookup(t, c, 2, rootFH, "a")

@@ -58,7 +58,7 @@ func (l *mountList) list() []nfs3.MountEntry {
 // mount executes a MOUNT version 3 call (RFC 1813 §5.2) for the client
 // at host. MNT gives the export's root handle for any path (the exports
 // file that restricts paths and clients is a later addition) and AUTH_SYS
-// as the flavor to use; EXPORT lists ServerConfig.Exports.
+// as the flavor to use; EXPORT lists Config.Exports.
 func (s *Server) mount(proc uint32, host string, r *xdr.Reader, b []byte) ([]byte, bool) {
 	switch proc {
 	case nfs.MountProcNull:

@@ -22,7 +22,7 @@ type RpcbindConfig struct {
 	Disable bool
 	// Addr is the TCP address of the system's rpcbind; "" means
 	// "127.0.0.1:111". Serve registers there MOUNT version 3 on TCP,
-	// NFS version 3 on TCP (with ServerConfig.NFSOverTCP) and NFS
+	// NFS version 3 on TCP (with Config.NFSOverTCP) and NFS
 	// version 3 on netid "rdma" (rpcbind version 4 only: portmap
 	// version 2 has no protocol number for RDMA), and Close unregisters
 	// what was registered.

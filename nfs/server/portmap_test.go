@@ -106,7 +106,7 @@ func uaddr(port int) string { return fmt.Sprintf("127.0.0.1.%d.%d", port>>8, por
 // NFSOverTCP) and on "rdma" with rpcbind version 4 SET; Close unsets them.
 func TestRpcbindRegister(t *testing.T) {
 	rb := startFakeRpcbind(t, false)
-	srv := startServer(t, server.ServerConfig{Handler: newTestDir(t), NFSOverTCP: true,
+	srv := startServer(t, server.Config{Handler: newTestDir(t), NFSOverTCP: true,
 		Rpcbind: server.RpcbindConfig{Addr: rb.l.Addr().String()}})
 	rdma, tcp := ports(srv)
 	require.Eventually(t, func() bool { return len(rb.recorded()) == 4 }, ioGuard, time.Millisecond)
@@ -123,7 +123,7 @@ func TestRpcbindRegister(t *testing.T) {
 // number and is not registered.
 func TestRpcbindRegisterV2(t *testing.T) {
 	rb := startFakeRpcbind(t, true)
-	srv := startServer(t, server.ServerConfig{Handler: newTestDir(t), Rpcbind: server.RpcbindConfig{Addr: rb.l.Addr().String()}})
+	srv := startServer(t, server.Config{Handler: newTestDir(t), Rpcbind: server.RpcbindConfig{Addr: rb.l.Addr().String()}})
 	_, tcp := ports(srv)
 	require.Eventually(t, func() bool { return len(rb.recorded()) == 4 }, ioGuard, time.Millisecond)
 	require.NoError(t, srv.Close())
@@ -139,7 +139,7 @@ func TestPortmapper(t *testing.T) {
 	require.NoError(t, err)
 	deadAddr := dead.Addr().String()
 	require.NoError(t, dead.Close())
-	srv := startServer(t, server.ServerConfig{Handler: newTestDir(t), Rpcbind: server.RpcbindConfig{
+	srv := startServer(t, server.Config{Handler: newTestDir(t), Rpcbind: server.RpcbindConfig{
 		Addr: deadAddr, Serve: true, ServeAddr: "127.0.0.1:0"}})
 	require.Eventually(t, func() bool { return srv.PortmapperAddr() != nil }, ioGuard, time.Millisecond)
 	_, tcp := ports(srv)

@@ -160,7 +160,7 @@ func knfsdCalls(entries, nameLen int, maxcount uint32) (perCall, calls int) {
 func TestReaddirplusFill(t *testing.T) {
 	const n = 2000
 	root, h := bigDir(t, n)
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	big := lookup(t, c, 2, rootFH, "big")
@@ -194,7 +194,7 @@ func TestReaddirplusFill(t *testing.T) {
 func TestReaddirFill(t *testing.T) {
 	const n = 2000
 	_, h := bigDir(t, n)
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	big := lookup(t, c, 2, rootFH, "big")
@@ -214,7 +214,7 @@ func TestReaddirFill(t *testing.T) {
 func TestReaddirplusConcurrentChanges(t *testing.T) {
 	const n = 500
 	root, h := bigDir(t, n)
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	big := lookup(t, c, 2, rootFH, "big")
@@ -253,7 +253,7 @@ func TestReaddirplusConcurrentChanges(t *testing.T) {
 
 // TestFsinfoDtpref: FSINFO offers the message size as dtpref.
 func TestFsinfoDtpref(t *testing.T) {
-	srv := startServer(t, server.ServerConfig{Handler: newTestDir(t)})
+	srv := startServer(t, server.Config{Handler: newTestDir(t)})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	res := results(t, c, 2, nfs.ProgNFS, 3, nfs.ProcFsinfo, &nfsv3.Fsinfo3args{Fsroot: rootFH}, nfsv3.ReadFsinfo3res)
@@ -268,7 +268,7 @@ func TestFsinfoDtpref(t *testing.T) {
 func TestReaddirErrors(t *testing.T) {
 	root, h := newTestExport(t)
 	require.NoError(t, os.Mkdir(filepath.Join(root, "gone"), 0o755))
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c := dialRDMANFS(t, srv)
 	a := lookup(t, c, 2, rootFH, "a")

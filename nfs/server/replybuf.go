@@ -108,7 +108,7 @@ func putPooledBuf(b []byte) {
 	putReplyBuf(replyBufShells.Get().(*replyBuf), b)
 }
 
-// callBuffers is the transport.CallBuffers of a Server (ServerConfig's
+// callBuffers is the transport.CallBuffers of a Server (Config's
 // Transport.CallBuffers when nil): a large call (an NFS WRITE of 32 KiB or
 // more, a Long Call) is pulled by the transport's RDMA Reads straight into
 // a buffer of the READ replies' pool, which the worker that reads the call

@@ -102,7 +102,7 @@ func TestServerReadsDirect(t *testing.T) {
 
 // serverConnStats has cfg record the server's RDMA connections and returns
 // what reads the Stats of the one connection a test makes.
-func serverConnStats(t *testing.T, cfg *server.ServerConfig) func() transport.Stats {
+func serverConnStats(t *testing.T, cfg *server.Config) func() transport.Stats {
 	var mu sync.Mutex
 	var conns []*transport.Conn
 	cfg.OnConn = func(network string, c net.Conn) {
@@ -125,7 +125,7 @@ func serverConnStats(t *testing.T, cfg *server.ServerConfig) func() transport.St
 // what reads the server connection's Stats.
 func startDirectEnv(t *testing.T, name string, size int, seed byte) (*clientEnv, []byte, client.FH, func() transport.Stats) {
 	var stats func() transport.Stats
-	env := startClientEnv(t, func(cfg *server.ServerConfig, _ *client.MountOptions) { stats = serverConnStats(t, cfg) })
+	env := startClientEnv(t, func(cfg *server.Config, _ *client.MountOptions) { stats = serverConnStats(t, cfg) })
 	data, fh := env.patternFile(t, name, size, seed)
 	return env, data, fh, stats
 }
@@ -185,7 +185,7 @@ func TestServerWritesPulledDirect(t *testing.T) {
 // those of 4 KiB or more by writev behind their record mark: every reply
 // arrives whole, as its own record, with the file's bytes.
 func TestServerPipelinedReadsOverTCP(t *testing.T) {
-	env := startClientEnv(t, func(c *server.ServerConfig, _ *client.MountOptions) { c.NFSOverTCP = true })
+	env := startClientEnv(t, func(c *server.Config, _ *client.MountOptions) { c.NFSOverTCP = true })
 	const size = 1 << 20
 	data := pattern(size, 9)
 	require.NoError(t, os.WriteFile(env.path("f"), data, 0o644))

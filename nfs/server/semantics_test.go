@@ -76,7 +76,7 @@ func (e *nfsRig) requireWcc(w nfs3.WccData, name string, st unix.Stat_t, ch wccC
 // NFS3ERR_NOT_SYNC. Every reply carries the file's wcc_data.
 func TestSemanticsSetattr(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.mkdirAs("w", 0o777, 0, 0)
 	e.fileAs("w/f", "12345", 0o644, 1234, 1234)
 	e.fileAs("w/shared", "12345", 0o666, 1234, 1234)
@@ -176,7 +176,7 @@ func (e *nfsRig) ctimeOf(name string) nfs3.Time { return nfsTimeOf(e.stat(name).
 // them (CAP_FSETID).
 func TestSemanticsKillPriv(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	for _, c := range []struct {
 		who        xdr.OpaqueAuth
 		mode, want uint32
@@ -209,7 +209,7 @@ func TestSemanticsKillPriv(t *testing.T) {
 // executable is read by anyone who may execute it (NFSD_MAY_READ_IF_EXEC).
 func TestSemanticsOwnerOverride(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.mkdirAs("u", 0o755, 1234, 1234)
 	u := e.fh("u")
 	cr := e.create(credUser, u, "ro", 0o444)
@@ -248,7 +248,7 @@ func TestSemanticsOwnerOverride(t *testing.T) {
 // rename's EPERM, NFS3ERR_PERM from knfsd.
 func TestSemanticsSticky(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.mkdirAs("tmp", 0o1777, 0, 0)
 	e.fileAs("tmp/mine", "1234's", 0o644, 1234, 1234)
 	e.fileAs("tmp/mine2", "1234's", 0o644, 1234, 1234)
@@ -271,7 +271,7 @@ func TestSemanticsSticky(t *testing.T) {
 // for; a type that is not special is NFS3ERR_BADTYPE.
 func TestSemanticsMknod(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{Squash: server.NoRootSquash})
+	e := newRig(t, server.Config{Squash: server.NoRootSquash})
 	e.mkdirAs("pub", 0o777, 0, 0)
 	pub := e.fh("pub")
 	e.requireCreated(e.mknod(credUser, pub, "fifo", nfs3.TypeFIFO, nfs3.SpecData{}), "pub/fifo", nfs3.TypeFIFO, 1234, 1234)
@@ -325,7 +325,7 @@ func TestSemanticsMknod(t *testing.T) {
 // bytes works.
 func TestSemanticsNames(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.mkdirAs("d", 0o755, 0, 0)
 	e.mkdirAs("a", 0o755, 0, 0)
 	e.fileAs("f", "data", 0o644, 0, 0)
@@ -403,7 +403,7 @@ func TestSemanticsNames(t *testing.T) {
 // report.
 func TestSemanticsTimes(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	cr := e.create(credRoot, e.root, "f", 0o644)
 	require.Equal(t, nfs3.OK, cr.Status)
 	created := cr.ObjAttr.Attr
@@ -456,7 +456,7 @@ func TestSemanticsTimes(t *testing.T) {
 // NFS3ERR_ISDIR.
 func TestSemanticsLinks(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.mkdirAs("mine", 0o755, 1234, 1234)
 	e.mkdirAs("closed", 0o755, 1235, 1235)
 	e.fileAs("mine/f", "data", 0o644, 1234, 1234)
@@ -537,7 +537,7 @@ func TestSemanticsLinks(t *testing.T) {
 // side after it; on success the directory's mtime and ctime advance.
 func TestSemanticsWcc(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	e.mkdirAs("a", 0o755, 1234, 1234)
 	e.mkdirAs("b", 0o755, 1234, 1234)
 	e.fileAs("a/f", "data", 0o644, 1234, 1234)
@@ -620,7 +620,7 @@ func TestSemanticsWcc(t *testing.T) {
 // file system.
 func TestSemanticsFsinfo(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	var fss nfs3.FsstatRes
 	e.do(credUser, nfs.ProcFsstat, &nfs3.FsstatArgs{FSRoot: e.root}, &fss)
 	require.Equal(t, nfs3.OK, fss.Status)
@@ -698,10 +698,10 @@ func rigMountCall(t *testing.T, c msgConn, proc uint32, args rigArgs, res rigRes
 // TestSemanticsMount: MOUNT version 3 over TCP (RFC 1813 §5.2): MNT
 // gives the root's handle and AUTH_SYS as the flavor to use; DUMP lists
 // the mount, UMNT takes it off, UMNTALL all of the client's; EXPORT
-// lists "/" by default, ServerConfig.Exports otherwise.
+// lists "/" by default, Config.Exports otherwise.
 func TestSemanticsMount(t *testing.T) {
 	requireIDSwitching(t)
-	e := newRig(t, server.ServerConfig{})
+	e := newRig(t, server.Config{})
 	tc := dialTCP(t, e.srv.TCPAddr())
 	var mnt nfs3.MntRes
 	rigMountCall(t, tc, nfs.MountProcMnt, &nfs3.MntArgs{Path: "/"}, &mnt)
@@ -729,7 +729,7 @@ func TestSemanticsMount(t *testing.T) {
 	var exp nfs3.ExportRes
 	rigMountCall(t, tc, nfs.MountProcExport, nil, &exp)
 	require.Equal(t, []nfs3.ExportNode{{Dir: "/"}}, exp.Exports)
-	e2 := newRig(t, server.ServerConfig{Exports: []string{"/srv/a", "/srv/b"}})
+	e2 := newRig(t, server.Config{Exports: []string{"/srv/a", "/srv/b"}})
 	rigMountCall(t, dialTCP(t, e2.srv.TCPAddr()), nfs.MountProcExport, nil, &exp)
 	require.Equal(t, []nfs3.ExportNode{{Dir: "/srv/a"}, {Dir: "/srv/b"}}, exp.Exports)
 

@@ -18,19 +18,19 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// Network names of a Server's connections, as ServerConfig.OnConn and
+// Network names of a Server's connections, as Config.OnConn and
 // OnCall receive them.
 const (
 	NetRDMA = "rdma"
 	NetTCP  = "tcp"
 )
 
-// ErrServerClosed is returned by Serve after Close.
-var ErrServerClosed = errors.New("nfs: Server closed")
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("nfs: Server closed")
 
-// ServerConfig configures a Server. Handler and Transport.Provider are
+// Config configures a Server. Handler and Transport.Provider are
 // required.
-type ServerConfig struct {
+type Config struct {
 	// Handler is the export: a directory (DirFS) with its file handles
 	// (NewDirHandler).
 	Handler *DirHandler
@@ -92,7 +92,7 @@ type ServerConfig struct {
 	// mapped (its AUTH_SYS uid, gid and groups; the anonymous identity
 	// for AUTH_NONE), so that the kernel's permission checks decide, as
 	// with knfsd. This needs a process that may switch identities (root,
-	// or CAP_SETUID and CAP_SETGID); otherwise NewServer logs a warning
+	// or CAP_SETUID and CAP_SETGID); otherwise New logs a warning
 	// and every call runs as the process itself (IdentitySwitching).
 	Squash Squash
 	// AnonUID and AnonGID are the anonymous identity; 0 means 65534
@@ -122,10 +122,10 @@ type ServerConfig struct {
 // Linux client's NFSACL side program, NLM) gets PROG_UNAVAIL, another
 // version of NFS or MOUNT PROG_MISMATCH, a procedure past the last
 // PROC_UNAVAIL, and arguments that do not decode GARBAGE_ARGS (RFC 5531
-// §9). NFS over TCP is served only with ServerConfig.NFSOverTCP.
+// §9). NFS over TCP is served only with Config.NFSOverTCP.
 //
 // Identities (RFC 1813 §4.4): an NFS call runs as its caller, the uid, gid
-// and groups of its AUTH_SYS credential mapped by ServerConfig.Squash, or
+// and groups of its AUTH_SYS credential mapped by Config.Squash, or
 // the anonymous identity for AUTH_NONE; a call other than NULL with any
 // other flavor is refused with AUTH_BADCRED (RFC 5531 §9). The kernel's permission checks decide what
 // a caller may do, as with knfsd: SETATTR, ACCESS, READLINK, CREATE,
@@ -146,15 +146,15 @@ type ServerConfig struct {
 // WRITE (RFC 1813 §3.3.7) makes DATA_SYNC and FILE_SYNC data durable
 // before it replies FILE_SYNC, and replies UNSTABLE to UNSTABLE; COMMIT
 // (§3.3.21) makes the file durable. Both carry WriteVerifier, new at
-// every NewServer, so that a client resends what a restart lost.
+// every New, so that a client resends what a restart lost.
 //
 // Retransmissions of the non-idempotent procedures get the reply of the
 // original from a duplicate request cache (RFC 1813 §4.10), on whichever
 // connection they arrive, including while the original is still
 // executing; the calls of one connection execute concurrently
-// (ServerConfig.ConcurrentCalls).
+// (Config.ConcurrentCalls).
 type Server struct {
-	cfg    ServerConfig
+	cfg    Config
 	log    *slog.Logger
 	dh     *DirHandler
 	ids    *creds.Switcher
@@ -181,11 +181,11 @@ type Server struct {
 	sessions map[*session]struct{}
 }
 
-// NewServer listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
+// New listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
 // Errors are *net.OpError for the listeners, as net.Listen's.
-func NewServer(cfg ServerConfig) (*Server, error) {
+func New(cfg Config) (*Server, error) {
 	if cfg.Handler == nil {
-		return nil, errors.New("nfs: ServerConfig.Handler is nil")
+		return nil, errors.New("nfs: Config.Handler is nil")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -244,14 +244,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 func (s *Server) RDMAAddr() net.Addr { return s.rdma.Addr() }
 
 // TCPAddr returns the address of the TCP listener (MOUNT, and NFS if
-// ServerConfig.NFSOverTCP).
+// Config.NFSOverTCP).
 func (s *Server) TCPAddr() net.Addr { return s.tcp.Addr() }
 
 // Addrs returns the RDMA and the TCP listeners' addresses.
 func (s *Server) Addrs() (rdma, tcp net.Addr) { return s.rdma.Addr(), s.tcp.Addr() }
 
 // WriteVerifier returns the write verifier of WRITE and COMMIT replies
-// (RFC 1813 §3.3.7): new at every NewServer.
+// (RFC 1813 §3.3.7): new at every New.
 func (s *Server) WriteVerifier() [8]byte { return s.verf }
 
 // IdentitySwitching reports whether calls run as their callers; when
@@ -267,13 +267,13 @@ func (s *Server) DRCStats() DRCStats { return s.drc.stats() }
 
 // Serve registers with rpcbind (see RpcbindConfig) and serves until ctx
 // is done or Close is called; it then closes the Server. It returns
-// ErrServerClosed after Close, ctx's error when ctx ended it, and fails at
+// ErrClosed after Close, ctx's error when ctx ended it, and fails at
 // once if called twice.
 func (s *Server) Serve(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return ErrServerClosed
+		return ErrClosed
 	}
 	if s.serving {
 		s.mu.Unlock()
@@ -302,7 +302,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		_ = s.Close()
 		return ctx.Err()
 	case <-s.done:
-		return ErrServerClosed
+		return ErrClosed
 	}
 }
 
@@ -364,10 +364,10 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 	}()
 }
 
-// DefaultConcurrentCalls is ServerConfig.ConcurrentCalls's default.
+// DefaultConcurrentCalls is Config.ConcurrentCalls's default.
 const DefaultConcurrentCalls = 16
 
-// maxConcurrentCalls caps ServerConfig.ConcurrentCalls.
+// maxConcurrentCalls caps Config.ConcurrentCalls.
 const maxConcurrentCalls = 1024
 
 func (s *Server) concurrentCalls() int {

@@ -45,7 +45,7 @@ func newTestDir(t *testing.T) *server.DirHandler {
 
 // startServer serves cfg.Handler on the soft provider and loopback TCP,
 // with the rpcbind registration off unless cfg says otherwise.
-func startServer(t testing.TB, cfg server.ServerConfig) *server.Server {
+func startServer(t testing.TB, cfg server.Config) *server.Server {
 	t.Helper()
 	cfg.Transport.Provider = &soft.Provider{}
 	cfg.RDMAAddr = "127.0.0.1:0"
@@ -58,13 +58,13 @@ func startServer(t testing.TB, cfg server.ServerConfig) *server.Server {
 	if cfg.Rpcbind == (server.RpcbindConfig{}) {
 		cfg.Rpcbind.Disable = true
 	}
-	srv, err := server.NewServer(cfg)
+	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background()) }()
 	t.Cleanup(func() {
 		require.NoError(t, srv.Close())
-		require.ErrorIs(t, <-served, server.ErrServerClosed)
+		require.ErrorIs(t, <-served, server.ErrClosed)
 	})
 	return srv
 }
@@ -164,7 +164,7 @@ func lookup(t *testing.T, c msgConn, xid uint32, dir nfsv3.NfsFh3, name string) 
 func TestServerPrograms(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
-	srv := startServer(t, server.ServerConfig{Handler: newTestDir(t), OnCall: func(network string, h *xdr.CallHeader) {
+	srv := startServer(t, server.Config{Handler: newTestDir(t), OnCall: func(network string, h *xdr.CallHeader) {
 		mu.Lock()
 		seen = append(seen, network+" "+nfs.ProcName(h.Prog, h.Vers, h.Proc))
 		mu.Unlock()
@@ -216,7 +216,7 @@ func TestServerPrograms(t *testing.T) {
 // TestServerNFSOverTCP: with NFSOverTCP, NFS is served on the TCP listener
 // too, with the same handles as over RDMA.
 func TestServerNFSOverTCP(t *testing.T) {
-	srv := startServer(t, server.ServerConfig{Handler: newTestDir(t), NFSOverTCP: true})
+	srv := startServer(t, server.Config{Handler: newTestDir(t), NFSOverTCP: true})
 	root := mountRoot(t, srv)
 	tc := dialTCP(t, srv.TCPAddr())
 	fhTCP := lookup(t, tc, 2, root, "a")
@@ -224,10 +224,10 @@ func TestServerNFSOverTCP(t *testing.T) {
 	require.Equal(t, fhTCP, fhRDMA)
 }
 
-// TestServerExports: MOUNT EXPORT lists ServerConfig.Exports, each open
+// TestServerExports: MOUNT EXPORT lists Config.Exports, each open
 // to every client.
 func TestServerExports(t *testing.T) {
-	srv := startServer(t, server.ServerConfig{Handler: newTestDir(t), Exports: []string{"/srv", "/data"}})
+	srv := startServer(t, server.Config{Handler: newTestDir(t), Exports: []string{"/srv", "/data"}})
 	ctx := t.Context()
 	mc, err := client.DialMount(ctx, srv.TCPAddr().String(), nil)
 	require.NoError(t, err)
@@ -242,7 +242,7 @@ func TestServerExports(t *testing.T) {
 // knfsd's answers to the wrong types, names and handles.
 func TestServerLink(t *testing.T) {
 	root, h := newTestExport(t)
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	rc := dialRDMA(t, srv)
 	a := lookup(t, rc, 2, rootFH, "a")
@@ -306,7 +306,7 @@ func write(t *testing.T, c msgConn, xid uint32, fh nfsv3.NfsFh3, off uint64, dat
 func TestServerWriteCommit(t *testing.T) {
 	root, h := newTestExport(t)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "gone"), nil, 0o644))
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	verf := srv.WriteVerifier()
 	rootFH := mountRoot(t, srv)
 	rc := dialRDMA(t, srv)
@@ -375,7 +375,7 @@ func TestServerWriteCommit(t *testing.T) {
 	require.Equal(t, nfsv3.NFS3ERR_BADHANDLE, cres.GetStatus())
 
 	// Another server start, another verifier.
-	other := startServer(t, server.ServerConfig{Handler: h})
+	other := startServer(t, server.Config{Handler: h})
 	require.NotEqual(t, verf, other.WriteVerifier())
 }
 
@@ -389,7 +389,7 @@ func TestServerDRC(t *testing.T) {
 	for _, n := range []string{"r1", "r2"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o644))
 	}
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	root := mountRoot(t, srv)
 	rc := dialRDMA(t, srv)
 	remove := func(c msgConn, xid uint32, name string) nfsv3.Nfsstat3 {
@@ -413,14 +413,14 @@ func TestServerDRC(t *testing.T) {
 }
 
 func TestNewServerErrors(t *testing.T) {
-	_, err := server.NewServer(server.ServerConfig{Transport: transport.Config{Provider: &soft.Provider{}}, RDMAAddr: "127.0.0.1:0"})
+	_, err := server.New(server.Config{Transport: transport.Config{Provider: &soft.Provider{}}, RDMAAddr: "127.0.0.1:0"})
 	require.Error(t, err, "no Handler")
 	h := newTestDir(t)
-	_, err = server.NewServer(server.ServerConfig{Handler: h, RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0"})
+	_, err = server.New(server.Config{Handler: h, RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0"})
 	require.ErrorIs(t, err, transport.ErrNoProvider)
 	var oe *net.OpError
 	require.ErrorAs(t, err, &oe)
-	_, err = server.NewServer(server.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
+	_, err = server.New(server.Config{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "256.0.0.1:0"})
 	require.ErrorAs(t, err, &oe, "bad TCP address")
 }
@@ -428,7 +428,7 @@ func TestNewServerErrors(t *testing.T) {
 // TestServeContext: Serve ends when its context does, closing the Server;
 // Close is idempotent, and Serve after Close fails.
 func TestServeContext(t *testing.T) {
-	srv, err := server.NewServer(server.ServerConfig{Handler: newTestDir(t), Transport: transport.Config{Provider: &soft.Provider{}},
+	srv, err := server.New(server.Config{Handler: newTestDir(t), Transport: transport.Config{Provider: &soft.Provider{}},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: server.RpcbindConfig{Disable: true}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -442,5 +442,5 @@ func TestServeContext(t *testing.T) {
 	_, err = c.ReadMsg(nil)
 	require.Error(t, err, "the connection was closed")
 	require.NoError(t, srv.Close())
-	require.ErrorIs(t, srv.Serve(context.Background()), server.ErrServerClosed)
+	require.ErrorIs(t, srv.Serve(context.Background()), server.ErrClosed)
 }

@@ -31,7 +31,7 @@ func TestServerPipelinedWrites(t *testing.T) {
 	t.Cleanup(func() { _ = d.Close() })
 	h, err := server.NewDirHandler(d, server.DirHandlerOptions{})
 	require.NoError(t, err)
-	srv := startServer(t, server.ServerConfig{Handler: h})
+	srv := startServer(t, server.Config{Handler: h})
 	root := mountRoot(t, srv)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

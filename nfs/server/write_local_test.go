@@ -59,7 +59,7 @@ func TestServerWriteLocal(t *testing.T) {
 	d.SetReadOnly()
 	roh, err := server.NewDirHandler(d, server.DirHandlerOptions{IndexOnly: true})
 	require.NoError(t, err)
-	ro := startServer(t, server.ServerConfig{Handler: roh})
+	ro := startServer(t, server.Config{Handler: roh})
 	rc := dialRDMANFS(t, ro)
 	roF := lookup(t, rc, 2, mountRoot(t, ro), "f")
 	res := write(t, rc, 3, roF, 0, []byte("no"), nfsv3.FILE_SYNC)
@@ -119,7 +119,7 @@ func TestServerWriteStableSync(t *testing.T) {
 func startWriteFile(t *testing.T) (root string, srv *server.Server, c *transport.Conn, fFH nfsv3.NfsFh3) {
 	root, h := bigDir(t, 0)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "f"), []byte("0123456789"), 0o644))
-	srv = startServer(t, server.ServerConfig{Handler: h})
+	srv = startServer(t, server.Config{Handler: h})
 	rootFH := mountRoot(t, srv)
 	c = dialRDMANFS(t, srv)
 	return root, srv, c, lookup(t, c, 2, rootFH, "f")

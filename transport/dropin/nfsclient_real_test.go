@@ -20,7 +20,7 @@ import (
 // unchanged on a *transport.Listener configured with the NFSv3 binding
 // (nfs.Binding: the listener places READ data in the client's Write chunk
 // and pulls WRITE data from its Read chunk, under go-nfs's byte stream),
-// MOUNT on a TCP listener sharing the handler, and package nfs's client,
+// MOUNT on a TCP listener sharing the handler, and package nfs/client,
 // which calls through transport.Conn.Call. A 3 MiB file goes in with
 // write-behind (UNSTABLE WRITEs and COMMIT) and comes back with
 // read-ahead, checked against the server's file system; the directory is
@@ -45,7 +45,7 @@ func testRealClient(t *testing.T, s stack) {
 	defer mc.Close()
 	root, _, err := mc.Mnt(ctx, "/")
 	require.NoError(t, err)
-	c, err := client.DialClient(ctx, l.Addr().String(), &client.ClientConfig{Transport: *s.config(nil)})
+	c, err := client.Dial(ctx, l.Addr().String(), &client.Config{Transport: *s.config(nil)})
 	require.NoError(t, err)
 	defer c.Close()
 	exp, err := client.NewExport(ctx, c, root)

@@ -23,8 +23,8 @@ const (
 	nfsProcWrite = 7
 )
 
-// nfsClient is the NFS side of the drop-in scenarios: package nfs's
-// client (nfs.NewClientCaller, nfs.NewMountClientCaller) making its calls
+// nfsClient is the NFS side of the drop-in scenarios: package
+// nfs/client (client.NewCaller, client.NewMountClientCaller) making its calls
 // through an rpcClient, so that every call still travels as the byte
 // stream (or the messages) a drop-in RPC program sends. Each method fails
 // t unless the server answers NFS3_OK (or what the method says it
@@ -39,7 +39,7 @@ func (c nfsClient) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), ioGuard)
 }
 
-func (c nfsClient) nfs() *client.Client { return client.NewClientCaller(c.rpc, nil) }
+func (c nfsClient) nfs() *client.Client { return client.NewCaller(c.rpc, nil) }
 
 func (c nfsClient) mountClient() *client.MountClient { return client.NewMountClientCaller(c.rpc, nil) }
 

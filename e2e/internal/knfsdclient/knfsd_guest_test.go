@@ -101,7 +101,7 @@ func (p *recordingProvider) logConnErrors(t testing.TB) {
 type session struct {
 	conn *transport.Conn
 	rec  *recordingProvider
-	nfs  nfsClient  // package nfs's client
+	nfs  nfsClient  // package nfs/client
 	rpc  *rpcClient // raw calls (pipelining by hand, RDMA_ERROR)
 	root []byte
 }
@@ -135,7 +135,7 @@ func dialKnfsd(t *testing.T, cfg transport.Config) *session {
 	t.Cleanup(func() { _ = c.Close() })
 	// Root's AUTH_SYS credential, as the raw calls' (rpcClient).
 	auth := client.Auth{UID: 0, GID: 0, GIDs: []uint32{0}, MachineName: "knfsdclient"}
-	return &session{conn: c, rec: rec, nfs: nfsClient{t, client.NewClient(c, &client.ClientConfig{Auth: &auth})},
+	return &session{conn: c, rec: rec, nfs: nfsClient{t, client.New(c, &client.Config{Auth: &auth})},
 		rpc: newRDMAClient(c), root: mountRoot(t, serverIP, exportPath)}
 }
 

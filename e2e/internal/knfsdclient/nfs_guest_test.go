@@ -21,7 +21,7 @@ const (
 	nfsProcRead = 6
 )
 
-// nfsClient is package nfs's client on the session's connection, with
+// nfsClient is package nfs/client on the session's connection, with
 // methods that fail t unless knfsd answers NFS3_OK (or what the method
 // says it returns). The calls go through transport.Conn.Call, the same
 // transport path as the raw calls of rpcClient.

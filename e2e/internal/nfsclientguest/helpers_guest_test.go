@@ -40,7 +40,7 @@ func mount(t testing.TB, tweak func(*client.MountOptions)) *client.Export {
 // mountAt mounts the export at path of 10.0.0.1.
 func mountAt(t testing.TB, path string, tweak func(*client.MountOptions)) *client.Export {
 	t.Helper()
-	opt := client.MountOptions{Client: client.ClientConfig{
+	opt := client.MountOptions{Client: client.Config{
 		Transport: transport.Config{Provider: &rdmacore.Provider{LocalAddr: clientIP}},
 	}}
 	if tweak != nil {

@@ -82,7 +82,7 @@ func mountRdmaNfsd(t *testing.T, tweak func(*client.MountOptions)) *client.Expor
 }
 
 // TestRdmaNfsdPutGet puts and gets files of 0 B to 8 MiB through
-// rdma-nfsd (our nfs.Server over rdma-core) and checks them in its
+// rdma-nfsd (our server.Server over rdma-core) and checks them in its
 // exported directory.
 func TestRdmaNfsdPutGet(t *testing.T) {
 	dir := startRdmaNfsd(t)
