@@ -23,7 +23,7 @@ var dropinGuestTests = []string{
 // TestDropin runs the drop-in proof on real verbs, in one boot: the
 // scenarios of transport/dropin (github.com/willscott/go-nfs served
 // unchanged on a *transport.Listener, buildbarn/go-xdr's rpcserver on an
-// accepted *transport.Conn, and package nfs's client against go-nfs on a
+// accepted *transport.Conn, and package nfs/client against go-nfs on a
 // listener with the NFSv3 binding) with the rdma-core provider, the responder on
 // rxe0 (10.0.0.1) and the requester dialling from rxe1 (10.0.0.2). The
 // same test bodies run on the software provider on the host.

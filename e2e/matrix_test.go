@@ -12,13 +12,13 @@ import (
 )
 
 // TestInteropMatrix runs the interoperability matrix (rpcrdma-bench
-// matrix) in one boot: {Linux kernel client, Go NFS client (package nfs)}
-// × {rdma-nfsd, knfsd} × inline {1024, 4096, 65536} × {R on, off}. Each
+// matrix) in one boot: {Linux kernel client, Go NFS client (package
+// nfs/client)} × {rdma-nfsd, knfsd} × inline {1024, 4096, 65536} × {R on, off}. Each
 // cell mounts and checks the thresholds both sides negotiated (the
 // kernel's xprtrdma_inline_thresh tracepoint and rdma-nfsd's connection
 // line; the Go client's transport.Stats and its R bit), writes and reads
-// back seven files (kernel: O_DIRECT; Go: nfs.File's UNSTABLE WRITEs and
-// COMMIT, then direct READs and nfs.File's read-ahead) and compares them
+// back seven files (kernel: O_DIRECT; Go: client.File's UNSTABLE WRITEs and
+// COMMIT, then direct READs and client.File's read-ahead) and compares them
 // with the server's disk, checks from the client's counters (mountstats;
 // transport.Stats) that a 2 KiB WRITE and READ use a chunk at 1024 only
 // and an 8 KiB READ below 65536 only, and that a 128 KiB READ's Write

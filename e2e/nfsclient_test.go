@@ -34,8 +34,9 @@ var nfsClientGuestTests = []string{
 	"TestRdmaNFSCommand",
 }
 
-// TestNFSClientKnfsd runs package nfs's Go NFSv3 client against the Linux
-// kernel's NFS server in the VM, in one boot (e2e/internal/nfsclientguest):
+// TestNFSClientKnfsd runs the Go NFSv3 client (package nfs/client)
+// against the Linux kernel's NFS server in the VM, in one boot
+// (e2e/internal/nfsclientguest):
 // MNT over TCP, then NFSv3 over RDMA with the rdma-core provider from rxe1
 // to knfsd on rxe0; files of 0 B to 8 MiB put and got, checked on the
 // exported tmpfs; a directory of 2,000 entries; every NFSv3 procedure and
@@ -44,7 +45,7 @@ var nfsClientGuestTests = []string{
 // 32 MiB write and read (both complete intact); inline sizes 1024, 4096
 // and 65536 offered, with the chunks each negotiated threshold calls for;
 // and the kernel client as the yardstick of throughput and IOPS. Then
-// against cmd/rdma-nfsd (our nfs.Server over rdma-core, offering 64 KiB
+// against cmd/rdma-nfsd (our server.Server over rdma-core, offering 64 KiB
 // inline): put/get and the inline sizes again; and cmd/rdma-nfs, the
 // program, against knfsd. The
 // guest's NFSCLIENT lines are the report, logged here.

@@ -81,7 +81,7 @@ func replyHeader(h *xdr.CallHeader) int {
 	case xdr.FlavorNone, xdr.FlavorSys:
 		return replyHeaderMin
 	}
-	return replyHeaderMax
+	return ReplyHeaderMax
 }
 
 // nfs3Call is Call for an NFSv3 procedure other than NULL whose arguments
@@ -100,7 +100,7 @@ func nfs3Call(hdr int, proc uint32, msg []byte, args int) transport.CallInfo {
 			return transport.CallInfo{}
 		}
 		// READ3resok: file_attributes, count, eof, data<count>.
-		return sizedReply(hdr, statusSize+postOpAttrMax+4+4+4, count, true)
+		return sizedReply(hdr, StatusSize+PostOpAttrMax+4+4+4, count, true)
 	case ProcWrite:
 		// WRITE3args (§3.3.7): file, offset, count, stable, data.
 		info := transport.CallInfo{MaxReply: replyMax(hdr, nfs3ResultMax[ProcWrite])}
@@ -128,7 +128,7 @@ func nfs3Call(hdr int, proc uint32, msg []byte, args int) transport.CallInfo {
 		// Linux client's receive buffer take them as the bound of the
 		// entries alone, so the bound here adds every other word of the
 		// reply to count.
-		skip := 8 + verfSize
+		skip := 8 + VerfSize
 		if proc == ProcReaddirplus {
 			skip += 4
 		}

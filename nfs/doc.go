@@ -1,21 +1,18 @@
-// Package nfs is NFS version 3 (RFC 1813) over RPC-over-RDMA version 1
-// (RFC 8166): the NFSv3 upper-layer binding of RFC 8267 (Binding), a server
-// and a client.
+// Package nfs is what the NFS version 3 (RFC 1813) client and server over
+// RPC-over-RDMA version 1 (RFC 8166) share: the NFSv3 upper-layer binding
+// of RFC 8267 (Binding), the program and procedure numbers of NFS, MOUNT,
+// NFSACL and portmap (RFC 1833) with their names (ProcName), NFS over
+// RDMA's port (DefaultRDMAPort), the largest sizes of the XDR items that
+// bound a reply, and DialReserved.
 //
-// The server (Server) exports a directory of the operating system (DirFS,
-// with the stable file handles of a DirHandler) the way the Linux kernel
-// client expects of knfsd: NFS over RDMA on port 20049 (and over TCP if
-// asked), MOUNT version 3 (RFC 1813 §5) over TCP, registered with rpcbind
-// (RFC 1833). It executes every NFSv3 and MOUNT procedure itself, each as
-// the caller its AUTH_SYS credential names (squashed as configured), so
-// that the kernel's permission checks decide; it answers retransmissions
-// from a duplicate request cache and replies FILE_SYNC only to data it
-// made durable.
+// The client is package nfs/client: it calls a server over a requester
+// transport.Conn (Dial, Mount, Export), and its MountClient calls
+// MOUNT over TCP. The server is package nfs/server: it exports a directory
+// of the operating system (Server, DirFS, DirHandler) the way the Linux
+// kernel client expects of knfsd. Package nfs/nfs3 is the XDR codec of
+// both protocols' arguments and results. A program of one side does not
+// link the other.
 //
-// The client (DialClient, Mount, Export) calls a server over a requester
-// transport.Conn, and MountClient calls MOUNT over TCP. Package nfs/nfs3 is
-// the XDR codec of both protocols' arguments and results.
-//
-// The package sits above package transport and picks no verbs provider:
+// The packages sit above package transport and pick no verbs provider:
 // callers pass one in transport.Config.
 package nfs

@@ -1,72 +1,11 @@
 package nfs_test
 
 import (
-	"context"
 	"fmt"
-	"log"
-	"os"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
-	"github.com/go-rpcrdma/rpcrdma/transport"
-	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
-
-// A Server exporting a directory on the software provider. With the
-// rdma-core provider and the default addresses, the Linux client mounts
-// it with mount -t nfs -o vers=3,proto=rdma,port=20049 server:/ /mnt.
-func ExampleNewServer() {
-	root, err := os.MkdirTemp("", "export")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(root)
-	dir, err := nfs.DirFS(root)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer dir.Close()
-	h, err := nfs.NewDirHandler(dir, nfs.DirHandlerOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	srv, err := nfs.NewServer(nfs.ServerConfig{
-		Handler:   h,
-		Transport: transport.Config{Provider: &soft.Provider{}},
-		RDMAAddr:  "127.0.0.1:0",
-		TCPAddr:   "127.0.0.1:0",
-		Rpcbind:   nfs.RpcbindConfig{Disable: true},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	go srv.Serve(context.Background())
-	defer srv.Close()
-
-	c, err := transport.Dial(context.Background(), srv.RDMAAddr().String(), &transport.Config{Provider: &soft.Provider{}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
-	for xid, prog := range []uint32{nfs.ProgNFS, nfs.ProgNFSACL} {
-		h := xdr.CallHeader{XID: uint32(xid), Prog: prog, Vers: 3, Proc: 0}
-		if err := c.WriteMsg(h.Append(nil)); err != nil {
-			log.Fatal(err)
-		}
-		reply, err := c.ReadMsg(nil)
-		if err != nil {
-			log.Fatal(err)
-		}
-		var rh xdr.ReplyHeader
-		if _, err := rh.Unmarshal(reply); err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println(nfs.ProcName(prog, 3, 0)+":", rh.AcceptStat)
-	}
-	// Output:
-	// NFS3 NULL: SUCCESS
-	// NFSACL3 NULL: PROG_UNAVAIL
-}
 
 // ReplyData finds the data of an NFSv3 READ reply, which a responder then
 // places in the requester's Write chunk.

@@ -12,6 +12,12 @@ const (
 	ProgNFSACL  = 100227
 )
 
+// DefaultRDMAPort is the port of NFS over RPC-over-RDMA (RFC 8267 §6 and
+// IANA: "nfsrdma", 20049), where a server listens by default
+// (server.Config.RDMAAddr) and a client mounts by default
+// (client.MountOptions.RDMAPort).
+const DefaultRDMAPort = 20049
+
 // NFS version 3 procedures (RFC 1813 §3.3).
 const (
 	ProcNull        = 0
@@ -46,6 +52,20 @@ const (
 	MountProcUmnt    = 3
 	MountProcUmntall = 4
 	MountProcExport  = 5
+)
+
+// Portmap version 2 and rpcbind version 4 (RFC 1833): the versions, the
+// procedures (the same numbers in both) and portmap's protocol numbers.
+const (
+	PmapVers        = 2
+	RpcbVers4       = 4
+	PmapProcNull    = 0
+	PmapProcSet     = 1
+	PmapProcUnset   = 2
+	PmapProcGetport = 3
+	PmapProcDump    = 4
+	IPProtoTCP      = 6
+	IPProtoUDP      = 17
 )
 
 // Procedure names of NFS version 3, MOUNT version 3 and NFSACL version 3.

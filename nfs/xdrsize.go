@@ -17,21 +17,21 @@ const (
 	// (5 words), size, used, rdev (specdata3), fsid, fileid (5 hypers),
 	// atime, mtime, ctime (3 nfstime3).
 	fattr3Size = 5*4 + 5*8 + 3*8
-	// postOpAttrMax is post_op_attr with the attributes (RFC 1813 §2.6).
-	postOpAttrMax = 4 + fattr3Size
+	// PostOpAttrMax is post_op_attr with the attributes (RFC 1813 §2.6).
+	PostOpAttrMax = 4 + fattr3Size
 	// wccAttrSize is wcc_attr: size, mtime, ctime (RFC 1813 §2.6).
 	wccAttrSize = 8 + 8 + 8
 	// preOpAttrMax is pre_op_attr with the attributes.
 	preOpAttrMax = 4 + wccAttrSize
-	// wccDataMax is wcc_data with both pre- and post-operation attributes.
-	wccDataMax = preOpAttrMax + postOpAttrMax
+	// WccDataMax is wcc_data with both pre- and post-operation attributes.
+	WccDataMax = preOpAttrMax + PostOpAttrMax
 	// postOpFH3Max is post_op_fh3 with the handle.
 	postOpFH3Max = 4 + nfsFH3Max
-	// verfSize is cookieverf3, createverf3 and writeverf3
+	// VerfSize is cookieverf3, createverf3 and writeverf3
 	// (NFS3_COOKIEVERFSIZE, NFS3_CREATEVERFSIZE, NFS3_WRITEVERFSIZE).
-	verfSize = 8
-	// statusSize is nfsstat3 and mountstat3.
-	statusSize = 4
+	VerfSize = 8
+	// StatusSize is nfsstat3 and mountstat3.
+	StatusSize = 4
 
 	// MaxPathLen is the longest nfspath3 the binding expects in a
 	// READLINK reply. RFC 1813 §2.5 leaves nfspath3 unbounded; the Linux
@@ -43,10 +43,10 @@ const (
 	// Linux client's receive buffer holds NFS_MAX_SECFLAVORS (12).
 	maxSecFlavors = 12
 
-	// replyHeaderMax is the largest accepted reply header (RFC 5531 §9):
+	// ReplyHeaderMax is the largest accepted reply header (RFC 5531 §9):
 	// xid, msg_type, reply_stat, a verifier of the largest size RFC 5531
 	// §8.2 allows, and accept_stat.
-	replyHeaderMax = 6*4 + xdr.MaxAuthBytes
+	ReplyHeaderMax = 6*4 + xdr.MaxAuthBytes
 	// replyHeaderMin is an accepted reply header with an AUTH_NONE
 	// verifier (no body).
 	replyHeaderMin = 6 * 4
@@ -58,7 +58,7 @@ const (
 	// readdirExtra is the part of a READDIR or READDIRPLUS reply outside
 	// the entries: status, post_op_attr, cookieverf, the value_follows
 	// word that ends the entry list and eof.
-	readdirExtra = statusSize + postOpAttrMax + verfSize + 4 + 4
+	readdirExtra = StatusSize + PostOpAttrMax + VerfSize + 4 + 4
 )
 
 // nfs3ResultMax holds, by NFSv3 procedure, the largest results (RFC 1813
@@ -66,34 +66,34 @@ const (
 // arguments (READ, READDIR, READDIRPLUS) or for NULL, which has none.
 var nfs3ResultMax = [...]int{
 	ProcNull:        0,
-	ProcGetattr:     statusSize + fattr3Size,                     // GETATTR3resok: obj_attributes
-	ProcSetattr:     statusSize + wccDataMax,                     // obj_wcc, on success and failure
-	ProcLookup:      statusSize + nfsFH3Max + 2*postOpAttrMax,    // object, obj_attributes, dir_attributes
-	ProcAccess:      statusSize + postOpAttrMax + 4,              // obj_attributes, access
-	ProcReadlink:    statusSize + postOpAttrMax + 4 + MaxPathLen, // symlink_attributes, data
+	ProcGetattr:     StatusSize + fattr3Size,                     // GETATTR3resok: obj_attributes
+	ProcSetattr:     StatusSize + WccDataMax,                     // obj_wcc, on success and failure
+	ProcLookup:      StatusSize + nfsFH3Max + 2*PostOpAttrMax,    // object, obj_attributes, dir_attributes
+	ProcAccess:      StatusSize + PostOpAttrMax + 4,              // obj_attributes, access
+	ProcReadlink:    StatusSize + PostOpAttrMax + 4 + MaxPathLen, // symlink_attributes, data
 	ProcRead:        0,                                           // by count
-	ProcWrite:       statusSize + wccDataMax + 4 + 4 + verfSize,  // file_wcc, count, committed, verf
-	ProcCreate:      statusSize + postOpFH3Max + postOpAttrMax + wccDataMax,
-	ProcMkdir:       statusSize + postOpFH3Max + postOpAttrMax + wccDataMax,
-	ProcSymlink:     statusSize + postOpFH3Max + postOpAttrMax + wccDataMax,
-	ProcMknod:       statusSize + postOpFH3Max + postOpAttrMax + wccDataMax,
-	ProcRemove:      statusSize + wccDataMax,                      // dir_wcc
-	ProcRmdir:       statusSize + wccDataMax,                      // dir_wcc
-	ProcRename:      statusSize + 2*wccDataMax,                    // fromdir_wcc, todir_wcc
-	ProcLink:        statusSize + postOpAttrMax + wccDataMax,      // file_attributes, linkdir_wcc
+	ProcWrite:       StatusSize + WccDataMax + 4 + 4 + VerfSize,  // file_wcc, count, committed, verf
+	ProcCreate:      StatusSize + postOpFH3Max + PostOpAttrMax + WccDataMax,
+	ProcMkdir:       StatusSize + postOpFH3Max + PostOpAttrMax + WccDataMax,
+	ProcSymlink:     StatusSize + postOpFH3Max + PostOpAttrMax + WccDataMax,
+	ProcMknod:       StatusSize + postOpFH3Max + PostOpAttrMax + WccDataMax,
+	ProcRemove:      StatusSize + WccDataMax,                      // dir_wcc
+	ProcRmdir:       StatusSize + WccDataMax,                      // dir_wcc
+	ProcRename:      StatusSize + 2*WccDataMax,                    // fromdir_wcc, todir_wcc
+	ProcLink:        StatusSize + PostOpAttrMax + WccDataMax,      // file_attributes, linkdir_wcc
 	ProcReaddir:     0,                                            // by count
 	ProcReaddirplus: 0,                                            // by maxcount
-	ProcFsstat:      statusSize + postOpAttrMax + 6*8 + 4,         // obj_attributes, 6 size3, invarsec
-	ProcFsinfo:      statusSize + postOpAttrMax + 7*4 + 8 + 8 + 4, // 7 uint32, maxfilesize, time_delta, properties
-	ProcPathconf:    statusSize + postOpAttrMax + 2*4 + 4*4,       // linkmax, name_max, 4 bools
-	ProcCommit:      statusSize + wccDataMax + verfSize,           // file_wcc, verf
+	ProcFsstat:      StatusSize + PostOpAttrMax + 6*8 + 4,         // obj_attributes, 6 size3, invarsec
+	ProcFsinfo:      StatusSize + PostOpAttrMax + 7*4 + 8 + 8 + 4, // 7 uint32, maxfilesize, time_delta, properties
+	ProcPathconf:    StatusSize + PostOpAttrMax + 2*4 + 4*4,       // linkmax, name_max, 4 bools
+	ProcCommit:      StatusSize + WccDataMax + VerfSize,           // file_wcc, verf
 }
 
 // mount3ResultMax holds, by MOUNT version 3 procedure (RFC 1813 §5.2), the
 // largest results; -1 when unbounded (DUMP's mountlist, EXPORT's exports).
 var mount3ResultMax = [...]int{
 	MountProcNull:    0,
-	MountProcMnt:     statusSize + nfsFH3Max + 4 + 4*maxSecFlavors, // fhs_status, fhandle, auth_flavors
+	MountProcMnt:     StatusSize + nfsFH3Max + 4 + 4*maxSecFlavors, // fhs_status, fhandle, auth_flavors
 	MountProcDump:    -1,
 	MountProcUmnt:    0,
 	MountProcUmntall: 0,
@@ -106,7 +106,7 @@ const (
 	aclProcGetacl = 1
 	aclProcSetacl = 2
 	// setacl3ResultMax is SETACL's results: status, post_op_attr.
-	setacl3ResultMax = statusSize + postOpAttrMax
+	setacl3ResultMax = StatusSize + PostOpAttrMax
 )
 
 // replyMax is the largest reply whose results are at most res bytes: an

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
 // remotePath turns a command-line path of the export ("/a/b", "a/b", "")
@@ -58,10 +58,10 @@ func (s *session) ls(ctx context.Context, args []string) error {
 }
 
 func (s *session) lsLine(ctx context.Context, name string, fi fs.FileInfo) {
-	a := fi.Sys().(*nfs.Attr)
+	a := fi.Sys().(*client.Attr)
 	line := fmt.Sprintf("%s %3d %5d %5d %12d %s %s", fi.Mode(), a.Nlink, a.UID, a.GID, a.Size,
 		a.Mtime.Format("2006-01-02 15:04"), fi.Name())
-	if a.Type == nfs.TypeLnk {
+	if a.Type == client.TypeLnk {
 		if fh, _, err := s.exp.Lookup(ctx, name, false); err == nil {
 			if target, err := s.exp.Client.Readlink(ctx, fh); err == nil {
 				line += " -> " + target
@@ -91,9 +91,9 @@ func (s *session) stat(ctx context.Context, args []string) error {
 	return nil
 }
 
-func typeName(t nfs.FileType) string {
-	names := map[nfs.FileType]string{nfs.TypeReg: "regular file", nfs.TypeDir: "directory", nfs.TypeBlk: "block device",
-		nfs.TypeChr: "character device", nfs.TypeLnk: "symbolic link", nfs.TypeSock: "socket", nfs.TypeFIFO: "fifo"}
+func typeName(t client.FileType) string {
+	names := map[client.FileType]string{client.TypeReg: "regular file", client.TypeDir: "directory", client.TypeBlk: "block device",
+		client.TypeChr: "character device", client.TypeLnk: "symbolic link", client.TypeSock: "socket", client.TypeFIFO: "fifo"}
 	if n, ok := names[t]; ok {
 		return n
 	}

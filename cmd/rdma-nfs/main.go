@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
@@ -118,7 +119,7 @@ func parse(args []string, stderr io.Writer) (options, []string, error) {
 // session is a mounted export and what the commands share.
 type session struct {
 	o        options
-	exp      *nfs.Export
+	exp      *client.Export
 	stdout   io.Writer
 	stderr   io.Writer
 	progress bool
@@ -150,10 +151,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tc := transport.Config{Provider: provider, InlineSend: firstNonZero(o.inlineSend, o.inline),
 		InlineRecv: firstNonZero(o.inlineRecv, o.inline), NoRemoteInvalidate: o.noRemoteInvalidate,
 		NoPrivateData: o.noPrivateData, Credits: uint32(o.credits)}
-	auth := nfs.ProcessAuth()
+	auth := client.ProcessAuth()
 	auth.UID, auth.GID = uint32(o.uid), uint32(o.gid)
-	exp, err := nfs.Mount(ctx, o.server, o.export, &nfs.MountOptions{
-		Client:   nfs.ClientConfig{Transport: tc, Auth: &auth, RSize: o.rsize, WSize: o.wsize, MaxInFlight: o.inFlight},
+	exp, err := client.Mount(ctx, o.server, o.export, &client.MountOptions{
+		Client:   client.Config{Transport: tc, Auth: &auth, RSize: o.rsize, WSize: o.wsize, MaxInFlight: o.inFlight},
 		RDMAPort: o.port, MountAddr: o.mountAddr,
 	})
 	if err != nil {
@@ -217,7 +218,7 @@ func exports(ctx context.Context, o options, args []string, stdout io.Writer) er
 	if addr == "" {
 		addr = o.server
 	}
-	mc, err := nfs.DialMount(ctx, addr, nil)
+	mc, err := client.DialMount(ctx, addr, nil)
 	if err != nil {
 		return err
 	}

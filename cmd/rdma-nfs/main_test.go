@@ -12,25 +12,25 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
-// testServer exports a temporary directory with nfs.Server over soft and
+// testServer exports a temporary directory with server.Server over soft and
 // returns the directory and the flags that reach it.
 func testServer(t *testing.T) (string, []string) {
 	dir := t.TempDir()
-	d, err := nfs.DirFS(dir)
+	d, err := server.DirFS(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
-	h, err := nfs.NewDirHandler(d, nfs.DirHandlerOptions{})
+	h, err := server.NewDirHandler(d, server.DirHandlerOptions{})
 	require.NoError(t, err)
 	// The tests run as root, whose calls the default root_squash would
 	// run as nobody.
-	srv, err := nfs.NewServer(nfs.ServerConfig{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
-		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: nfs.RpcbindConfig{Disable: true},
-		Squash: nfs.NoRootSquash})
+	srv, err := server.New(server.Config{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
+		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: server.RpcbindConfig{Disable: true},
+		Squash: server.NoRootSquash})
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(context.Background()) }()
 	t.Cleanup(func() { _ = srv.Close() })

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
@@ -104,7 +105,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.dir == "" {
 		return o, errors.New("-dir is required")
 	}
-	if _, err := nfs.ParseSquash(o.squash); err != nil {
+	if _, err := server.ParseSquash(o.squash); err != nil {
 		return o, fmt.Errorf("-squash: %w", err)
 	}
 	for _, id := range []struct {
@@ -123,7 +124,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 
 // run serves until ctx is done. ready, if not nil, gets the server once it
 // listens (tests).
-func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.Server)) error {
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(*server.Server)) error {
 	o, err := parse(args, stderr)
 	if err != nil {
 		return err
@@ -156,7 +157,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 		return fmt.Errorf("-provider %q: want rdmacore or soft", o.provider)
 	}
 
-	dir, err := nfs.DirFS(o.dir)
+	dir, err := server.DirFS(o.dir)
 	if err != nil {
 		return err
 	}
@@ -164,14 +165,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 	if o.readOnly {
 		dir.SetReadOnly()
 	}
-	handler, err := nfs.NewDirHandler(dir, nfs.DirHandlerOptions{IndexOnly: o.indexOnly})
+	handler, err := server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: o.indexOnly})
 	if err != nil {
 		return err
 	}
 
 	conns := &connTable{}
-	squash, _ := nfs.ParseSquash(o.squash) // parse checked it
-	srv, err := nfs.NewServer(nfs.ServerConfig{
+	squash, _ := server.ParseSquash(o.squash) // parse checked it
+	srv, err := server.New(server.Config{
 		Handler: handler,
 		Squash:  squash,
 		AnonUID: uint32(o.anonUID),
@@ -193,7 +194,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 		TCPAddr:         net.JoinHostPort(o.addr, strconv.Itoa(o.tcpPort)),
 		NFSOverTCP:      o.nfsOverTCP,
 		ConcurrentCalls: o.concurrentCalls,
-		Rpcbind:         nfs.RpcbindConfig{Disable: !o.rpcbind, Serve: o.portmap},
+		Rpcbind:         server.RpcbindConfig{Disable: !o.rpcbind, Serve: o.portmap},
 		Logger:          log,
 		OnConn: func(network string, c net.Conn) {
 			if tc, ok := c.(*transport.Conn); ok {
@@ -237,7 +238,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 		case <-usr1:
 			logStats(log, srv, conns)
 		case err := <-served:
-			if errors.Is(err, nfs.ErrServerClosed) {
+			if errors.Is(err, server.ErrClosed) {
 				err = nil
 			}
 			return err
@@ -245,7 +246,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*nfs.S
 			log.Info("rdma-nfsd: shutting down")
 			_ = srv.Close()
 			err := <-served
-			if errors.Is(err, nfs.ErrServerClosed) || errors.Is(err, context.Canceled) {
+			if errors.Is(err, server.ErrClosed) || errors.Is(err, context.Canceled) {
 				err = nil
 			}
 			logStats(log, srv, conns)
@@ -285,7 +286,7 @@ type connStats struct {
 }
 
 // metrics returns what the endpoint and SIGUSR1 report.
-func metrics(srv *nfs.Server, conns *connTable) map[string]any {
+func metrics(srv *server.Server, conns *connTable) map[string]any {
 	var cs []connStats
 	for _, c := range conns.snapshot() {
 		cs = append(cs, connStats{Remote: c.RemoteAddr().String(), Stats: c.Stats()})
@@ -303,13 +304,13 @@ var (
 	publishOnce sync.Once
 	published   struct {
 		sync.Mutex
-		srv   *nfs.Server
+		srv   *server.Server
 		conns *connTable
 	}
 )
 
 // metricsHandler serves expvar's variables and ours, under "rdma_nfsd".
-func metricsHandler(srv *nfs.Server, conns *connTable) http.Handler {
+func metricsHandler(srv *server.Server, conns *connTable) http.Handler {
 	published.Lock()
 	published.srv, published.conns = srv, conns
 	published.Unlock()
@@ -323,7 +324,7 @@ func metricsHandler(srv *nfs.Server, conns *connTable) http.Handler {
 	return expvar.Handler()
 }
 
-func logStats(log *slog.Logger, srv *nfs.Server, conns *connTable) {
+func logStats(log *slog.Logger, srv *server.Server, conns *connTable) {
 	log.Info("rdma-nfsd: listener", "stats", fmt.Sprintf("%+v", srv.ListenerStats()), "drc", fmt.Sprintf("%+v", srv.DRCStats()))
 	for _, c := range conns.snapshot() {
 		s := c.Stats()

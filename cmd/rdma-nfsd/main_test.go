@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -52,13 +53,13 @@ func TestRdmaNfsd(t *testing.T) {
 	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan *nfs.Server, 1)
+	ready := make(chan *server.Server, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-dir", dir, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
-			"-rpcbind=false", "-metrics", "127.0.0.1:0", "-inline-send", "1024"}, &logs, func(s *nfs.Server) { ready <- s })
+			"-rpcbind=false", "-metrics", "127.0.0.1:0", "-inline-send", "1024"}, &logs, func(s *server.Server) { ready <- s })
 	}()
-	var srv *nfs.Server
+	var srv *server.Server
 	select {
 	case srv = <-ready:
 	case err := <-done:
@@ -200,11 +201,11 @@ func TestCPUProfile(t *testing.T) {
 	prof := filepath.Join(t.TempDir(), "cpu.pprof")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan *nfs.Server, 1)
+	ready := make(chan *server.Server, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-dir", dir, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
-			"-rpcbind=false", "-cpuprofile", prof}, io.Discard, func(s *nfs.Server) { ready <- s })
+			"-rpcbind=false", "-cpuprofile", prof}, io.Discard, func(s *server.Server) { ready <- s })
 	}()
 	select {
 	case <-ready:

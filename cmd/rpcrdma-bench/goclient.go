@@ -15,7 +15,7 @@ import (
 // goNFSClient is where a Go NFS client plugs in: each one registered in
 // goClientCells adds ClientGo rows to the bench (READ, WRITE, GETATTR and
 // create cells, against rdma-nfsd and knfsd), and the first one the Go
-// rows of the interoperability matrix. package nfs's client is registered
+// rows of the interoperability matrix. Package nfs/client is registered
 // (goclient_nfs.go); RPC NULL stays with goRequester (transport.Conn.Call).
 type goNFSClient interface {
 	// Supports reports whether the client runs workload w.

@@ -15,14 +15,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 )
 
-// nfsClient is the Go NFS client of package nfs (nfs.Mount, *nfs.Client)
-// as the bench's goNFSClient. Its cells are the kernel client's in the
-// form a program without a page cache takes (RFC 1813 procedures called
-// directly, each worker goroutine one call in flight):
+// nfsClient is the Go NFS client of package nfs/client (client.Mount,
+// *client.Client) as the bench's goNFSClient. Its cells are the kernel
+// client's in the form a program without a page cache takes (RFC 1813
+// procedures called directly, each worker goroutine one call in flight):
 //
 //   - read: Client.Read of Size bytes at a random Size-aligned offset of a
 //     16 MiB file (one NFSv3 READ up to rsize, as the kernel's O_DIRECT
@@ -44,9 +44,9 @@ func (nfsClient) Supports(w string) bool {
 	return w == WorkRead || w == WorkWrite || w == WorkGetattr || w == WorkCreate
 }
 
-// Open mounts p.ExportPath with nfs.Mount (MNT over TCP, NFS over RPC-over-RDMA
-// at the port of p.Addr, FSINFO) offering p.Inline each way (RFC 8797) and
-// makes a directory of its own for its files.
+// Open mounts p.ExportPath with client.Mount (MNT over TCP, NFS over
+// RPC-over-RDMA at the port of p.Addr, FSINFO) offering p.Inline each way
+// (RFC 8797) and makes a directory of its own for its files.
 func (nfsClient) Open(ctx context.Context, p goOpen) (goNFSSession, error) {
 	host, port, err := net.SplitHostPort(p.Addr)
 	if err != nil {
@@ -58,8 +58,8 @@ func (nfsClient) Open(ctx context.Context, p goOpen) (goNFSSession, error) {
 	}
 	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	exp, err := nfs.Mount(mctx, host, p.ExportPath, &nfs.MountOptions{
-		Client: nfs.ClientConfig{Transport: transport.Config{Provider: p.Provider, InlineSend: p.Inline,
+	exp, err := client.Mount(mctx, host, p.ExportPath, &client.MountOptions{
+		Client: client.Config{Transport: transport.Config{Provider: p.Provider, InlineSend: p.Inline,
 			InlineRecv: p.Inline, NoRemoteInvalidate: p.NoRI}},
 		RDMAPort:  rdmaPort,
 		MountAddr: p.MountAddr,
@@ -82,13 +82,13 @@ func (nfsClient) Open(ctx context.Context, p goOpen) (goNFSSession, error) {
 
 // nfsSession is one mount of the Go NFS client.
 type nfsSession struct {
-	exp    *nfs.Export
-	c      *nfs.Client
+	exp    *client.Export
+	c      *client.Client
 	inline int
 	noRI   bool
 	dir    string // the session's directory, relative to the export root
-	dirFH  nfs.FH
-	rfile  nfs.FH // the 16 MiB file of READ and GETATTR, made on first use
+	dirFH  client.FH
+	rfile  client.FH // the 16 MiB file of READ and GETATTR, made on first use
 	cells  int
 }
 
@@ -97,7 +97,7 @@ type nfsSession struct {
 const callTimeout = 60 * time.Second
 
 // prepare writes the 16 MiB file READ and GETATTR cells use, through
-// nfs.File (UNSTABLE WRITEs, then COMMIT), once per session.
+// client.File (UNSTABLE WRITEs, then COMMIT), once per session.
 func (s *nfsSession) prepare(ctx context.Context) error {
 	if s.rfile != nil {
 		return nil
@@ -120,10 +120,10 @@ func (s *nfsSession) prepare(ctx context.Context) error {
 
 // create makes (or truncates) name in the session's directory and returns
 // its handle.
-func (s *nfsSession) create(ctx context.Context, name string, mode nfs.CreateMode) (nfs.FH, error) {
+func (s *nfsSession) create(ctx context.Context, name string, mode client.CreateMode) (client.FH, error) {
 	perm, size := uint32(0o644), uint64(0)
-	how := nfs.CreateHow{Mode: mode, Attr: &nfs.SetAttr{Mode: &perm}}
-	if mode == nfs.Unchecked {
+	how := client.CreateHow{Mode: mode, Attr: &client.SetAttr{Mode: &perm}}
+	if mode == client.Unchecked {
 		how.Attr.Size = &size
 	}
 	fh, _, err := s.c.Create(ctx, s.dirFH, name, how)
@@ -162,10 +162,10 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			return s.readAt(cctx, s.rfile, uint64(rngs[w].IntN(slots))*uint64(c.Size), bufs[w])
 		}, undo, nil
 	case WorkWrite:
-		fhs := make([]nfs.FH, c.InFlight)
+		fhs := make([]client.FH, c.InFlight)
 		for w := range fhs {
 			var err error
-			if fhs[w], err = s.create(ctx, fmt.Sprintf("wfile-%d", w), nfs.Unchecked); err != nil {
+			if fhs[w], err = s.create(ctx, fmt.Sprintf("wfile-%d", w), client.Unchecked); err != nil {
 				return nil, nil, fmt.Errorf("go-nfs: %w", err)
 			}
 		}
@@ -188,7 +188,7 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 	case WorkCreate:
 		name := fmt.Sprintf("create-%d-%d-%d", c.Inline, c.InFlight, s.cells)
 		perm := uint32(0o755)
-		dir, _, err := s.c.Mkdir(ctx, s.dirFH, name, &nfs.SetAttr{Mode: &perm})
+		dir, _, err := s.c.Mkdir(ctx, s.dirFH, name, &client.SetAttr{Mode: &perm})
 		if err != nil {
 			return nil, nil, fmt.Errorf("go-nfs: %w", err)
 		}
@@ -198,7 +198,7 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 			defer cancel()
 			mode := uint32(0o644)
-			fh, _, err := s.c.Create(cctx, dir, fmt.Sprintf("f%d", seq.Add(1)), nfs.CreateHow{Mode: nfs.Guarded, Attr: &nfs.SetAttr{Mode: &mode}})
+			fh, _, err := s.c.Create(cctx, dir, fmt.Sprintf("f%d", seq.Add(1)), client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}})
 			if err != nil {
 				return 0, err
 			}
@@ -217,7 +217,7 @@ func (s *nfsSession) remove(name string) {
 
 // removeDir removes the directory name (handle dir) of the session's
 // directory and the files in it.
-func (s *nfsSession) removeDir(dir nfs.FH, name string) {
+func (s *nfsSession) removeDir(dir client.FH, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	entries, err := s.c.ReadDirAll(ctx, dir, false)
@@ -234,7 +234,7 @@ func (s *nfsSession) removeDir(dir nfs.FH, name string) {
 
 // readAt fills p from off with READs of at most rsize, one after the
 // other (as the kernel splits an O_DIRECT pread larger than rsize).
-func (s *nfsSession) readAt(ctx context.Context, fh nfs.FH, off uint64, p []byte) (int, error) {
+func (s *nfsSession) readAt(ctx context.Context, fh client.FH, off uint64, p []byte) (int, error) {
 	rsize, _ := s.c.IOSize()
 	done := 0
 	for done < len(p) {
@@ -252,16 +252,16 @@ func (s *nfsSession) readAt(ctx context.Context, fh nfs.FH, off uint64, p []byte
 
 // writeAt writes p at off with FILE_SYNC WRITEs of at most wsize, one after
 // the other (as the kernel splits an O_DIRECT pwrite larger than wsize).
-func (s *nfsSession) writeAt(ctx context.Context, fh nfs.FH, off uint64, p []byte) (int, error) {
+func (s *nfsSession) writeAt(ctx context.Context, fh client.FH, off uint64, p []byte) (int, error) {
 	_, wsize := s.c.IOSize()
 	done := 0
 	for done < len(p) {
-		res, err := s.c.Write(ctx, fh, off+uint64(done), p[done:min(len(p), done+wsize)], nfs.FileSync)
+		res, err := s.c.Write(ctx, fh, off+uint64(done), p[done:min(len(p), done+wsize)], client.FileSync)
 		done += res.Count
 		if err != nil {
 			return done, err
 		}
-		if res.Count == 0 || res.Committed != nfs.FileSync {
+		if res.Count == 0 || res.Committed != client.FileSync {
 			return done, fmt.Errorf("WRITE: %d of %d bytes, committed %d", done, len(p), res.Committed)
 		}
 	}
@@ -289,8 +289,8 @@ func (s *nfsSession) Close() error { return s.exp.Close() }
 
 // Check is the matrix's test of one mount (RFC 8166, RFC 8267, RFC 8797):
 // the thresholds negotiated and our R bit; the files of matrixFiles
-// written through nfs.File (UNSTABLE WRITEs and COMMIT), read back with
-// direct READs and through nfs.File, and compared with the server's disk
+// written through client.File (UNSTABLE WRITEs and COMMIT), read back with
+// direct READs and through client.File, and compared with the server's disk
 // under disk (when not ""); the chunks a 2 KiB WRITE and READ and an 8 KiB
 // READ use; who invalidated a 128 KiB READ's Write chunk. It returns what
 // it checked.
@@ -345,21 +345,21 @@ func (s *nfsSession) Check(ctx context.Context, disk string) (string, error) {
 // probe makes one direct READ or FILE_SYNC WRITE of size bytes on a file
 // of its own and returns the connection's counters before and after.
 func (s *nfsSession) probe(ctx context.Context, write bool, size int) (before, after transport.Stats, err error) {
-	fh, err := s.create(ctx, fmt.Sprintf("probe-%d", size), nfs.Unchecked)
+	fh, err := s.create(ctx, fmt.Sprintf("probe-%d", size), client.Unchecked)
 	if err != nil {
 		return before, after, err
 	}
 	buf := make([]byte, size)
 	if !write {
-		if _, err := s.c.Write(ctx, fh, 0, buf, nfs.FileSync); err != nil {
+		if _, err := s.c.Write(ctx, fh, 0, buf, client.FileSync); err != nil {
 			return before, after, err
 		}
 	}
 	before = s.c.Conn().Stats()
 	var got int
 	if write {
-		var res nfs.WriteResult
-		res, err = s.c.Write(ctx, fh, 0, buf, nfs.FileSync)
+		var res client.WriteResult
+		res, err = s.c.Write(ctx, fh, 0, buf, client.FileSync)
 		got = res.Count
 	} else {
 		got, _, err = s.c.Read(ctx, fh, 0, buf)
@@ -370,8 +370,8 @@ func (s *nfsSession) probe(ctx context.Context, write bool, size int) (before, a
 	return before, s.c.Conn().Stats(), err
 }
 
-// writeReadBack writes n random bytes to name through nfs.File, reads them
-// back with direct READs of at most rsize and through nfs.File, and
+// writeReadBack writes n random bytes to name through client.File, reads them
+// back with direct READs of at most rsize and through client.File, and
 // compares all of them, and the server's file under disk, with what was
 // written.
 func (s *nfsSession) writeReadBack(ctx context.Context, name string, n int, disk string) error {
@@ -405,7 +405,7 @@ func (s *nfsSession) writeReadBack(ctx context.Context, name string, n int, disk
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if !bytes.Equal(all, data) {
-		return fmt.Errorf("%s: the %d bytes read through nfs.File differ (%d read)", name, n, len(all))
+		return fmt.Errorf("%s: the %d bytes read through client.File differ (%d read)", name, n, len(all))
 	}
 	if disk == "" {
 		return nil

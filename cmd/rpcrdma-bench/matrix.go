@@ -26,7 +26,7 @@ var matrixInlines = []int{1024, 4096, 65536}
 
 // MatrixRow is one cell of the interoperability matrix.
 type MatrixRow struct {
-	Client  string  `json:"client"` // "kernel", "go-nfs" (package nfs's client), "go" (our requester: NULL only)
+	Client  string  `json:"client"` // "kernel", "go-nfs" (package nfs/client), "go" (our requester: NULL only)
 	Server  string  `json:"server"`
 	Inline  int     `json:"inline"`
 	R       bool    `json:"r"`      // remote invalidation offered
@@ -279,7 +279,7 @@ func writeReadBack(path, disk string, n int) error {
 }
 
 // matrixGoCell is the Go client's row: the first registered Go NFS client
-// (package nfs's) mounts and checks the negotiated settings, the data,
+// (package nfs/client) mounts and checks the negotiated settings, the data,
 // the chunks and the invalidations (goNFSSession.Check); without one, our
 // requester connects, checks the negotiated settings and makes 100 NULL
 // calls.

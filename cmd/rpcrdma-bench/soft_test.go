@@ -96,7 +96,7 @@ func TestSoftNull(t *testing.T) {
 // 512: where a READ takes a Write chunk at 1024 and 4096.
 const readReplyBound = 256
 
-// TestSoftGoNFS runs the Go NFS client's cells (package nfs) on the soft
+// TestSoftGoNFS runs the Go NFS client's cells (package nfs/client) on the soft
 // provider against rdma-nfsd built from this checkout: READ and WRITE of
 // 512 B, 2 KiB and 64 KiB, GETATTR and the 2 KiB create, 1 and 4 in
 // flight, at inline 1024 and 4096. Every cell must run without an error,

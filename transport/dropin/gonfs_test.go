@@ -13,7 +13,7 @@ import (
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/buildbarn/go-xdr/pkg/protocols/rpcv2"
 	"github.com/go-git/go-billy/v5"
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/stretchr/testify/require"
 	gonfs "github.com/willscott/go-nfs"
@@ -73,10 +73,10 @@ func nfsScenario(t *testing.T, nc nfsClient, fs billy.Filesystem) {
 	requireFile(t, fs, "big.bin", bigData)
 
 	a := nc.getattr(small)
-	require.Equal(t, nfs.TypeReg, a.Type)
+	require.Equal(t, client.TypeReg, a.Type)
 	require.EqualValues(t, 3, a.Size)
 	require.EqualValues(t, bigSize, nc.getattr(big).Size)
-	require.Equal(t, nfs.TypeDir, nc.getattr(root).Type)
+	require.Equal(t, client.TypeDir, nc.getattr(root).Type)
 
 	h, err := nc.lookup(root, "big.bin")
 	require.NoError(t, err)
@@ -113,9 +113,9 @@ func nfsScenario(t *testing.T, nc nfsClient, fs billy.Filesystem) {
 	nc.remove(root, "small.txt")
 	_, err = nc.lookup(root, "small.txt")
 	require.ErrorIs(t, err, iofs.ErrNotExist)
-	var nerr *nfs.Error
+	var nerr *client.Error
 	require.ErrorAs(t, err, &nerr)
-	require.Equal(t, nfs.Status(2), nerr.Status, "NFS3ERR_NOENT")
+	require.Equal(t, client.Status(2), nerr.Status, "NFS3ERR_NOENT")
 	_, err = fs.Stat("small.txt")
 	require.True(t, os.IsNotExist(err), "small.txt still on the server: %v", err)
 }

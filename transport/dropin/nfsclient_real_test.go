@@ -12,6 +12,7 @@ import (
 	nfshelper "github.com/willscott/go-nfs/helpers"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 )
 
@@ -19,7 +20,7 @@ import (
 // unchanged on a *transport.Listener configured with the NFSv3 binding
 // (nfs.Binding: the listener places READ data in the client's Write chunk
 // and pulls WRITE data from its Read chunk, under go-nfs's byte stream),
-// MOUNT on a TCP listener sharing the handler, and package nfs's client,
+// MOUNT on a TCP listener sharing the handler, and package nfs/client,
 // which calls through transport.Conn.Call. A 3 MiB file goes in with
 // write-behind (UNSTABLE WRITEs and COMMIT) and comes back with
 // read-ahead, checked against the server's file system; the directory is
@@ -39,22 +40,22 @@ func testRealClient(t *testing.T, s stack) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
-	mc, err := nfs.DialMount(ctx, tl.Addr().String(), nil)
+	mc, err := client.DialMount(ctx, tl.Addr().String(), nil)
 	require.NoError(t, err)
 	defer mc.Close()
 	root, _, err := mc.Mnt(ctx, "/")
 	require.NoError(t, err)
-	c, err := nfs.DialClient(ctx, l.Addr().String(), &nfs.ClientConfig{Transport: *s.config(nil)})
+	c, err := client.Dial(ctx, l.Addr().String(), &client.Config{Transport: *s.config(nil)})
 	require.NoError(t, err)
 	defer c.Close()
-	exp, err := nfs.NewExport(ctx, c, root)
+	exp, err := client.NewExport(ctx, c, root)
 	require.NoError(t, err)
 	rsize, wsize := c.IOSize()
 	require.Less(t, rsize, 1<<30, "rsize not capped below go-nfs's rtmax (1 GiB)")
 	require.LessOrEqual(t, wsize, transport.DefaultMaxRPCSize)
 
 	// go-billy's memfs refuses attributes on CREATE: none are set.
-	fh, _, err := c.Create(ctx, exp.Root, "big.bin", nfs.CreateHow{Mode: nfs.Unchecked})
+	fh, _, err := c.Create(ctx, exp.Root, "big.bin", client.CreateHow{Mode: client.Unchecked})
 	require.NoError(t, err)
 	data := pattern(3<<20+5, 42)
 	f := c.OpenHandle(ctx, fh, -1)

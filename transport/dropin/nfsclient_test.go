@@ -8,7 +8,7 @@ import (
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
 // Programs and procedures (RFC 1813 §3 and appendix I).
@@ -23,8 +23,8 @@ const (
 	nfsProcWrite = 7
 )
 
-// nfsClient is the NFS side of the drop-in scenarios: package nfs's
-// client (nfs.NewClientCaller, nfs.NewMountClientCaller) making its calls
+// nfsClient is the NFS side of the drop-in scenarios: package
+// nfs/client (client.NewCaller, client.NewMountClientCaller) making its calls
 // through an rpcClient, so that every call still travels as the byte
 // stream (or the messages) a drop-in RPC program sends. Each method fails
 // t unless the server answers NFS3_OK (or what the method says it
@@ -39,12 +39,12 @@ func (c nfsClient) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), ioGuard)
 }
 
-func (c nfsClient) nfs() *nfs.Client { return nfs.NewClientCaller(c.rpc, nil) }
+func (c nfsClient) nfs() *client.Client { return client.NewCaller(c.rpc, nil) }
 
-func (c nfsClient) mountClient() *nfs.MountClient { return nfs.NewMountClientCaller(c.rpc, nil) }
+func (c nfsClient) mountClient() *client.MountClient { return client.NewMountClientCaller(c.rpc, nil) }
 
 // mount calls MOUNTPROC3_MNT and returns the root file handle.
-func (c nfsClient) mount(path string) nfs.FH {
+func (c nfsClient) mount(path string) client.FH {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -70,7 +70,7 @@ func (c nfsClient) null() {
 	require.NoError(c.t, c.nfs().Null(ctx), "NULL")
 }
 
-func (c nfsClient) fsinfo(root nfs.FH) *nfs.FSInfo {
+func (c nfsClient) fsinfo(root client.FH) *client.FSInfo {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -79,7 +79,7 @@ func (c nfsClient) fsinfo(root nfs.FH) *nfs.FSInfo {
 	return fi
 }
 
-func (c nfsClient) getattr(h nfs.FH) *nfs.Attr {
+func (c nfsClient) getattr(h client.FH) *client.Attr {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -89,7 +89,7 @@ func (c nfsClient) getattr(h nfs.FH) *nfs.Attr {
 }
 
 // lookup returns the handle of name in dir, or the error.
-func (c nfsClient) lookup(dir nfs.FH, name string) (nfs.FH, error) {
+func (c nfsClient) lookup(dir client.FH, name string) (client.FH, error) {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -99,11 +99,11 @@ func (c nfsClient) lookup(dir nfs.FH, name string) (nfs.FH, error) {
 
 // create creates (UNCHECKED, no attributes set: go-billy's memfs has no
 // chmod) name in dir and returns its handle.
-func (c nfsClient) create(dir nfs.FH, name string) nfs.FH {
+func (c nfsClient) create(dir client.FH, name string) client.FH {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()
-	h, _, err := c.nfs().Create(ctx, dir, name, nfs.CreateHow{Mode: nfs.Unchecked})
+	h, _, err := c.nfs().Create(ctx, dir, name, client.CreateHow{Mode: client.Unchecked})
 	require.NoError(c.t, err, "CREATE %q", name)
 	require.NotEmpty(c.t, h, "CREATE %q returned no handle", name)
 	return h
@@ -119,14 +119,14 @@ func writeArgs(h []byte, off uint64, data []byte) *nfsv3.Write3args {
 func fh(h []byte) nfsv3.NfsFh3 { return nfsv3.NfsFh3{Data: h} }
 
 // write writes data at off (FILE_SYNC) and requires all of it written.
-func (c nfsClient) write(h nfs.FH, off uint64, data []byte) {
+func (c nfsClient) write(h client.FH, off uint64, data []byte) {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()
-	res, err := c.nfs().Write(ctx, h, off, data, nfs.FileSync)
+	res, err := c.nfs().Write(ctx, h, off, data, client.FileSync)
 	require.NoError(c.t, err, "WRITE")
 	require.Equal(c.t, len(data), res.Count, "WRITE count")
-	require.Equal(c.t, nfs.FileSync, res.Committed, "WRITE committed")
+	require.Equal(c.t, client.FileSync, res.Committed, "WRITE committed")
 }
 
 func requireWritten(t testing.TB, res nfsv3.Write3res, n int) {
@@ -138,7 +138,7 @@ func requireWritten(t testing.TB, res nfsv3.Write3res, n int) {
 }
 
 // read reads up to count bytes at off.
-func (c nfsClient) read(h nfs.FH, off uint64, count uint32) (data []byte, eof bool) {
+func (c nfsClient) read(h client.FH, off uint64, count uint32) (data []byte, eof bool) {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -158,7 +158,7 @@ func readResult(t testing.TB, res nfsv3.Read3res) ([]byte, bool) {
 
 // readdirplus lists dir with one READDIRPLUS call of maxcount bytes and
 // requires the listing complete (eof).
-func (c nfsClient) readdirplus(dir nfs.FH, maxcount uint32) []nfs.DirEntry {
+func (c nfsClient) readdirplus(dir client.FH, maxcount uint32) []client.DirEntry {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()
@@ -168,7 +168,7 @@ func (c nfsClient) readdirplus(dir nfs.FH, maxcount uint32) []nfs.DirEntry {
 	return page.Entries
 }
 
-func (c nfsClient) remove(dir nfs.FH, name string) {
+func (c nfsClient) remove(dir client.FH, name string) {
 	c.t.Helper()
 	ctx, cancel := c.ctx()
 	defer cancel()

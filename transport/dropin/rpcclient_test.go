@@ -114,7 +114,7 @@ func (c *rpcClient) sendMsg(msg []byte) error {
 	return nil
 }
 
-// Call implements nfs.Caller: it sends msg and returns the next reply
+// Call implements client.Caller: it sends msg and returns the next reply
 // message, unparsed, whatever its XID (calls made through Call go one at
 // a time).
 func (c *rpcClient) Call(ctx context.Context, msg, _ []byte) ([]byte, error) {

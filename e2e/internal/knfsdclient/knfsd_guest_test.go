@@ -25,6 +25,7 @@ import (
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
@@ -100,7 +101,7 @@ func (p *recordingProvider) logConnErrors(t testing.TB) {
 type session struct {
 	conn *transport.Conn
 	rec  *recordingProvider
-	nfs  nfsClient  // package nfs's client
+	nfs  nfsClient  // package nfs/client
 	rpc  *rpcClient // raw calls (pipelining by hand, RDMA_ERROR)
 	root []byte
 }
@@ -133,8 +134,8 @@ func dialKnfsd(t *testing.T, cfg transport.Config) *session {
 	require.NoError(t, c.SetDeadline(time.Now().Add(ioGuard)))
 	t.Cleanup(func() { _ = c.Close() })
 	// Root's AUTH_SYS credential, as the raw calls' (rpcClient).
-	auth := nfs.Auth{UID: 0, GID: 0, GIDs: []uint32{0}, MachineName: "knfsdclient"}
-	return &session{conn: c, rec: rec, nfs: nfsClient{t, nfs.NewClient(c, &nfs.ClientConfig{Auth: &auth})},
+	auth := client.Auth{UID: 0, GID: 0, GIDs: []uint32{0}, MachineName: "knfsdclient"}
+	return &session{conn: c, rec: rec, nfs: nfsClient{t, client.New(c, &client.Config{Auth: &auth})},
 		rpc: newRDMAClient(c), root: mountRoot(t, serverIP, exportPath)}
 }
 
@@ -185,7 +186,7 @@ func requireData(t *testing.T, want, got []byte, msgAndArgs ...any) {
 
 // requireAttrs checks attributes from knfsd against the kernel's own view
 // of the same file.
-func requireAttrs(t *testing.T, a *nfs.Attr, path string) {
+func requireAttrs(t *testing.T, a *client.Attr, path string) {
 	t.Helper()
 	var st syscall.Stat_t
 	require.NoError(t, syscall.Stat(path, &st))
@@ -246,7 +247,7 @@ func TestKnfsdNullGetattr(t *testing.T) {
 	require.EqualValues(t, 64, neg.Credits, "knfsd's credit grant")
 
 	a := s.nfs.getattr(s.root)
-	require.Equal(t, nfs.TypeDir, a.Type, "type of the export's root")
+	require.Equal(t, client.TypeDir, a.Type, "type of the export's root")
 	requireAttrs(t, a, exportPath)
 	t.Logf("GETATTR of %s: type %v mode %#o nlink %d uid %d fileid %d", exportPath, a.Type, a.Mode, a.Nlink, a.UID, a.FileID)
 
@@ -285,7 +286,7 @@ func TestKnfsdRead(t *testing.T) {
 	h, st := s.nfs.lookup(s.root, "read.bin")
 	require.Equal(t, nfsv3.NFS3_OK, st, "LOOKUP read.bin")
 	a := s.nfs.getattr(h)
-	require.Equal(t, nfs.TypeReg, a.Type)
+	require.Equal(t, client.TypeReg, a.Type)
 	requireAttrs(t, a, path)
 
 	got, eof := s.nfs.read(h, 0, bigSize)
@@ -428,7 +429,7 @@ func TestKnfsdNoRemoteInvalidate(t *testing.T) {
 	require.False(t, neg.LocalR)
 	require.False(t, neg.ExpectRemoteInvalidate)
 
-	require.Equal(t, nfs.TypeDir, s.nfs.getattr(s.root).Type)
+	require.Equal(t, client.TypeDir, s.nfs.getattr(s.root).Type)
 	h, st := s.nfs.lookup(s.root, "noinv.bin")
 	require.Equal(t, nfsv3.NFS3_OK, st)
 	got, eof := s.nfs.read(h, 0, uint32(len(data)))

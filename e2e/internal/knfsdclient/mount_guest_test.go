@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
 // mountRoot returns the root file handle of host's export path from the
@@ -19,9 +20,9 @@ func mountRoot(t testing.TB, host, path string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
-	port, err := nfs.GetPort(ctx, host, nfs.ProgMount, 3)
+	port, err := client.GetPort(ctx, host, nfs.ProgMount, 3)
 	require.NoError(t, err, "GETPORT of MOUNT v3")
-	mc, err := nfs.DialMount(ctx, host, nil)
+	mc, err := client.DialMount(ctx, host, nil)
 	require.NoError(t, err)
 	defer mc.Close()
 	fh, flavors, err := mc.Mnt(ctx, path)

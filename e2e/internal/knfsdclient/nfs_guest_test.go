@@ -10,7 +10,7 @@ import (
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
 // NFS version 3 (RFC 1813 §3), for the calls the tests send raw.
@@ -21,13 +21,13 @@ const (
 	nfsProcRead = 6
 )
 
-// nfsClient is package nfs's client on the session's connection, with
+// nfsClient is package nfs/client on the session's connection, with
 // methods that fail t unless knfsd answers NFS3_OK (or what the method
 // says it returns). The calls go through transport.Conn.Call, the same
 // transport path as the raw calls of rpcClient.
 type nfsClient struct {
 	t testing.TB
-	c *nfs.Client
+	c *client.Client
 }
 
 func fh(h []byte) nfsv3.NfsFh3 { return nfsv3.NfsFh3{Data: h} }
@@ -44,14 +44,14 @@ func (c nfsClient) null() {
 	require.NoError(c.t, c.c.Null(c.ctx()), "NULL")
 }
 
-func (c nfsClient) getattr(h []byte) *nfs.Attr {
+func (c nfsClient) getattr(h []byte) *client.Attr {
 	c.t.Helper()
 	a, err := c.c.Getattr(c.ctx(), h)
 	require.NoError(c.t, err, "GETATTR")
 	return a
 }
 
-func (c nfsClient) fsinfo(root []byte) *nfs.FSInfo {
+func (c nfsClient) fsinfo(root []byte) *client.FSInfo {
 	c.t.Helper()
 	fi, err := c.c.Fsinfo(c.ctx(), root)
 	require.NoError(c.t, err, "FSINFO")
@@ -62,7 +62,7 @@ func (c nfsClient) fsinfo(root []byte) *nfs.FSInfo {
 func (c nfsClient) lookup(dir []byte, name string) ([]byte, nfsv3.Nfsstat3) {
 	c.t.Helper()
 	h, _, err := c.c.Lookup(c.ctx(), dir, name)
-	var ne *nfs.Error
+	var ne *client.Error
 	if errors.As(err, &ne) {
 		return nil, nfsv3.Nfsstat3(ne.Status)
 	}
@@ -74,18 +74,18 @@ func (c nfsClient) lookup(dir []byte, name string) ([]byte, nfsv3.Nfsstat3) {
 // mode and returns its handle.
 func (c nfsClient) create(dir []byte, name string, mode uint32) []byte {
 	c.t.Helper()
-	h, _, err := c.c.Create(c.ctx(), dir, name, nfs.CreateHow{Mode: nfs.Guarded, Attr: &nfs.SetAttr{Mode: &mode}})
+	h, _, err := c.c.Create(c.ctx(), dir, name, client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}})
 	require.NoError(c.t, err, "CREATE %q", name)
 	return h
 }
 
 // write writes data at off, FILE_SYNC, and requires all of it written.
-func (c nfsClient) write(h []byte, off uint64, data []byte) nfs.WriteResult {
+func (c nfsClient) write(h []byte, off uint64, data []byte) client.WriteResult {
 	c.t.Helper()
-	res, err := c.c.Write(c.ctx(), h, off, data, nfs.FileSync)
+	res, err := c.c.Write(c.ctx(), h, off, data, client.FileSync)
 	require.NoError(c.t, err, "WRITE")
 	require.Equal(c.t, len(data), res.Count, "WRITE count")
-	require.Equal(c.t, nfs.FileSync, res.Committed, "WRITE committed")
+	require.Equal(c.t, client.FileSync, res.Committed, "WRITE committed")
 	return res
 }
 

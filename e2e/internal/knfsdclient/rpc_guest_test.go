@@ -25,7 +25,7 @@ const ioGuard = 2 * time.Minute
 
 // rpcClient is a minimal ONC RPC version 2 client (RFC 5531) for the calls
 // the tests send raw, to control their pipelining or to see the
-// transport's *RemoteError (package nfs's client makes every other call).
+// transport's *RemoteError (package nfs/client makes every other call).
 // Calls carry an AUTH_SYS credential for uid 0 (knfsd refuses AUTH_NONE);
 // the call header is encoded by our xdr package, the arguments by whatever
 // io.WriterTo the caller passes.

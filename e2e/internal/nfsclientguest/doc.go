@@ -1,8 +1,8 @@
-// Package nfsclientguest holds the guest-side tests of package nfs's Go
-// NFSv3 client against the Linux kernel's NFS server (knfsd, svcrdma) in
-// the project's Soft-RoCE VM. The package itself is empty: its tests carry
-// the e2eguest build tag and run only inside the VM, started by
-// e2e/nfsclient_test.go through vmtest.RunGuestTests.
+// Package nfsclientguest holds the guest-side tests of the Go NFSv3
+// client (package nfs/client) against the Linux kernel's NFS server
+// (knfsd, svcrdma) in the project's Soft-RoCE VM. The package itself is
+// empty: its tests carry the e2eguest build tag and run only inside the
+// VM, started by e2e/nfsclient_test.go through vmtest.RunGuestTests.
 //
 // The client mounts 10.0.0.1:/export (the tmpfs rxevm-nfsd-start exports)
 // the way the Linux client does with proto=rdma: MNT over TCP at the port

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
 )
@@ -32,15 +32,15 @@ const ioGuard = 3 * time.Minute
 
 // mount mounts knfsd's export with the Go client; tweak adjusts its
 // configuration (the provider is set here).
-func mount(t testing.TB, tweak func(*nfs.MountOptions)) *nfs.Export {
+func mount(t testing.TB, tweak func(*client.MountOptions)) *client.Export {
 	t.Helper()
 	return mountAt(t, exportPath, tweak)
 }
 
 // mountAt mounts the export at path of 10.0.0.1.
-func mountAt(t testing.TB, path string, tweak func(*nfs.MountOptions)) *nfs.Export {
+func mountAt(t testing.TB, path string, tweak func(*client.MountOptions)) *client.Export {
 	t.Helper()
-	opt := nfs.MountOptions{Client: nfs.ClientConfig{
+	opt := client.MountOptions{Client: client.Config{
 		Transport: transport.Config{Provider: &rdmacore.Provider{LocalAddr: clientIP}},
 	}}
 	if tweak != nil {
@@ -49,7 +49,7 @@ func mountAt(t testing.TB, path string, tweak func(*nfs.MountOptions)) *nfs.Expo
 	opt.Client.Transport.Provider = &rdmacore.Provider{LocalAddr: clientIP}
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
-	exp, err := nfs.Mount(ctx, serverIP, path, &opt)
+	exp, err := client.Mount(ctx, serverIP, path, &opt)
 	if err != nil {
 		logKernelTail(t)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -121,30 +121,30 @@ func TestKnfsdProcedures(t *testing.T) {
 	require.NoError(t, c.Null(ctx))
 	dir, da, err := exp.Lookup(ctx, name, true)
 	require.NoError(t, err)
-	require.Equal(t, nfs.TypeDir, da.Type)
+	require.Equal(t, client.TypeDir, da.Type)
 
 	mode := uint32(0o750)
-	sub, _, err := c.Mkdir(ctx, dir, "d", &nfs.SetAttr{Mode: &mode})
+	sub, _, err := c.Mkdir(ctx, dir, "d", &client.SetAttr{Mode: &mode})
 	require.NoError(t, err)
 	fi, err := os.Stat(local + "/d")
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o750)|os.ModeDir, fi.Mode())
 
 	fmode, zero := uint32(0o640), uint64(0)
-	f1, _, err := c.Create(ctx, sub, "unchecked", nfs.CreateHow{Mode: nfs.Unchecked, Attr: &nfs.SetAttr{Mode: &fmode, Size: &zero}})
+	f1, _, err := c.Create(ctx, sub, "unchecked", client.CreateHow{Mode: client.Unchecked, Attr: &client.SetAttr{Mode: &fmode, Size: &zero}})
 	require.NoError(t, err)
-	_, _, err = c.Create(ctx, sub, "guarded", nfs.CreateHow{Mode: nfs.Guarded})
+	_, _, err = c.Create(ctx, sub, "guarded", client.CreateHow{Mode: client.Guarded})
 	require.NoError(t, err)
-	_, _, err = c.Create(ctx, sub, "guarded", nfs.CreateHow{Mode: nfs.Guarded})
+	_, _, err = c.Create(ctx, sub, "guarded", client.CreateHow{Mode: client.Guarded})
 	require.ErrorIs(t, err, fs.ErrExist)
 	verf := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
-	x1, _, err := c.Create(ctx, sub, "exclusive", nfs.CreateHow{Mode: nfs.Exclusive, Verf: verf})
+	x1, _, err := c.Create(ctx, sub, "exclusive", client.CreateHow{Mode: client.Exclusive, Verf: verf})
 	require.NoError(t, err)
 	// The same verifier again is a retransmission: same file, no error.
-	x2, _, err := c.Create(ctx, sub, "exclusive", nfs.CreateHow{Mode: nfs.Exclusive, Verf: verf})
+	x2, _, err := c.Create(ctx, sub, "exclusive", client.CreateHow{Mode: client.Exclusive, Verf: verf})
 	require.NoError(t, err)
 	require.Equal(t, x1, x2)
-	_, _, err = c.Create(ctx, sub, "exclusive", nfs.CreateHow{Mode: nfs.Exclusive, Verf: [8]byte{9}})
+	_, _, err = c.Create(ctx, sub, "exclusive", client.CreateHow{Mode: client.Exclusive, Verf: [8]byte{9}})
 	require.ErrorIs(t, err, fs.ErrExist)
 
 	lf, la, err := c.Lookup(ctx, sub, "unchecked")
@@ -154,15 +154,15 @@ func TestKnfsdProcedures(t *testing.T) {
 	_, _, err = c.Lookup(ctx, sub, "missing")
 	require.ErrorIs(t, err, fs.ErrNotExist)
 
-	granted, err := c.Access(ctx, f1, nfs.AccessRead|nfs.AccessModify|nfs.AccessExecute)
+	granted, err := c.Access(ctx, f1, client.AccessRead|client.AccessModify|client.AccessExecute)
 	require.NoError(t, err)
-	require.Equal(t, uint32(nfs.AccessRead|nfs.AccessModify), granted&(nfs.AccessRead|nfs.AccessModify))
+	require.Equal(t, uint32(client.AccessRead|client.AccessModify), granted&(client.AccessRead|client.AccessModify))
 
 	data := pattern(100000, 7)
-	wr, err := c.Write(ctx, f1, 0, data[:60000], nfs.FileSync)
+	wr, err := c.Write(ctx, f1, 0, data[:60000], client.FileSync)
 	require.NoError(t, err)
-	require.Equal(t, nfs.FileSync, wr.Committed)
-	wr2, err := c.Write(ctx, f1, 60000, data[60000:], nfs.Unstable)
+	require.Equal(t, client.FileSync, wr.Committed)
+	wr2, err := c.Write(ctx, f1, 60000, data[60000:], client.Unstable)
 	require.NoError(t, err)
 	cv, err := c.Commit(ctx, f1, 0, 0)
 	require.NoError(t, err)
@@ -178,17 +178,17 @@ func TestKnfsdProcedures(t *testing.T) {
 
 	newSize := uint64(5000)
 	mtime := time.Unix(1700000000, 0)
-	_, err = c.Setattr(ctx, f1, &nfs.SetAttr{Size: &newSize, Mtime: &mtime}, nil)
+	_, err = c.Setattr(ctx, f1, &client.SetAttr{Size: &newSize, Mtime: &mtime}, nil)
 	require.NoError(t, err)
 	st, err := os.Stat(local + "/d/unchecked")
 	require.NoError(t, err)
 	require.Equal(t, int64(5000), st.Size())
 	require.Equal(t, mtime.Unix(), st.ModTime().Unix())
 	old := time.Unix(1, 0)
-	_, err = c.Setattr(ctx, f1, &nfs.SetAttr{Size: &newSize}, &old)
-	var ne *nfs.Error
+	_, err = c.Setattr(ctx, f1, &client.SetAttr{Size: &newSize}, &old)
+	var ne *client.Error
 	require.ErrorAs(t, err, &ne)
-	require.Equal(t, nfs.StatusNotSync, ne.Status)
+	require.Equal(t, client.StatusNotSync, ne.Status)
 
 	target := string(bytes.Repeat([]byte("t/"), 1500)) + "end" // > 1 KiB: a Read chunk one way, a Write chunk back
 	sl, _, err := c.Symlink(ctx, sub, "link", target, nil)
@@ -235,17 +235,17 @@ func TestKnfsdProcedures(t *testing.T) {
 	pc, err := c.Pathconf(ctx, dir)
 	require.NoError(t, err)
 	require.Equal(t, uint32(255), pc.NameMax)
-	_, err = c.Getattr(ctx, nfs.FH(bytes.Repeat([]byte{1}, 28)))
+	_, err = c.Getattr(ctx, client.FH(bytes.Repeat([]byte{1}, 28)))
 	require.ErrorAs(t, err, &ne)
 	report(t, "FSINFO of knfsd: rtmax %d rtpref %d wtmax %d wtpref %d dtpref %d maxfilesize %d properties %#x",
 		info.RTMax, info.RTPref, info.WTMax, info.WTPref, info.DTPref, info.MaxFileSize, info.Properties)
 
-	mc, err := nfs.DialMount(ctx, serverIP, nil)
+	mc, err := client.DialMount(ctx, serverIP, nil)
 	require.NoError(t, err)
 	defer mc.Close()
 	exports, err := mc.Export(ctx)
 	require.NoError(t, err)
-	require.Contains(t, exports, nfs.ExportEntry{Dir: "/export", Groups: []string{"10.0.0.0/24"}})
+	require.Contains(t, exports, client.ExportEntry{Dir: "/export", Groups: []string{"10.0.0.0/24"}})
 	root, flavors, err := mc.Mnt(ctx, exportPath)
 	require.NoError(t, err)
 	require.Equal(t, exp.Root, root)
@@ -282,7 +282,7 @@ func TestKnfsdInFlight64(t *testing.T) {
 			errs <- err
 		})
 		wg.Go(func() {
-			_, err := c.Write(ctx, wf.Handle(), uint64(i*65536), data[i*65536:(i+1)*65536], nfs.Unstable)
+			_, err := c.Write(ctx, wf.Handle(), uint64(i*65536), data[i*65536:(i+1)*65536], client.Unstable)
 			errs <- err
 		})
 	}
@@ -320,7 +320,7 @@ func TestKnfsdFSTest(t *testing.T) {
 // resends, and both transfers complete intact (the WRITEs whose verifier
 // the restart changed are sent again before Close returns).
 func TestKnfsdTeardown(t *testing.T) {
-	exp := mount(t, func(o *nfs.MountOptions) {
+	exp := mount(t, func(o *client.MountOptions) {
 		o.Client.Transport.Reconnect = transport.ReconnectPolicy{Enabled: true, Retransmit: true,
 			CallTimeout: 10 * time.Second, MaxAttempts: 30}
 		o.Client.WSize, o.Client.RSize = 256<<10, 256<<10
@@ -380,7 +380,7 @@ func TestKnfsdTeardown(t *testing.T) {
 func TestKnfsdInline(t *testing.T) {
 	for _, inline := range []int{1024, 4096, 65536} {
 		t.Run(fmt.Sprint(inline), func(t *testing.T) {
-			exp := mount(t, func(o *nfs.MountOptions) {
+			exp := mount(t, func(o *client.MountOptions) {
 				o.Client.Transport.InlineSend, o.Client.Transport.InlineRecv = inline, inline
 			})
 			checkInline(t, exp, "knfsd", inline, exportPath)
@@ -390,7 +390,7 @@ func TestKnfsdInline(t *testing.T) {
 
 // checkInline makes the calls of TestKnfsdInline on exp, whose server
 // exports root.
-func checkInline(t *testing.T, exp *nfs.Export, server string, offered int, root string) {
+func checkInline(t *testing.T, exp *client.Export, server string, offered int, root string) {
 	ctx := testCtx(t)
 	dir, _ := scratchIn(t, root, fmt.Sprintf("inline%d", offered))
 	c := exp.Client
@@ -422,7 +422,7 @@ func checkInline(t *testing.T, exp *nfs.Export, server string, offered int, root
 		// Every size is at least 1 KiB from each threshold, more than a
 		// WRITE call's or a READ reply's overhead: a chunk is due
 		// exactly when the payload exceeds the threshold.
-		w := delta(func() { _, err = c.Write(ctx, fh, 0, data, nfs.FileSync); require.NoError(t, err) })
+		w := delta(func() { _, err = c.Write(ctx, fh, 0, data, client.FileSync); require.NoError(t, err) })
 		chunk := size > neg.SendInline
 		require.Equal(t, transport.Stats{InlineCalls: 1 - b2i(chunk), ReadChunkCalls: b2i(chunk)}, w,
 			"WRITE of %d bytes, send inline %d", size, neg.SendInline)

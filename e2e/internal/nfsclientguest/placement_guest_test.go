@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
 // TestKnfsdPlacement measures what placing READ data straight into the
@@ -27,7 +27,7 @@ import (
 // end to end here, the copy saved about 0.1 ms).
 func TestKnfsdPlacement(t *testing.T) {
 	direct := mount(t, nil)
-	copying := mount(t, func(o *nfs.MountOptions) { o.Client.Transport.DirectPlacementMin = -1 })
+	copying := mount(t, func(o *client.MountOptions) { o.Client.Transport.DirectPlacementMin = -1 })
 	ctx := testCtx(t)
 	dir, local := scratch(t, "placement")
 	data := pattern(benchSize, 9)
@@ -39,7 +39,7 @@ func TestKnfsdPlacement(t *testing.T) {
 		require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	read := func(exp *nfs.Export) (time.Duration, int) {
+	read := func(exp *client.Export) (time.Duration, int) {
 		fh, _, err := exp.Lookup(ctx, dir+"/f", true)
 		require.NoError(t, err)
 		rsize, _ := exp.Client.IOSize()

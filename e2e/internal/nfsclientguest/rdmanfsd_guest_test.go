@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
 // rdma-nfsd in the guest: ports beside knfsd's, MOUNT at a fixed TCP port
@@ -71,8 +71,8 @@ func startRdmaNfsd(t *testing.T) string {
 }
 
 // mountRdmaNfsd mounts rdma-nfsd's export.
-func mountRdmaNfsd(t *testing.T, tweak func(*nfs.MountOptions)) *nfs.Export {
-	return mountAt(t, "/", func(o *nfs.MountOptions) {
+func mountRdmaNfsd(t *testing.T, tweak func(*client.MountOptions)) *client.Export {
+	return mountAt(t, "/", func(o *client.MountOptions) {
 		o.RDMAPort = rdmaNfsdPort
 		o.MountAddr = fmt.Sprintf("%s:%d", serverIP, rdmaNfsdMount)
 		if tweak != nil {
@@ -82,7 +82,7 @@ func mountRdmaNfsd(t *testing.T, tweak func(*nfs.MountOptions)) *nfs.Export {
 }
 
 // TestRdmaNfsdPutGet puts and gets files of 0 B to 8 MiB through
-// rdma-nfsd (our nfs.Server over rdma-core) and checks them in its
+// rdma-nfsd (our server.Server over rdma-core) and checks them in its
 // exported directory.
 func TestRdmaNfsdPutGet(t *testing.T) {
 	dir := startRdmaNfsd(t)
@@ -117,7 +117,7 @@ func TestRdmaNfsdInline(t *testing.T) {
 	root := startRdmaNfsd(t)
 	for _, inline := range []int{1024, 4096, 65536} {
 		t.Run(fmt.Sprint(inline), func(t *testing.T) {
-			exp := mountRdmaNfsd(t, func(o *nfs.MountOptions) {
+			exp := mountRdmaNfsd(t, func(o *client.MountOptions) {
 				o.Client.Transport.InlineSend, o.Client.Transport.InlineRecv = inline, inline
 			})
 			require.Equal(t, inline, exp.Client.Conn().Stats().Negotiated.SendInline)

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs/internal/creds"
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Squash says which callers lose their identity (exports(5)'s
+// root_squash, no_root_squash and all_squash; Config.Squash).
+type Squash = creds.Squash
+
+// Squash rules.
+const (
+	// RootSquash, the default, runs root's calls as the anonymous user.
+	RootSquash = creds.RootSquash
+	// NoRootSquash runs every call as its caller, root's included.
+	NoRootSquash = creds.NoRootSquash
+	// AllSquash runs every call as the anonymous user.
+	AllSquash = creds.AllSquash
+)
+
+// ParseSquash parses "root_squash", "no_root_squash" or "all_squash".
+func ParseSquash(s string) (Squash, error) { return creds.ParseSquash(s) }
+
+// call is one NFS or MOUNT call being executed: its XID and the identity
+// its file system operations run with.
+type call struct {
+	xid  uint32
+	cred creds.Cred
+}
+
+// callerOf returns the identity a call runs with (RFC 1813 §4.4): its
+// AUTH_SYS credential mapped by the server's squash rules, or the
+// anonymous identity for AUTH_NONE. Any other flavor, or an AUTH_SYS
+// body that does not decode, is refused with the auth_stat to answer
+// (RFC 5531 §9: AUTH_BADCRED, as knfsd answers an unknown flavor).
+func (s *Server) callerOf(h *xdr.CallHeader) (creds.Cred, xdr.AuthStat, bool) {
+	switch h.Cred.Flavor {
+	case xdr.FlavorNone:
+		return s.policy.Anonymous(), 0, true
+	case xdr.FlavorSys:
+		var gids [xdr.MaxAuthSysGIDs]uint32
+		a := xdr.AuthSys{GIDs: gids[:0]}
+		if err := a.Unmarshal(h.Cred.Body); err != nil {
+			return creds.Cred{}, xdr.AuthBadCred, false
+		}
+		return s.policy.Map(creds.NewCred(a.UID, a.GID, a.GIDs)), 0, true
+	}
+	return creds.Cred{}, xdr.AuthBadCred, false
+}
+
+// as runs f with the caller's identity (on a thread of the identity
+// switcher's: f makes file system calls only) and returns f's error. If
+// the kernel did not apply the identity, f does not run and the error is
+// EPERM (NFS3ERR_PERM).
+func (s *Server) as(c *call, f func() error) error {
+	var ferr error
+	if err := s.ids.Run(c.cred, func() { ferr = f() }); err != nil {
+		s.log.Warn("nfs: the caller's identity was not applied; call refused", "cred", c.cred, "err", err)
+		return syscall.EPERM
+	}
+	return ferr
+}
+
+// statusOf maps an error of the server's file system operations to an
+// nfsstat3 (RFC 1813 §2.6): a system call's errno as knfsd's nfserrno
+// does, a handle the server cannot resolve as NFS3ERR_STALE (a malformed
+// one NFS3ERR_BADHANDLE), anything else NFS3ERR_IO.
+func statusOf(err error) nfs3.Status {
+	var errno syscall.Errno
+	var st nfs3.Status
+	switch {
+	case err == nil:
+		return nfs3.OK
+	case errors.As(err, &st):
+		return st
+	case errors.Is(err, ErrBadHandle):
+		return nfs3.ErrBadHandle
+	case errors.Is(err, ErrStaleHandle), errors.Is(err, ErrForeignHandle):
+		return nfs3.ErrStale
+	case errors.As(err, &errno):
+		return nfs3.StatusFromErrno(errno)
+	}
+	return nfs3.ErrIO
+}

@@ -1,0 +1,23 @@
+package server
+
+import "github.com/go-rpcrdma/rpcrdma/xdr"
+
+// OpenFiles returns the number of descriptors h's open-file cache holds.
+func OpenFiles(h *DirHandler) int { return h.files.len() }
+
+// SyncWriteFunc is the signature of the write stable WRITEs use
+// (pwritev2 with RWF_SYNC).
+type SyncWriteFunc = func(fd int, b []byte, off int64) (int, error)
+
+// WrapSyncWrite replaces the write stable WRITEs use by wrap(the current
+// one) and returns what restores it (and forgets a kernel's refusal).
+func WrapSyncWrite(wrap func(SyncWriteFunc) SyncWriteFunc) (restore func()) {
+	old := pwriteSync
+	pwriteSync = wrap(old)
+	return func() { pwriteSync = old; noSyncWrite.Store(false) }
+}
+
+// SetExecuteHook makes hook run as each natively executed procedure
+// starts, after its duplicate request cache entry is made; nil removes
+// it.
+func SetExecuteHook(hook func(h *xdr.CallHeader)) { executeHook = hook }

@@ -1,0 +1,420 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/internal/creds"
+	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Network names of a Server's connections, as Config.OnConn and
+// OnCall receive them.
+const (
+	NetRDMA = "rdma"
+	NetTCP  = "tcp"
+)
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("nfs: Server closed")
+
+// Config configures a Server. Handler and Transport.Provider are
+// required.
+type Config struct {
+	// Handler is the export: a directory (DirFS) with its file handles
+	// (NewDirHandler).
+	Handler *DirHandler
+
+	// Transport configures the RPC-over-RDMA listener; Transport.Provider
+	// is required.
+	//
+	// A nil Transport.Binding means nfs.Binding{}, the NFSv3 binding of RFC
+	// 8267 (READ and WRITE data, READLINK and SYMLINK paths by direct
+	// placement). A nil Transport.CallBuffers means the server's own
+	// pool of large buffers (the one READ replies are built in): a large
+	// WRITE's data is pulled by RDMA Read straight into the buffer the
+	// WRITE is executed from.
+	Transport transport.Config
+
+	// RDMAAddr is the address of the RPC-over-RDMA listener; "" means
+	// ":20049" (nfs.DefaultRDMAPort). TCPAddr is the address of the TCP
+	// listener that serves MOUNT (and NFS if NFSOverTCP); "" means ":0",
+	// a port of the system's choosing, registered with rpcbind.
+	RDMAAddr, TCPAddr string
+	// NFSOverTCP serves NFS version 3 on the TCP listener too (for
+	// comparison with RDMA); otherwise NFS calls over TCP get
+	// PROG_UNAVAIL.
+	NFSOverTCP bool
+
+	// Rpcbind configures registration with rpcbind.
+	Rpcbind RpcbindConfig
+
+	// DRCSize bounds the duplicate request cache (entries; 0 means
+	// DefaultDRCSize) and DRCMaxAge the age of its replies (0 means
+	// DefaultDRCMaxAge).
+	DRCSize   int
+	DRCMaxAge time.Duration
+
+	// ConcurrentCalls bounds the calls of one connection that execute at
+	// once (0 means DefaultConcurrentCalls; 1 executes them one after
+	// the other, in order). A call waiting on the disk (a COMMIT's fsync,
+	// a READ that misses the page cache) then holds up only itself, as in
+	// knfsd's pool of threads.
+	ConcurrentCalls int
+
+	// Logger receives the server's events; nil discards them. It is also
+	// Transport.Logger when that is nil.
+	Logger *slog.Logger
+
+	// OnConn, if not nil, is called with every connection accepted, before
+	// its first call is read: network is NetRDMA (c is then a
+	// *transport.Conn) or NetTCP.
+	OnConn func(network string, c net.Conn)
+	// OnCall, if not nil, is called with the header of every call
+	// received, before it is answered; it must not keep h. Calls execute
+	// concurrently (ConcurrentCalls), so OnCall may be called from several
+	// goroutines at once.
+	OnCall func(network string, h *xdr.CallHeader)
+
+	// Squash says which callers' identities are replaced by the
+	// anonymous one (exports(5)); the zero value is RootSquash. Every
+	// file system operation of a call runs with the caller's identity so
+	// mapped (its AUTH_SYS uid, gid and groups; the anonymous identity
+	// for AUTH_NONE), so that the kernel's permission checks decide, as
+	// with knfsd. This needs a process that may switch identities (root,
+	// or CAP_SETUID and CAP_SETGID); otherwise New logs a warning
+	// and every call runs as the process itself (IdentitySwitching).
+	Squash Squash
+	// AnonUID and AnonGID are the anonymous identity; 0 means 65534
+	// (nobody).
+	AnonUID, AnonGID uint32
+
+	// Exports are the paths MOUNT's EXPORT procedure lists (RFC 1813
+	// §5.2.5; what showmount -e prints), each open to every client
+	// (no groups); nil means "/". MNT gives the export's root for any
+	// path, so these are what to advertise, not a check.
+	Exports []string
+}
+
+// Server serves the export of a DirHandler with NFS version 3 (RFC 1813)
+// over RPC-over-RDMA version 1 (RFC 8166, with the NFSv3 upper-layer
+// binding of RFC 8267) and MOUNT version 3 (RFC 1813 §5) over TCP, as the
+// Linux kernel client expects of knfsd: it mounts with
+//
+//	mount -t nfs -o vers=3,proto=rdma,port=20049 server:/export /mnt
+//
+// and sends MNT over TCP (never over RDMA) to the port rpcbind gives, or to
+// mountport=.
+//
+// The Server executes every procedure of both programs itself, on the
+// exported directory: NFSv3 NULL to COMMIT (RFC 1813 §3.3.0 to §3.3.21)
+// and MOUNT NULL to EXPORT (§5.2.0 to §5.2.5). Every other program (the
+// Linux client's NFSACL side program, NLM) gets PROG_UNAVAIL, another
+// version of NFS or MOUNT PROG_MISMATCH, a procedure past the last
+// PROC_UNAVAIL, and arguments that do not decode GARBAGE_ARGS (RFC 5531
+// §9). NFS over TCP is served only with Config.NFSOverTCP.
+//
+// Identities (RFC 1813 §4.4): an NFS call runs as its caller, the uid, gid
+// and groups of its AUTH_SYS credential mapped by Config.Squash, or
+// the anonymous identity for AUTH_NONE; a call other than NULL with any
+// other flavor is refused with AUTH_BADCRED (RFC 5531 §9). The kernel's permission checks decide what
+// a caller may do, as with knfsd: SETATTR, ACCESS, READLINK, CREATE,
+// MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME and LINK make their system
+// calls as the caller; READ, WRITE, COMMIT, LOOKUP, READDIR and
+// READDIRPLUS have the access they need checked as the caller (the file's
+// owner passing for its own READ, WRITE and COMMIT, execute permission
+// sufficing for a READ) and then run as the server. GETATTR, FSSTAT,
+// FSINFO and PATHCONF need no permission. IdentitySwitching reports
+// whether the process may switch identities.
+//
+// Attributes (RFC 1813 §2.6): every fattr3 of every reply is one stat(2)
+// of the file, with its atime, mtime and ctime and the space its blocks
+// take; the pre-operation attributes of wcc_data are the file's just
+// before the operation, so that a client can tell its own change from
+// another's.
+//
+// WRITE (RFC 1813 §3.3.7) makes DATA_SYNC and FILE_SYNC data durable
+// before it replies FILE_SYNC, and replies UNSTABLE to UNSTABLE; COMMIT
+// (§3.3.21) makes the file durable. Both carry WriteVerifier, new at
+// every New, so that a client resends what a restart lost.
+//
+// Retransmissions of the non-idempotent procedures get the reply of the
+// original from a duplicate request cache (RFC 1813 §4.10), on whichever
+// connection they arrive, including while the original is still
+// executing; the calls of one connection execute concurrently
+// (Config.ConcurrentCalls).
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	dh     *DirHandler
+	ids    *creds.Switcher
+	policy creds.Policy
+	umask  uint32 // the process's, which creating calls undo
+	mounts mountList
+	verf   [8]byte
+	drc    *drc
+	maxMsg int
+
+	rdma *transport.Listener
+	tcp  net.Listener
+	rpcb *rpcbindState
+
+	wg        sync.WaitGroup
+	done      chan struct{}
+	closeOnce sync.Once
+	// registered is closed once Serve registered with rpcbind (rpcb).
+	registered chan struct{}
+
+	mu       sync.Mutex
+	serving  bool
+	closed   bool
+	sessions map[*session]struct{}
+}
+
+// New listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
+// Errors are *net.OpError for the listeners, as net.Listen's.
+func New(cfg Config) (*Server, error) {
+	if cfg.Handler == nil {
+		return nil, errors.New("nfs: Config.Handler is nil")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.RDMAAddr == "" {
+		cfg.RDMAAddr = fmt.Sprintf(":%d", nfs.DefaultRDMAPort)
+	}
+	if cfg.TCPAddr == "" {
+		cfg.TCPAddr = ":0"
+	}
+	tcfg := cfg.Transport
+	if tcfg.Binding == nil {
+		tcfg.Binding = nfs.Binding{}
+	}
+	if tcfg.Logger == nil {
+		tcfg.Logger = cfg.Logger
+	}
+	if tcfg.CallBuffers == nil {
+		tcfg.CallBuffers = callBuffers{}
+	}
+	maxMsg := tcfg.MaxRPCSize
+	if maxMsg <= 0 {
+		maxMsg = transport.DefaultMaxRPCSize
+	}
+	rl, err := transport.Listen(cfg.RDMAAddr, &tcfg)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := net.Listen("tcp", cfg.TCPAddr)
+	if err != nil {
+		_ = rl.Close()
+		return nil, err
+	}
+	ids := creds.NewSwitcher()
+	if !ids.Enabled() {
+		self := ids.Self()
+		log.Warn(fmt.Sprintf("nfs: cannot run calls as their callers (needs root, or CAP_SETUID and CAP_SETGID): every call runs as uid %d gid %d", self.UID, self.GID),
+			"reason", ids.Reason())
+	}
+	umask := unix.Umask(0)
+	unix.Umask(umask)
+	s := &Server{
+		cfg: cfg, log: log, dh: cfg.Handler, verf: newWriteVerifier(),
+		ids: ids, policy: creds.Policy{Squash: cfg.Squash, AnonUID: cfg.AnonUID, AnonGID: cfg.AnonGID},
+		umask: uint32(umask),
+		drc:   newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
+		rdma: rl, tcp: tl,
+		done: make(chan struct{}), registered: make(chan struct{}),
+		sessions: map[*session]struct{}{},
+	}
+	return s, nil
+}
+
+// RDMAAddr returns the address of the RPC-over-RDMA listener.
+func (s *Server) RDMAAddr() net.Addr { return s.rdma.Addr() }
+
+// TCPAddr returns the address of the TCP listener (MOUNT, and NFS if
+// Config.NFSOverTCP).
+func (s *Server) TCPAddr() net.Addr { return s.tcp.Addr() }
+
+// Addrs returns the RDMA and the TCP listeners' addresses.
+func (s *Server) Addrs() (rdma, tcp net.Addr) { return s.rdma.Addr(), s.tcp.Addr() }
+
+// WriteVerifier returns the write verifier of WRITE and COMMIT replies
+// (RFC 1813 §3.3.7): new at every New.
+func (s *Server) WriteVerifier() [8]byte { return s.verf }
+
+// IdentitySwitching reports whether calls run as their callers; when
+// not, every call runs as the process itself, and the error says why.
+func (s *Server) IdentitySwitching() (bool, error) { return s.ids.Enabled(), s.ids.Reason() }
+
+// ListenerStats returns the RDMA listener's counters: handshakes,
+// connections, rejects (transport.ListenerStats).
+func (s *Server) ListenerStats() transport.ListenerStats { return s.rdma.Stats() }
+
+// DRCStats returns the counters of the duplicate request cache.
+func (s *Server) DRCStats() DRCStats { return s.drc.stats() }
+
+// Serve registers with rpcbind (see RpcbindConfig) and serves until ctx
+// is done or Close is called; it then closes the Server. It returns
+// ErrClosed after Close, ctx's error when ctx ended it, and fails at
+// once if called twice.
+func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if s.serving {
+		s.mu.Unlock()
+		return errors.New("nfs: Serve called twice")
+	}
+	s.serving = true
+	s.wg.Add(2)
+	s.mu.Unlock()
+
+	go func() {
+		defer s.wg.Done()
+		s.acceptRDMA()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.acceptTCP()
+	}()
+	s.log.Info("nfs: serving", "rdma", s.rdma.Addr(), "tcp", s.tcp.Addr(), "nfs_over_tcp", s.cfg.NFSOverTCP)
+	rpcb := s.registerRpcbind()
+	s.mu.Lock()
+	s.rpcb = rpcb
+	s.mu.Unlock()
+	close(s.registered)
+	select {
+	case <-ctx.Done():
+		_ = s.Close()
+		return ctx.Err()
+	case <-s.done:
+		return ErrClosed
+	}
+}
+
+func (s *Server) acceptRDMA() {
+	for {
+		c, err := s.rdma.AcceptRDMA()
+		if err != nil {
+			s.acceptFailed(NetRDMA, err)
+			return
+		}
+		s.startSession(NetRDMA, c, c)
+	}
+}
+
+func (s *Server) acceptTCP() {
+	for {
+		c, err := s.tcp.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			s.acceptFailed(NetTCP, err)
+			return
+		}
+		s.startSession(NetTCP, &recordConn{Conn: c, max: s.maxMsg}, c)
+	}
+}
+
+func (s *Server) acceptFailed(network string, err error) {
+	select {
+	case <-s.done:
+	default:
+		s.log.Error("nfs: accept failed; listener stopped", "network", network, "err", err)
+	}
+}
+
+// startSession serves the calls of the connection c (nc as OnConn gets
+// it).
+func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
+	if s.cfg.OnConn != nil {
+		s.cfg.OnConn(network, nc)
+	}
+	ss := &session{s: s, network: network, c: c, client: clientHost(c.RemoteAddr()),
+		done: make(chan struct{}), concurrent: s.concurrentCalls(), workers: 1}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	s.sessions[ss] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		ss.readCalls()
+	}()
+}
+
+// DefaultConcurrentCalls is Config.ConcurrentCalls's default.
+const DefaultConcurrentCalls = 16
+
+// maxConcurrentCalls caps Config.ConcurrentCalls.
+const maxConcurrentCalls = 1024
+
+func (s *Server) concurrentCalls() int {
+	switch n := s.cfg.ConcurrentCalls; {
+	case n <= 0:
+		return DefaultConcurrentCalls
+	case n > maxConcurrentCalls:
+		return maxConcurrentCalls
+	default:
+		return n
+	}
+}
+
+func (s *Server) removeSession(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	s.mu.Unlock()
+}
+
+// Close stops the listeners, unregisters from rpcbind, closes every
+// connection and waits for everything the Server started to end.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		serving := s.serving
+		sessions := make([]*session, 0, len(s.sessions))
+		for ss := range s.sessions {
+			sessions = append(sessions, ss)
+		}
+		s.mu.Unlock()
+		close(s.done)
+		errR := s.rdma.Close()
+		errT := s.tcp.Close()
+		if errors.Is(errT, net.ErrClosed) {
+			errT = nil
+		}
+		for _, ss := range sessions {
+			ss.close()
+		}
+		if serving {
+			<-s.registered // bounded by RpcbindConfig.Timeout
+			s.unregisterRpcbind(s.rpcb)
+		}
+		s.wg.Wait()
+		err = errors.Join(errR, errT)
+	})
+	return err
+}
