@@ -21,3 +21,7 @@ func WrapSyncWrite(wrap func(SyncWriteFunc) SyncWriteFunc) (restore func()) {
 // starts, after its duplicate request cache entry is made; nil removes
 // it.
 func SetExecuteHook(hook func(h *xdr.CallHeader)) { executeHook = hook }
+
+// IdentityHandOffs returns how many calls' file system work s handed to
+// an identity thread.
+func IdentityHandOffs(s *Server) uint64 { return s.ids.HandOffs() }

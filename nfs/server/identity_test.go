@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"os"
@@ -651,4 +652,68 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// aclAccess is a system.posix_acl_access value (the kernel's
+// posix_acl_xattr format, version 2): the owner rw-, a named user's perm,
+// the owning group r--, the mask, the others' perm. Setting it sets the
+// file's mode bits too (the group's from the mask).
+func aclAccess(uid, perm, mask, other uint16) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range [][3]uint32{{0x01, 6, 0xffffffff}, {0x02, uint32(perm), uint32(uid)}, {0x04, 4, 0xffffffff}, {0x10, uint32(mask), 0xffffffff}, {0x20, uint32(other), 0xffffffff}} {
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[0]))
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[1]))
+		b = binary.LittleEndian.AppendUint32(b, e[2])
+	}
+	return b
+}
+
+// TestIdentityModeAndACL: a READ, WRITE or LOOKUP that a file's mode
+// bits grant its caller is granted without handing the call to an
+// identity thread, by the kernel's rules (the first class that applies
+// decides: a group member the group bits refuse is refused, whatever the
+// others' bits); what the mode bits refuse, and any file with an access
+// ACL, the kernel decides as the caller (an ACL entry refusing a user
+// what the others' bits grant, one granting what the mode bits refuse).
+func TestIdentityModeAndACL(t *testing.T) {
+	requireIDSwitching(t)
+	e := newRig(t, server.Config{})
+	e.mkdirAs("d", 0o755, 0, 0)
+	e.fileAs("d/world", "w", 0o644, 4321, 4321)     // others r: granted
+	e.fileAs("d/writable", "w", 0o666, 4321, 4321)  // others rw: granted
+	e.fileAs("d/private", "p", 0o600, 4321, 4321)   // refused
+	e.fileAs("d/grouped", "g", 0o604, 4321, 1000)   // credUser's group ---: refused
+	e.fileAs("d/exec", "x", 0o711, 4321, 4321)      // read as execute: granted
+	e.fileAs("d/acl-deny", "a", 0o644, 4321, 4321)  // user:1234:--- refuses
+	e.fileAs("d/acl-grant", "a", 0o600, 4321, 4321) // user:1234:r-- grants
+	if err := unix.Setxattr(e.path("d/acl-deny"), "system.posix_acl_access", aclAccess(1234, 0, 4, 4), 0); err != nil {
+		t.Fatalf("setting an ACL on the test's file system: %v", err)
+	}
+	if err := unix.Setxattr(e.path("d/acl-grant"), "system.posix_acl_access", aclAccess(1234, 4, 4, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	d := e.fh("d")
+	fh := map[string][]byte{}
+	for _, n := range []string{"world", "writable", "private", "grouped", "exec", "acl-deny", "acl-grant"} {
+		fh[n] = e.fh("d/" + n)
+	}
+
+	before := server.IdentityHandOffs(e.srv)
+	require.Equal(t, nfs3.OK, e.read(credUser, fh["world"]).Status, "READ of a 0644 file")
+	require.Equal(t, nfs3.OK, e.read(credUser, fh["exec"]).Status, "READ of a 0711 file (read as execute)")
+	require.Equal(t, nfs3.OK, e.write(credUser, fh["writable"], 0, "x").Status, "WRITE to a 0666 file")
+	require.Equal(t, nfs3.OK, e.lookup(credUser, d, "world").Status, "LOOKUP in a 0755 directory")
+	require.Equal(t, before, server.IdentityHandOffs(e.srv), "calls the mode bits grant were handed to an identity thread")
+
+	require.Equal(t, nfs3.ErrAcces, e.read(credUser, fh["private"]).Status, "READ of another's 0600 file")
+	require.Equal(t, nfs3.ErrAcces, e.write(credUser, fh["world"], 0, "x").Status, "WRITE to a 0644 file")
+	require.Equal(t, nfs3.ErrAcces, e.read(credUser, fh["grouped"]).Status, "READ of a 0604 file by a member of its group")
+	require.Equal(t, nfs3.OK, e.read(credOther, fh["grouped"]).Status, "READ of a 0604 file by another")
+	require.Equal(t, nfs3.ErrAcces, e.read(credUser, fh["acl-deny"]).Status, "READ refused by an ACL entry")
+	require.Equal(t, nfs3.OK, e.read(credOther, fh["acl-deny"]).Status, "READ of the same file by another user")
+	res := e.read(credUser, fh["acl-grant"])
+	require.Equal(t, nfs3.OK, res.Status, "READ granted by an ACL entry")
+	require.Equal(t, "a", string(res.Data))
+	require.Equal(t, nfs3.ErrAcces, e.read(credOther, fh["acl-grant"]).Status, "READ of the same file by another user")
+	require.Greater(t, server.IdentityHandOffs(e.srv), before, "refusals and ACLs are the kernel's to decide, as the caller")
 }

@@ -1,6 +1,15 @@
 package server_test
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
+	"github.com/go-rpcrdma/rpcrdma/nfs/server"
+)
 
 // BenchmarkServerNull and BenchmarkServerGetattr: the round trip of a
 // call the dispatch layer answers without go-nfs, through the client,
@@ -26,5 +35,56 @@ func BenchmarkServerGetattr(b *testing.B) {
 		if _, err := c.Getattr(ctx, root); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkServerIdentity is GETATTR and a 4 KiB READ through the client
+// as three callers: root kept (no_root_squash, the server's own identity:
+// the call runs in place), a user (uid and gid 1234: the call's file
+// system work runs on an identity worker thread, see nfs/internal/creds),
+// and root squashed (root_squash: anonymous, on a worker too). The ratios
+// of user and squashed over root are what identity switching costs a
+// call end to end. Without the privilege to switch, every caller runs in
+// place and the three are alike.
+func BenchmarkServerIdentity(b *testing.B) {
+	for _, who := range []struct {
+		name   string
+		squash server.Squash
+		auth   client.Auth
+	}{
+		{"root", server.NoRootSquash, client.Auth{UID: 0, GID: 0}},
+		{"user", server.RootSquash, client.Auth{UID: 1234, GID: 1234, GIDs: []uint32{1234}}},
+		{"squashed-root", server.RootSquash, client.Auth{UID: 0, GID: 0}},
+	} {
+		b.Run(who.name, func(b *testing.B) {
+			env := startClientEnv(b, func(sc *server.Config, mo *client.MountOptions) {
+				// AnonUID set: startServer keeps root_squash only then.
+				sc.Squash, sc.AnonUID, sc.AnonGID = who.squash, 65534, 65534
+				mo.Client.Auth = &who.auth
+			})
+			// A file every caller may read.
+			name := filepath.Join(env.dir, "f")
+			require.NoError(b, os.WriteFile(name, pattern(4096, 1), 0o644))
+			c, ctx := env.exp.Client, b.Context()
+			fh, _, err := c.Lookup(ctx, env.exp.Root, "f")
+			require.NoError(b, err)
+			buf := make([]byte, 4096)
+			b.Run("getattr", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.Getattr(ctx, fh); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("read-4KiB", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := c.Read(ctx, fh, 0, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
 }

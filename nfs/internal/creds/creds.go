@@ -67,6 +67,20 @@ func (c Cred) String() string {
 // Equal reports whether c and d are the same identity.
 func (c Cred) Equal(d Cred) bool { return c == d }
 
+// InGroup reports whether gid is c's group or one of its supplementary
+// groups (the kernel's in_group_p).
+func (c *Cred) InGroup(gid uint32) bool {
+	if c.GID == gid {
+		return true
+	}
+	for _, g := range c.Groups() {
+		if g == gid {
+			return true
+		}
+	}
+	return false
+}
+
 // Squash says which callers lose their identity (exports(5)).
 type Squash uint8
 
@@ -177,8 +191,9 @@ type Switcher struct {
 	enabled bool  // identities can be switched
 	why     error // why not, when !enabled
 
-	jobs chan *job
-	idle atomic.Int32 // workers waiting for a job
+	jobs     chan *job
+	idle     atomic.Int32  // workers waiting for a job
+	handOffs atomic.Uint64 // functions Run gave a worker
 
 	mu      sync.Mutex
 	workers int // running
@@ -238,6 +253,9 @@ func current() Cred {
 // Enabled reports whether Run switches identities.
 func (s *Switcher) Enabled() bool { return s.enabled }
 
+// HandOffs returns how many functions Run has handed to a worker.
+func (s *Switcher) HandOffs() uint64 { return s.handOffs.Load() }
+
 // Reason is why Run cannot switch identities (nil when it can).
 func (s *Switcher) Reason() error { return s.why }
 
@@ -265,6 +283,7 @@ func (s *Switcher) Run(c Cred, f func()) error {
 		}
 		s.mu.Unlock()
 	}
+	s.handOffs.Add(1)
 	j := jobs.Get().(*job)
 	j.c, j.f = c, f
 	s.jobs <- j
