@@ -10,6 +10,19 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
+// openQueried opens the object whose attributes FSSTAT, FSINFO and
+// PATHCONF return with their answer (RFC 1813 §3.3.18-20), setting attr;
+// if fh does not open, it sets status and returns nil.
+func (s *Server) openQueried(fh []byte, status *nfs3.Status, attr *nfs3.PostOpAttr) *object {
+	o, err := s.dh.openObject(fh)
+	if err != nil {
+		*status = statusOf(err)
+		return nil
+	}
+	*attr = o.attr()
+	return o
+}
+
 // fsstat executes an NFSv3 FSSTAT (RFC 1813 §3.3.18) from statfs(2) of
 // the export's file system; abytes and afiles are what an unprivileged
 // user may still take.
@@ -19,13 +32,11 @@ func (s *Server) fsstat(_ *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	res := nfs3.FsstatRes{}
-	o, err := s.dh.openObject(a.FSRoot)
-	if err != nil {
-		res.Status = statusOf(err)
+	o := s.openQueried(a.FSRoot, &res.Status, &res.ObjAttr)
+	if o == nil {
 		return res.Append(b), true
 	}
 	defer o.close()
-	res.ObjAttr = o.attr()
 	var sfs unix.Statfs_t
 	if err := unix.Fstatfs(o.fd, &sfs); err != nil {
 		res.Status = statusOf(err)
@@ -48,13 +59,11 @@ func (s *Server) fsinfo(_ *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	res := nfs3.FsinfoRes{}
-	o, err := s.dh.openObject(a.FSRoot)
-	if err != nil {
-		res.Status = statusOf(err)
+	o := s.openQueried(a.FSRoot, &res.Status, &res.ObjAttr)
+	if o == nil {
 		return res.Append(b), true
 	}
 	defer o.close()
-	res.ObjAttr = o.attr()
 	io := s.maxIO()
 	res.Rtmax, res.Rtpref, res.Rtmult = io, io, 4096
 	res.Wtmax, res.Wtpref, res.Wtmult = io, io, 4096
@@ -82,13 +91,11 @@ func (s *Server) pathconf(_ *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	res := nfs3.PathconfRes{}
-	o, err := s.dh.openObject(a.Object)
-	if err != nil {
-		res.Status = statusOf(err)
+	o := s.openQueried(a.Object, &res.Status, &res.ObjAttr)
+	if o == nil {
 		return res.Append(b), true
 	}
 	defer o.close()
-	res.ObjAttr = o.attr()
 	res.Linkmax, res.NameMax = 255, nfs3.NameMax
 	res.NoTrunc, res.ChownRestricted, res.CasePreserving = true, true, true
 	return res.Append(b), true

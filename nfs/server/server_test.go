@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
+	"github.com/go-rpcrdma/rpcrdma/nfs/internal/nfstest"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
@@ -47,26 +48,7 @@ func newTestDir(t *testing.T) *server.DirHandler {
 // with the rpcbind registration off unless cfg says otherwise.
 func startServer(t testing.TB, cfg server.Config) *server.Server {
 	t.Helper()
-	cfg.Transport.Provider = &soft.Provider{}
-	cfg.RDMAAddr = "127.0.0.1:0"
-	if cfg.Squash == server.RootSquash && cfg.AnonUID == 0 {
-		cfg.Squash = server.NoRootSquash // the tests run as root; squashing tests set AnonUID
-	}
-	if cfg.TCPAddr == "" {
-		cfg.TCPAddr = "127.0.0.1:0"
-	}
-	if cfg.Rpcbind == (server.RpcbindConfig{}) {
-		cfg.Rpcbind.Disable = true
-	}
-	srv, err := server.New(cfg)
-	require.NoError(t, err)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(context.Background()) }()
-	t.Cleanup(func() {
-		require.NoError(t, srv.Close())
-		require.ErrorIs(t, <-served, server.ErrClosed)
-	})
-	return srv
+	return nfstest.Serve(t, cfg)
 }
 
 // msgConn carries whole RPC messages: a requester *transport.Conn, or
