@@ -151,6 +151,16 @@ type Config struct {
 	// with a fresh RFC 8797 exchange, instead of failing the Conn.
 	Reconnect ReconnectPolicy
 
+	// SlowReply is how long a responder's call may wait, from its
+	// arrival to its reply's posting, before the connection counts it
+	// in Stats.SlowReplies and logs it (at Warn, at most one line a
+	// second a connection): a server that sits on a call longer than its
+	// client's timeout makes the client reconnect. A call still
+	// unanswered when its connection closes is counted in
+	// Stats.Unanswered and logged with its age. 0 means
+	// DefaultSlowReply; negative counts and logs no slow reply.
+	SlowReply time.Duration
+
 	// Listener limits (Listen; a requester ignores them). See Listener.
 
 	// AcceptBacklog bounds, as listen(2)'s backlog does, the connections
@@ -171,6 +181,11 @@ type Config struct {
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 }
+
+// DefaultSlowReply is Config.SlowReply's default: a second, well under
+// the Linux client's shortest usual RPC timeout over RDMA (timeo=50, 5 s)
+// and far above what a call takes on a server that keeps up.
+const DefaultSlowReply = time.Second
 
 // Defaults of a Listener's limits.
 const (
@@ -326,6 +341,9 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	}
 	if cfg.DirectPlacementCache == 0 {
 		cfg.DirectPlacementCache = DefaultDirectPlacementCache
+	}
+	if cfg.SlowReply == 0 {
+		cfg.SlowReply = DefaultSlowReply
 	}
 	if cfg.PostAsyncMin == 0 {
 		cfg.PostAsyncMin = DefaultPostAsyncMin

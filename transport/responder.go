@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
@@ -37,6 +38,10 @@ type responder struct {
 	// retryFn and wakeFn are what the listener's budgets call once they
 	// have room again (made once: a method value allocates).
 	retryFn, wakeFn func()
+	// warned is when warnLocked last logged; ended is set once the calls
+	// left unanswered at the connection's end were counted.
+	warned time.Time
+	ended  bool
 }
 
 // Responder call states.
@@ -52,6 +57,7 @@ const (
 // completed.
 type svcCall struct {
 	state     int
+	arrived   time.Time     // when its Receive completed (Config.SlowReply)
 	hdr       chunks.Header // the call's transport header: the chunks offered
 	xid       uint32
 	requested uint32 // the call's rdma_credit
@@ -170,6 +176,7 @@ func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *ver
 	}
 	slot := s.free[len(s.free)-1]
 	call := &s.calls[slot]
+	call.arrived = time.Now()
 	n, err := call.hdr.ParseCall(data, &c.cfg.Limits)
 	if err == nil && replyWRs(&call.hdr) > ep.sqCap/2 {
 		err = errReplySegments
@@ -356,8 +363,10 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 	}
 	if err != nil {
 		// Not a call the RPC server can answer: nothing will reply to it.
-		c.cfg.Logger.Debug("rpcrdma: dropping call", "xid", call.xid, "err", err)
 		c.stats.dropped.Add(1)
+		s.warnLocked("rpcrdma: dropping a call the RPC server cannot answer", "xid", call.xid, "err", err,
+			"dropped", c.stats.dropped.Load())
+		s.checkAgeLocked(call, "dropped")
 		_ = s.credits.Drop()
 		if call.inPlace {
 			call.inPlace, call.view = false, msgView{}
@@ -535,6 +544,7 @@ func (s *responder) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
 // memory (WriteMsgDirect) run once ep's connection is closed.
 func (s *responder) releaseAllMemLocked(ep *endpoint) {
 	c := s.c
+	s.endLocked()
 	s.materializeLocked()
 	for i := range s.calls {
 		call := &s.calls[i]
@@ -867,7 +877,65 @@ func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg
 func (s *responder) finishReplyLocked(ep *endpoint, slot, sb int) {
 	ep.post()
 	ep.sendPosted(sb)
+	s.checkAgeLocked(&s.calls[slot], "replied")
 	s.calls[slot].state = svcReplying
+}
+
+// checkAgeLocked counts and logs call if it waited longer than
+// Config.SlowReply from its arrival; what is what became of it.
+func (s *responder) checkAgeLocked(call *svcCall, what string) {
+	c := s.c
+	if c.cfg.SlowReply < 0 {
+		return
+	}
+	age := time.Since(call.arrived)
+	if age <= c.cfg.SlowReply {
+		return
+	}
+	c.stats.slowReplies.Add(1)
+	s.warnLocked("rpcrdma: slow reply", "xid", call.xid, "outcome", what,
+		"waited", age.Round(time.Millisecond), "bound", c.cfg.SlowReply, "slow_replies", c.stats.slowReplies.Load())
+}
+
+// warnLocked logs msg at Warn with the peer's address, at most once a
+// second for the connection (a peer cannot flood the log); the counters
+// in args tell what the silent ones were.
+func (s *responder) warnLocked(msg string, args ...any) {
+	now := time.Now()
+	if now.Sub(s.warned) < time.Second {
+		return
+	}
+	s.warned = now
+	s.c.cfg.Logger.Warn(msg, append([]any{"remote", s.c.RemoteAddr()}, args...)...)
+}
+
+// endLocked counts and logs, once, the calls the connection ends with
+// unanswered: received, and their replies not posted.
+func (s *responder) endLocked() {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	c := s.c
+	var n int
+	var oldest time.Duration
+	var xid uint32
+	for i := range s.calls {
+		call := &s.calls[i]
+		switch call.state {
+		case svcReading, svcQueued, svcDelivered:
+			n++
+			if age := time.Since(call.arrived); age > oldest {
+				oldest, xid = age, call.xid
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	c.stats.unanswered.Add(uint64(n))
+	c.cfg.Logger.Warn("rpcrdma: connection ends with calls unanswered", "remote", c.RemoteAddr(),
+		"unanswered", n, "oldest_xid", xid, "oldest_waited", oldest.Round(time.Millisecond))
 }
 
 // replyWRs bounds the work requests a reply to the call h may post: an

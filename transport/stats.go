@@ -54,6 +54,11 @@ type Stats struct {
 	// CallTimeouts counts connections dropped because a call had no reply
 	// within ReconnectPolicy.CallTimeout.
 	CallTimeouts uint64
+	// SlowReplies counts a responder's calls whose reply was posted (or
+	// that were dropped) later than Config.SlowReply after the call
+	// arrived; Unanswered counts calls the connection closed on before
+	// their reply was posted. Both are logged (see Config.SlowReply).
+	SlowReplies, Unanswered uint64
 	// DirectPlacements counts Write chunks a requester exposed in the
 	// caller's own buffer (CallInto, Config.DirectPlacementMin), and
 	// DirectRegistrations how many of those registered the buffer anew
@@ -110,6 +115,7 @@ type counters struct {
 	remoteInv, localInv                          atomic.Uint64
 	badReplies, remoteErrors                     atomic.Uint64
 	errVers, errChunk, dropped                   atomic.Uint64
+	slowReplies, unanswered                      atomic.Uint64
 	creditStalls, reconnects, callTimeouts       atomic.Uint64
 	directPlacements, placementCopies, directErr atomic.Uint64
 	directRegs, readChunksInPlace                atomic.Uint64
@@ -125,6 +131,7 @@ func (c *counters) snapshot() Stats {
 		RemoteInvalidations: c.remoteInv.Load(), LocalInvalidations: c.localInv.Load(),
 		BadReplies: c.badReplies.Load(), RemoteErrors: c.remoteErrors.Load(),
 		ErrVersSent: c.errVers.Load(), ErrChunkSent: c.errChunk.Load(), Dropped: c.dropped.Load(),
+		SlowReplies: c.slowReplies.Load(), Unanswered: c.unanswered.Load(),
 		CreditStalls: c.creditStalls.Load(), Reconnects: c.reconnects.Load(), CallTimeouts: c.callTimeouts.Load(),
 		DirectPlacements: c.directPlacements.Load(), DirectRegistrations: c.directRegs.Load(), ReadChunksInPlace: c.readChunksInPlace.Load(), PlacementCopies: c.placementCopies.Load(), DirectPlacementErrors: c.directErr.Load(),
 	}

@@ -179,6 +179,7 @@ type Server struct {
 	serving  bool
 	closed   bool
 	sessions map[*session]struct{}
+	ended    ReplyStats // of the connections closed
 }
 
 // New listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
@@ -384,7 +385,38 @@ func (s *Server) concurrentCalls() int {
 func (s *Server) removeSession(ss *session) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
+	if st, ok := ss.c.(interface{ Stats() transport.Stats }); ok {
+		s.ended.add(st.Stats())
+	}
 	s.mu.Unlock()
+}
+
+// ReplyStats is what the Server's RDMA connections counted of the calls
+// they received (transport.Stats): Calls received, SlowReplies posted or
+// dropped later than transport.Config.SlowReply after their call
+// arrived, and calls left Unanswered when their connection closed.
+type ReplyStats struct {
+	Calls, SlowReplies, Unanswered uint64
+}
+
+func (r *ReplyStats) add(st transport.Stats) {
+	r.Calls += st.Recvs
+	r.SlowReplies += st.SlowReplies
+	r.Unanswered += st.Unanswered
+}
+
+// ReplyStats sums the ReplyStats of the Server's RDMA connections, open
+// and closed.
+func (s *Server) ReplyStats() ReplyStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.ended
+	for ss := range s.sessions {
+		if st, ok := ss.c.(interface{ Stats() transport.Stats }); ok {
+			r.add(st.Stats())
+		}
+	}
+	return r
 }
 
 // Close stops the listeners, unregisters from rpcbind, closes every
