@@ -73,6 +73,7 @@ type session struct {
 	c       msgConn
 	client  string // the client's host, for the duplicate request cache
 	done    chan struct{}
+	pending pendingCalls // calls dispatched, for the metrics
 
 	closeOnce sync.Once
 
@@ -215,6 +216,7 @@ func (ss *session) dispatch(msg []byte) error {
 	if ss.s.cfg.OnCall != nil {
 		ss.s.cfg.OnCall(ss.network, &h)
 	}
+	ss.pending.begin(&h)
 	switch {
 	case h.Prog == nfs.ProgNFS && (ss.network == NetRDMA || ss.s.cfg.NFSOverTCP):
 		if h.Vers != 3 {
@@ -360,7 +362,15 @@ func (ss *session) answer(entry *drcEntry, reply []byte) error {
 // msgConn's WriteMsg is safe for concurrent use, and over RDMA the
 // replies' work requests are then posted together.
 func (ss *session) send(reply []byte) error {
+	ss.observe(reply)
 	return ss.c.WriteMsg(reply)
+}
+
+// observe counts reply in the metrics, with the call it answers.
+func (ss *session) observe(reply []byte) {
+	if c, ok := ss.pending.end(reply); ok {
+		ss.s.metrics.observe(c, reply)
+	}
 }
 
 // directWriter is a msgConn that may send a reply's DDP-eligible result
@@ -374,6 +384,7 @@ type directWriter interface {
 // after the READ data went to the client's Write chunk straight from it.
 func (ss *session) sendPooled(reply []byte, rb *replyBuf) error {
 	if dw, ok := ss.c.(directWriter); ok && rb != nil {
+		ss.observe(reply)
 		rb.b = reply
 		return dw.WriteMsgDirect(reply, rb.put)
 	}

@@ -178,8 +178,9 @@ type Server struct {
 	mu       sync.Mutex
 	serving  bool
 	closed   bool
-	sessions map[*session]struct{}
-	ended    ReplyStats // of the connections closed
+	sessions   map[*session]struct{}
+	endedStats transport.Stats // summed over the RDMA connections closed
+	metrics    *callMetrics
 }
 
 // New listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
@@ -232,6 +233,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log, dh: cfg.Handler, verf: newWriteVerifier(),
 		ids: ids, policy: creds.Policy{Squash: cfg.Squash, AnonUID: cfg.AnonUID, AnonGID: cfg.AnonGID},
+		metrics: newCallMetrics(),
 		umask: uint32(umask),
 		drc:   newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
 		rdma: rl, tcp: tl,
@@ -386,7 +388,7 @@ func (s *Server) removeSession(ss *session) {
 	s.mu.Lock()
 	delete(s.sessions, ss)
 	if st, ok := ss.c.(interface{ Stats() transport.Stats }); ok {
-		s.ended.add(st.Stats())
+		addStats(&s.endedStats, st.Stats())
 	}
 	s.mu.Unlock()
 }
@@ -399,24 +401,11 @@ type ReplyStats struct {
 	Calls, SlowReplies, Unanswered uint64
 }
 
-func (r *ReplyStats) add(st transport.Stats) {
-	r.Calls += st.Recvs
-	r.SlowReplies += st.SlowReplies
-	r.Unanswered += st.Unanswered
-}
-
 // ReplyStats sums the ReplyStats of the Server's RDMA connections, open
 // and closed.
 func (s *Server) ReplyStats() ReplyStats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.ended
-	for ss := range s.sessions {
-		if st, ok := ss.c.(interface{ Stats() transport.Stats }); ok {
-			r.add(st.Stats())
-		}
-	}
-	return r
+	st, _ := s.transportTotals()
+	return ReplyStats{Calls: st.Recvs, SlowReplies: st.SlowReplies, Unanswered: st.Unanswered}
 }
 
 // Close stops the listeners, unregisters from rpcbind, closes every
