@@ -3,10 +3,13 @@ package server
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -74,6 +77,7 @@ type session struct {
 	client  string // the client's host, for the duplicate request cache
 	done    chan struct{}
 	pending pendingCalls // calls dispatched, for the metrics
+	started time.Time
 
 	closeOnce sync.Once
 
@@ -87,12 +91,38 @@ type session struct {
 // finish: each records its reply in the duplicate request cache before it
 // sends it (answer), so that a retransmission on another connection gets
 // it even though this one is gone.
-func (ss *session) close() {
+func (ss *session) close(why error) {
 	ss.closeOnce.Do(func() {
 		close(ss.done)
 		_ = ss.c.Close()
 		ss.s.removeSession(ss)
+		ss.logEnd(why)
 	})
+}
+
+// logEnd logs, once, the end of the session: its peer, how long it
+// lasted, what it carried (over RDMA: the transport's counters), and why
+// it ended.
+func (ss *session) logEnd(why error) {
+	args := []any{"network", ss.network, "remote", ss.c.RemoteAddr().String(),
+		"duration", time.Since(ss.started).Round(time.Millisecond), "why", reasonOf(why)}
+	if st, ok := ss.c.(interface{ Stats() transport.Stats }); ok {
+		s := st.Stats()
+		args = append(args, "calls", s.Recvs, "replies", s.Sends, "rdma_read_bytes", s.RDMAReadBytes,
+			"rdma_write_bytes", s.RDMAWriteBytes, "slow_replies", s.SlowReplies, "unanswered", s.Unanswered)
+	}
+	ss.s.log.Info("nfs: connection closed", args...)
+}
+
+// reasonOf says in a few words why a session ended.
+func reasonOf(err error) string {
+	switch {
+	case err == nil:
+		return "server closing"
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return "closed by the peer"
+	}
+	return err.Error()
 }
 
 // readCalls is one of the session's workers: each reads a call, executes
@@ -121,8 +151,7 @@ func (ss *session) readCalls() {
 		rb = nil
 		msg, err := ss.c.ReadMsgAlloc(get)
 		if err != nil {
-			ss.s.log.Debug("nfs: connection closed", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
-			ss.close()
+			ss.close(err)
 			return
 		}
 		ss.wkmu.Lock()
@@ -158,8 +187,7 @@ func (ss *session) readCalls() {
 		ss.executing--
 		ss.wkmu.Unlock()
 		if err != nil {
-			ss.s.log.Debug("nfs: closing connection", "network", ss.network, "remote", ss.c.RemoteAddr(), "err", err)
-			ss.close()
+			ss.close(err)
 			return
 		}
 	}
@@ -330,7 +358,7 @@ func (ss *session) replay(e *drcEntry, h *xdr.CallHeader) {
 		ss.s.log.Debug("nfs: retransmission answered from the duplicate request cache",
 			"call", call, "xid", xid, "client", ss.client)
 		if err := ss.send(e.reply); err != nil {
-			ss.close()
+			ss.close(err)
 		}
 	}
 	if isClosed(e.done) {

@@ -69,8 +69,8 @@ func (s *Server) mount(proc uint32, host string, r *xdr.Reader, b []byte) ([]byt
 			return nil, false
 		}
 		s.mounts.add(host, a.Path)
-		s.log.Info("nfs: MOUNT", "client", host, "path", a.Path)
 		res := nfs3.MntRes{Status: nfs3.MntOK, FH: s.dh.rootHandle(), AuthFlavors: []uint32{uint32(xdr.FlavorSys)}}
+		s.log.Info("nfs: MOUNT", "client", host, "path", a.Path, "outcome", res.Status.String())
 		return res.Append(b), true
 	case nfs.MountProcDump:
 		res := nfs3.DumpRes{Mounts: s.mounts.list()}

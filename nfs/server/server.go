@@ -175,9 +175,9 @@ type Server struct {
 	// registered is closed once Serve registered with rpcbind (rpcb).
 	registered chan struct{}
 
-	mu       sync.Mutex
-	serving  bool
-	closed   bool
+	mu         sync.Mutex
+	serving    bool
+	closed     bool
 	sessions   map[*session]struct{}
 	endedStats transport.Stats // summed over the RDMA connections closed
 	metrics    *callMetrics
@@ -234,8 +234,8 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, log: log, dh: cfg.Handler, verf: newWriteVerifier(),
 		ids: ids, policy: creds.Policy{Squash: cfg.Squash, AnonUID: cfg.AnonUID, AnonGID: cfg.AnonGID},
 		metrics: newCallMetrics(),
-		umask: uint32(umask),
-		drc:   newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
+		umask:   uint32(umask),
+		drc:     newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
 		rdma: rl, tcp: tl,
 		done: make(chan struct{}), registered: make(chan struct{}),
 		sessions: map[*session]struct{}{},
@@ -351,7 +351,7 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 		s.cfg.OnConn(network, nc)
 	}
 	ss := &session{s: s, network: network, c: c, client: clientHost(c.RemoteAddr()),
-		done: make(chan struct{}), concurrent: s.concurrentCalls(), workers: 1}
+		done: make(chan struct{}), concurrent: s.concurrentCalls(), workers: 1, started: time.Now()}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -428,7 +428,7 @@ func (s *Server) Close() error {
 			errT = nil
 		}
 		for _, ss := range sessions {
-			ss.close()
+			ss.close(nil)
 		}
 		if serving {
 			<-s.registered // bounded by RpcbindConfig.Timeout
