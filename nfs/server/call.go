@@ -31,7 +31,15 @@ func ParseSquash(s string) (Squash, error) { return creds.ParseSquash(s) }
 type call struct {
 	xid  uint32
 	cred creds.Cred
+	// dh is the export the call's handles belong to; ro refuses every
+	// change (NFS3ERR_ROFS), as the client's rule says.
+	dh *DirHandler
+	ro bool
 }
+
+// readOnly reports whether the call may change nothing: its client's rule
+// says ro, or the export's directory is read-only (Dir.SetReadOnly).
+func (c *call) readOnly() bool { return c.ro || c.dh.dir.readOnly }
 
 // callerOf returns the identity a call runs with (RFC 1813 §4.4): its
 // AUTH_SYS credential mapped by the server's squash rules, or the

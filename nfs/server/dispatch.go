@@ -313,25 +313,25 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		// RFC 1813 §3.3.0: no work, a void result.
 		return ss.send(successReply(h.XID, nil))
 	case nfs.ProcGetattr:
-		reply, ok := s.getattr(h.XID, msg[args:])
+		reply, ok := s.getattr(&c, msg[args:])
 		return ss.send(garbageIfNot(ok, h.XID, reply))
 	case nfs.ProcLookup:
-		reply, ok := s.lookup(h.XID, msg[args:])
+		reply, ok := s.lookup(&c, msg[args:])
 		return ss.send(garbageIfNot(ok, h.XID, reply))
 	case nfs.ProcRead:
-		reply, rb, ok := s.read(h.XID, msg[args:])
+		reply, rb, ok := s.read(&c, msg[args:])
 		if !ok {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
 		}
 		return ss.sendPooled(reply, rb)
 	case nfs.ProcWrite:
-		reply, ok := s.write(h.XID, msg[args:])
+		reply, ok := s.write(&c, msg[args:])
 		return ss.answer(entry, garbageIfNot(ok, h.XID, reply))
 	case nfs.ProcReaddir, nfs.ProcReaddirplus:
-		reply, ok := s.readdir(h.XID, msg[args:], h.Proc == nfs.ProcReaddirplus)
+		reply, ok := s.readdir(&c, msg[args:], h.Proc == nfs.ProcReaddirplus)
 		return ss.send(garbageIfNot(ok, h.XID, reply))
 	case nfs.ProcCommit:
-		reply, ok := s.commit(h.XID, msg[args:])
+		reply, ok := s.commit(&c, msg[args:])
 		return ss.send(garbageIfNot(ok, h.XID, reply))
 	}
 	// Not reached: every procedure up to COMMIT is one of the above or

@@ -54,7 +54,7 @@ func (ss *session) caller(h *xdr.CallHeader) (call, []byte) {
 		rh := xdr.ReplyHeader{XID: h.XID, Stat: xdr.MsgDenied, RejectStat: xdr.RejectAuthError, AuthStat: why}
 		return call{}, rh.Append(nil)
 	}
-	return call{xid: h.XID, cred: cred}, nil
+	return call{xid: h.XID, cred: cred, dh: ss.s.dh}, nil
 }
 
 // execute runs f for the call h (its arguments args) as its caller, and

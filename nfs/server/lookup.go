@@ -18,7 +18,8 @@ const nameMax = nfs3.NameMax
 // file's descriptor in the open-file cache (regular files and
 // directories), else of the file the handle names. ok is false if the
 // arguments do not decode.
-func (s *Server) getattr(xid uint32, args []byte) (reply []byte, ok bool) {
+func (s *Server) getattr(c *call, args []byte) (reply []byte, ok bool) {
+	xid := c.xid
 	r := xdr.NewReader(args)
 	var a nfs3.GetattrArgs
 	if a.Decode(&r) != nil {
@@ -26,7 +27,7 @@ func (s *Server) getattr(xid uint32, args []byte) (reply []byte, ok bool) {
 	}
 	var res nfs3.GetattrRes
 	var st unix.Stat_t
-	res.Status = statusOf(s.dh.statHandle(a.Object, &st))
+	res.Status = statusOf(c.dh.statHandle(a.Object, &st))
 	if res.Status == nfs3.OK {
 		res.Attr = fattrOf(&st)
 	}
@@ -63,7 +64,8 @@ func (h *DirHandler) statHandle(fh []byte, st *unix.Stat_t) error {
 // knfsd's decoder refuses as well (GARBAGE_ARGS).
 //
 //	LOOKUP3args: diropargs3 what (nfs_fh3 dir; filename3 name);
-func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
+func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
+	xid := c.xid
 	r := xdr.NewReader(args)
 	var a nfs3.LookupArgs
 	if a.Decode(&r) != nil || (!validName(a.What.Name)) {
@@ -72,7 +74,7 @@ func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
 	dirFH, name := a.What.Dir, a.What.Name
 	b := successReply(xid, nil)
 	var res nfs3.LookupRes
-	dir, err := s.dh.openObject(dirFH)
+	dir, err := c.dh.openObject(dirFH)
 	if err != nil {
 		res.Status = statusOf(err)
 		return res.Append(b), true
@@ -92,9 +94,9 @@ func (s *Server) lookup(xid uint32, args []byte) (reply []byte, ok bool) {
 		if dir.name != "." {
 			up = path.Dir(dir.name)
 		}
-		o, err = s.dh.objectAt(up)
+		o, err = c.dh.objectAt(up)
 	default:
-		o, err = s.dh.childOf(dir, name)
+		o, err = c.dh.childOf(dir, name)
 	}
 	if err != nil {
 		res.Status = statusOf(err)

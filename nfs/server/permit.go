@@ -60,13 +60,13 @@ func (ss *session) permit(c *call, proc uint32, args []byte) []byte {
 	// WRITEs of a file in use), else the handle resolved now.
 	var fd int
 	var st unix.Stat_t
-	if of, err := s.dh.openHandle(fh, false); err == nil {
-		defer s.dh.files.put(of)
+	if of, err := c.dh.openHandle(fh, false); err == nil {
+		defer c.dh.files.put(of)
 		if unix.Fstat(of.fd, &st) != nil {
 			return nil
 		}
 		fd = of.fd
-	} else if o, err := s.dh.openObject(fh); err == nil {
+	} else if o, err := c.dh.openObject(fh); err == nil {
 		defer o.close()
 		fd, st = o.fd, o.st
 	} else {

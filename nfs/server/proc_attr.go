@@ -21,7 +21,7 @@ func (s *Server) setattr(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	res := nfs3.SetattrRes{}
-	o, err := s.dh.openObject(a.Object)
+	o, err := c.dh.openObject(a.Object)
 	if err != nil {
 		res.Status = statusOf(err)
 		return res.Append(b), true
@@ -30,11 +30,11 @@ func (s *Server) setattr(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	switch {
 	case a.Check && timeOf(o.st.Ctim) != a.CtimeGuard:
 		err = nfs3.ErrNotSync
-	case s.dh.dir.readOnly:
+	case c.readOnly():
 		err = nfs3.ErrROFS
 	default:
 		err = s.setAttrs(c, o, &a.NewAttr)
-		s.dh.files.forget(a.Object, nil) // reopened with the access the new mode gives
+		c.dh.files.forget(a.Object, nil) // reopened with the access the new mode gives
 	}
 	res.Status = statusOf(err)
 	res.Wcc = nfs3.WccData{Before: preOpOf(&o.st), After: o.fresh()}
@@ -72,7 +72,7 @@ func (s *Server) setAttrs(c *call, o *object, a *nfs3.Sattr) error {
 	if typ == unix.S_IFLNK && (a.Atime.How != nfs3.DontChange || a.Mtime.How != nfs3.DontChange) && o.name != "." {
 		// utimes of a symbolic link itself goes through its directory
 		// (AT_SYMLINK_NOFOLLOW): /proc's name would follow it.
-		dirfd, _, err := s.dh.dir.parent(o.name)
+		dirfd, _, err := c.dh.dir.parent(o.name)
 		if err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func (s *Server) access(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	res := nfs3.AccessRes{}
-	o, err := s.dh.openObject(a.Object)
+	o, err := c.dh.openObject(a.Object)
 	if err != nil {
 		res.Status = statusOf(err)
 		return res.Append(b), true
@@ -210,7 +210,7 @@ func (s *Server) access(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 			if a.Access&e.bit == 0 {
 				continue
 			}
-			if s.dh.dir.readOnly && e.mode&unix.W_OK != 0 {
+			if c.readOnly() && e.mode&unix.W_OK != 0 {
 				continue
 			}
 			err := unix.Faccessat2(unix.AT_FDCWD, o.proc(), e.mode, unix.AT_EACCESS)
@@ -240,7 +240,7 @@ func (s *Server) readlink(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	res := nfs3.ReadlinkRes{}
-	o, err := s.dh.openObject(a.Symlink)
+	o, err := c.dh.openObject(a.Symlink)
 	if err != nil {
 		res.Status = statusOf(err)
 		return res.Append(b), true

@@ -36,10 +36,10 @@ func (h *DirHandler) childOf(dir *object, name string) (*object, error) {
 
 // createRes finishes a CREATE, MKDIR, SYMLINK or MKNOD: the new entry's
 // handle and attributes on success, the directory's wcc_data always.
-func (s *Server) createRes(dir *object, name string, err error) *nfs3.CreateRes {
+func (s *Server) createRes(c *call, dir *object, name string, err error) *nfs3.CreateRes {
 	res := &nfs3.CreateRes{Status: statusOf(err)}
 	if err == nil {
-		if o, err := s.dh.childOf(dir, name); err == nil {
+		if o, err := c.dh.childOf(dir, name); err == nil {
 			res.Obj = nfs3.PostOpFH{Set: true, FH: o.fh}
 			res.ObjAttr = o.attr()
 			o.close()
@@ -52,13 +52,13 @@ func (s *Server) createRes(dir *object, name string, err error) *nfs3.CreateRes 
 // openWhere opens the directory a diropargs3 names, for a call that
 // creates there: NFS3ERR_ROFS on a read-only export, NFS3ERR_EXIST for
 // "." and "..", as knfsd answers.
-func (s *Server) openWhere(w *nfs3.DirOpArgs) (*object, error) {
-	dir, err := s.dh.openDir(w.Dir)
+func (s *Server) openWhere(c *call, w *nfs3.DirOpArgs) (*object, error) {
+	dir, err := c.dh.openDir(w.Dir)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case s.dh.dir.readOnly:
+	case c.readOnly():
 		err = nfs3.ErrROFS
 	case isDot(w.Name):
 		err = nfs3.ErrExist
@@ -93,7 +93,7 @@ func (s *Server) createAttrs(c *call, dir *object, name string, a *nfs3.Sattr) e
 	if !rest.SetUID && !rest.SetGID && !rest.SetSize && rest.Atime.How == nfs3.DontChange && rest.Mtime.How == nfs3.DontChange {
 		return nil
 	}
-	o, err := s.dh.childOf(dir, name)
+	o, err := c.dh.childOf(dir, name)
 	if err != nil {
 		return err
 	}
@@ -112,13 +112,13 @@ func (s *Server) create(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	if a.Decode(r) != nil || !validName(a.Where.Name) {
 		return nil, false
 	}
-	dir, err := s.openWhere(&a.Where)
+	dir, err := s.openWhere(c, &a.Where)
 	if dir == nil {
 		return (&nfs3.CreateRes{Status: statusOf(err)}).Append(b), true
 	}
 	defer dir.close()
 	if err != nil {
-		return s.createRes(dir, "", err).Append(b), true
+		return s.createRes(c, dir, "", err).Append(b), true
 	}
 	name := a.Where.Name
 	mode := uint32(0)
@@ -175,9 +175,9 @@ func (s *Server) create(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	default:
 		err = s.createAttrs(c, dir, name, &a.Attr)
 	}
-	res := s.createRes(dir, name, err)
+	res := s.createRes(c, dir, name, err)
 	// The WRITEs that follow a CREATE find the file open.
-	if res.Obj.Set && fd >= 0 && cacheCreated(s.dh, res.Obj.FH, fd) {
+	if res.Obj.Set && fd >= 0 && cacheCreated(c.dh, res.Obj.FH, fd) {
 		fd = -1
 	}
 	return res.Append(b), true
@@ -252,7 +252,7 @@ func (s *Server) mknod(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 // is known to be there and writable.
 func (s *Server) makeEntry(c *call, b []byte, where *nfs3.DirOpArgs, attr *nfs3.Sattr, bad error,
 	mk func(dirfd int, name string, mode uint32) error) []byte {
-	dir, err := s.openWhere(where)
+	dir, err := s.openWhere(c, where)
 	if dir == nil {
 		return (&nfs3.CreateRes{Status: statusOf(err)}).Append(b)
 	}
@@ -275,5 +275,5 @@ func (s *Server) makeEntry(c *call, b []byte, where *nfs3.DirOpArgs, attr *nfs3.
 			err = s.createAttrs(c, dir, where.Name, attr)
 		}
 	}
-	return s.createRes(dir, where.Name, err).Append(b)
+	return s.createRes(c, dir, where.Name, err).Append(b)
 }

@@ -13,8 +13,8 @@ import (
 // openQueried opens the object whose attributes FSSTAT, FSINFO and
 // PATHCONF return with their answer (RFC 1813 §3.3.18-20), setting attr;
 // if fh does not open, it sets status and returns nil.
-func (s *Server) openQueried(fh []byte, status *nfs3.Status, attr *nfs3.PostOpAttr) *object {
-	o, err := s.dh.openObject(fh)
+func (s *Server) openQueried(c *call, fh []byte, status *nfs3.Status, attr *nfs3.PostOpAttr) *object {
+	o, err := c.dh.openObject(fh)
 	if err != nil {
 		*status = statusOf(err)
 		return nil
@@ -26,13 +26,13 @@ func (s *Server) openQueried(fh []byte, status *nfs3.Status, attr *nfs3.PostOpAt
 // fsstat executes an NFSv3 FSSTAT (RFC 1813 §3.3.18) from statfs(2) of
 // the export's file system; abytes and afiles are what an unprivileged
 // user may still take.
-func (s *Server) fsstat(_ *call, r *xdr.Reader, b []byte) ([]byte, bool) {
+func (s *Server) fsstat(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	var a nfs3.FsstatArgs
 	if a.Decode(r) != nil {
 		return nil, false
 	}
 	res := nfs3.FsstatRes{}
-	o := s.openQueried(a.FSRoot, &res.Status, &res.ObjAttr)
+	o := s.openQueried(c, a.FSRoot, &res.Status, &res.ObjAttr)
 	if o == nil {
 		return res.Append(b), true
 	}
@@ -53,13 +53,13 @@ func (s *Server) fsstat(_ *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 // rsize and wsize may not exceed), a dtpref one message holds, files as
 // large as the kernel allows, nanosecond times, hard and symbolic links,
 // and times the client may set.
-func (s *Server) fsinfo(_ *call, r *xdr.Reader, b []byte) ([]byte, bool) {
+func (s *Server) fsinfo(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	var a nfs3.FsinfoArgs
 	if a.Decode(r) != nil {
 		return nil, false
 	}
 	res := nfs3.FsinfoRes{}
-	o := s.openQueried(a.FSRoot, &res.Status, &res.ObjAttr)
+	o := s.openQueried(c, a.FSRoot, &res.Status, &res.ObjAttr)
 	if o == nil {
 		return res.Append(b), true
 	}
@@ -85,13 +85,13 @@ func (s *Server) maxIO() uint32 {
 // pathconf executes an NFSv3 PATHCONF (RFC 1813 §3.3.20) as knfsd
 // answers it: at least 255 links, names of up to 255 bytes never
 // truncated, chown restricted to root, case kept.
-func (s *Server) pathconf(_ *call, r *xdr.Reader, b []byte) ([]byte, bool) {
+func (s *Server) pathconf(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	var a nfs3.PathconfArgs
 	if a.Decode(r) != nil {
 		return nil, false
 	}
 	res := nfs3.PathconfRes{}
-	o := s.openQueried(a.Object, &res.Status, &res.ObjAttr)
+	o := s.openQueried(c, a.Object, &res.Status, &res.ObjAttr)
 	if o == nil {
 		return res.Append(b), true
 	}

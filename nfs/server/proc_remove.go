@@ -18,7 +18,7 @@ func (s *Server) remove(c *call, r *xdr.Reader, b []byte, dirs bool) ([]byte, bo
 		return nil, false
 	}
 	res := nfs3.RemoveRes{}
-	dir, err := s.dh.openDir(a.Object.Dir)
+	dir, err := c.dh.openDir(a.Object.Dir)
 	if err != nil {
 		res.Status = statusOf(err)
 		return res.Append(b), true
@@ -26,21 +26,21 @@ func (s *Server) remove(c *call, r *xdr.Reader, b []byte, dirs bool) ([]byte, bo
 	defer dir.close()
 	name := a.Object.Name
 	switch {
-	case s.dh.dir.readOnly:
+	case c.readOnly():
 		err = nfs3.ErrROFS
 	case isDot(name):
 		err = nfs3.ErrAcces
 	default:
-		gone := s.entryHandle(dir, name)
+		gone := s.entryHandle(c, dir, name)
 		flags := 0
 		if dirs {
 			flags = unix.AT_REMOVEDIR
 		}
 		err = s.as(c, func() error { return unix.Unlinkat(dir.fd, name, flags) })
 		if err == nil {
-			s.dh.dir.idx.removed(dir.child(name))
+			c.dh.dir.idx.removed(dir.child(name))
 			if gone != nil {
-				s.dh.files.forget(gone, nil) // its space is freed now
+				c.dh.files.forget(gone, nil) // its space is freed now
 			}
 		}
 	}
@@ -50,8 +50,8 @@ func (s *Server) remove(c *call, r *xdr.Reader, b []byte, dirs bool) ([]byte, bo
 }
 
 // entryHandle returns the handle of the entry name of dir, or nil.
-func (s *Server) entryHandle(dir *object, name string) []byte {
-	o, err := s.dh.childOf(dir, name)
+func (s *Server) entryHandle(c *call, dir *object, name string) []byte {
+	o, err := c.dh.childOf(dir, name)
 	if err != nil {
 		return nil
 	}
@@ -70,13 +70,13 @@ func (s *Server) rename(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	res := nfs3.RenameRes{}
-	from, err := s.dh.openDir(a.From.Dir)
+	from, err := c.dh.openDir(a.From.Dir)
 	if err != nil {
 		res.Status = statusOf(err)
 		return res.Append(b), true
 	}
 	defer from.close()
-	to, err := s.dh.openDir(a.To.Dir)
+	to, err := c.dh.openDir(a.To.Dir)
 	if err != nil {
 		res.Status = statusOf(err)
 		res.FromDirWcc = from.wcc()
@@ -84,17 +84,17 @@ func (s *Server) rename(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	}
 	defer to.close()
 	switch {
-	case s.dh.dir.readOnly:
+	case c.readOnly():
 		err = nfs3.ErrROFS
 	case isDot(a.From.Name) || isDot(a.To.Name):
 		err = nfs3.ErrPerm
 	default:
-		replaced := s.entryHandle(to, a.To.Name)
+		replaced := s.entryHandle(c, to, a.To.Name)
 		err = s.as(c, func() error { return unix.Renameat(from.fd, a.From.Name, to.fd, a.To.Name) })
 		if err == nil {
-			s.dh.dir.idx.renamed(from.child(a.From.Name), to.child(a.To.Name))
+			c.dh.dir.idx.renamed(from.child(a.From.Name), to.child(a.To.Name))
 			if replaced != nil {
-				s.dh.files.forget(replaced, nil)
+				c.dh.files.forget(replaced, nil)
 			}
 		}
 	}
@@ -114,13 +114,13 @@ func (s *Server) link(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	res := nfs3.LinkRes{}
-	o, err := s.dh.openObject(a.File)
+	o, err := c.dh.openObject(a.File)
 	if err != nil {
 		res.Status = statusOf(err)
 		return res.Append(b), true
 	}
 	defer o.close()
-	dir, err := s.dh.openDir(a.Link.Dir)
+	dir, err := c.dh.openDir(a.Link.Dir)
 	if err != nil {
 		res.Status = statusOf(err)
 		res.FileAttr = o.attr()
@@ -128,7 +128,7 @@ func (s *Server) link(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	}
 	defer dir.close()
 	switch {
-	case s.dh.dir.readOnly:
+	case c.readOnly():
 		err = nfs3.ErrROFS
 	case isDot(a.Link.Name):
 		err = nfs3.ErrExist
@@ -142,7 +142,7 @@ func (s *Server) link(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 			err = unix.Linkat(o.fd, "", dir.fd, a.Link.Name, unix.AT_EMPTY_PATH)
 		}
 		if err == nil {
-			s.dh.dir.idx.add(o.st.Ino, dir.child(a.Link.Name), false)
+			c.dh.dir.idx.add(o.st.Ino, dir.child(a.Link.Name), false)
 		}
 	}
 	res.Status = statusOf(err)

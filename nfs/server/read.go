@@ -20,7 +20,8 @@ import (
 // not a regular file NFS3ERR_INVAL, as from knfsd. The count is capped so
 // that the reply fits a message (FSINFO's rtmax says as much). ok is false
 // if the arguments do not decode.
-func (s *Server) read(xid uint32, args []byte) (reply []byte, rb *replyBuf, ok bool) {
+func (s *Server) read(c *call, args []byte) (reply []byte, rb *replyBuf, ok bool) {
+	xid := c.xid
 	r := xdr.NewReader(args)
 	var a nfs3.ReadArgs
 	if a.Decode(&r) != nil {
@@ -33,12 +34,12 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, rb *replyBuf, ok b
 		return res.Append(successReply(xid, nil)), nil, true
 	}
 	var st unix.Stat_t
-	of, err := s.dh.openHandle(a.File, false)
+	of, err := c.dh.openHandle(a.File, false)
 	if err != nil {
 		if errors.Is(err, errNotCacheable) {
 			// Not a regular file or a directory (or one that cannot be
 			// opened): its attributes, and no data.
-			if err = s.dh.statHandle(a.File, &st); err == nil {
+			if err = c.dh.statHandle(a.File, &st); err == nil {
 				res.FileAttr = nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
 				err = nfs3.ErrInval
 				if st.Mode&unix.S_IFMT == unix.S_IFREG {
@@ -48,8 +49,8 @@ func (s *Server) read(xid uint32, args []byte) (reply []byte, rb *replyBuf, ok b
 		}
 		return fail(err)
 	}
-	defer s.dh.files.put(of)
-	if err := s.dh.statOpen(a.File, of, &st); err != nil {
+	defer c.dh.files.put(of)
+	if err := c.dh.statOpen(a.File, of, &st); err != nil {
 		return fail(err)
 	}
 	res.FileAttr = nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}

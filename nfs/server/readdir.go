@@ -77,7 +77,8 @@ const readdirResokFixed = nfs.PostOpAttrMax + nfs.VerfSize + 4 + 4
 // handle for READDIRPLUS, read fresh through the directory's descriptor
 // (the listing itself may be a kept one, see listings). ok is false if the
 // arguments do not decode.
-func (s *Server) readdir(xid uint32, args []byte, plus bool) (reply []byte, ok bool) {
+func (s *Server) readdir(c *call, args []byte, plus bool) (reply []byte, ok bool) {
+	xid := c.xid
 	r := xdr.NewReader(args)
 	var dirFH []byte
 	var cookie uint64
@@ -102,7 +103,7 @@ func (s *Server) readdir(xid uint32, args []byte, plus bool) (reply []byte, ok b
 		res := nfs3.ReaddirRes{Status: statusOf(err), DirAttr: dirAttr}
 		return res.Append(b[:start]), true
 	}
-	dir, err := s.dh.openObject(dirFH)
+	dir, err := c.dh.openObject(dirFH)
 	if err != nil {
 		return fail(err, nfs3.PostOpAttr{})
 	}
@@ -111,7 +112,7 @@ func (s *Server) readdir(xid uint32, args []byte, plus bool) (reply []byte, ok b
 	if !dir.isDir() {
 		return fail(nfs3.ErrNotDir, dirAttr)
 	}
-	contents, err := s.dh.listing(dir, cookie)
+	contents, err := c.dh.listing(dir, cookie)
 	if err != nil {
 		return fail(err, dirAttr)
 	}
@@ -161,7 +162,7 @@ func (s *Server) readdir(xid uint32, args []byte, plus bool) (reply []byte, ok b
 			pattr, pfh, pino := dirAttr, dirFH, dir.st.Ino
 			if dir.name != "." {
 				pfh = nil
-				if up, err := s.dh.objectAt(path.Dir(dir.name)); err == nil {
+				if up, err := c.dh.objectAt(path.Dir(dir.name)); err == nil {
 					pattr, pfh, pino = up.attr(), up.fh, up.st.Ino
 					up.close()
 				}
@@ -190,7 +191,7 @@ func (s *Server) readdir(xid uint32, args []byte, plus bool) (reply []byte, ok b
 				// Fresh attributes: the listing may be a kept one.
 				var st unix.Stat_t
 				var err error
-				fh, err = s.dh.entry(dir, e.name, &st)
+				fh, err = c.dh.entry(dir, e.name, &st)
 				if errors.Is(err, unix.ENOENT) {
 					continue // removed since the listing was read
 				}

@@ -36,7 +36,8 @@ func newWriteVerifier() [8]byte {
 //
 //	WRITE3args: nfs_fh3 file; offset3 offset; count3 count;
 //	            stable_how stable; opaque data<>;
-func (s *Server) write(xid uint32, args []byte) (reply []byte, ok bool) {
+func (s *Server) write(c *call, args []byte) (reply []byte, ok bool) {
+	xid := c.xid
 	r := xdr.NewReader(args)
 	fh, offset, count, err := decodeFileRange(&r)
 	if err != nil {
@@ -54,23 +55,23 @@ func (s *Server) write(xid uint32, args []byte) (reply []byte, ok bool) {
 	}
 	b := successReply(xid, nil)
 	res := nfs3.WriteRes{}
-	if s.dh.dir.readOnly {
+	if c.readOnly() {
 		var st unix.Stat_t
-		if res.Status = statusOf(s.dh.statHandle(fh, &st)); res.Status == nfs3.OK {
+		if res.Status = statusOf(c.dh.statHandle(fh, &st)); res.Status == nfs3.OK {
 			res.Status, res.Wcc.After = nfs3.ErrROFS, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
 		}
 		return res.Append(b), true
 	}
-	of, err := s.dh.openHandle(fh, true)
+	of, err := c.dh.openHandle(fh, true)
 	if err == nil {
-		defer s.dh.files.put(of)
-		return s.writeTo(b, openWrite{dh: s.dh, fh: fh, of: of}, data, offset, nfs3.StableHow(stable)), true
+		defer c.dh.files.put(of)
+		return s.writeTo(b, openWrite{dh: c.dh, fh: fh, of: of}, data, offset, nfs3.StableHow(stable)), true
 	}
 	var st unix.Stat_t
 	if errors.Is(err, errNotCacheable) {
 		// Not a regular file (or one that cannot be opened for
 		// writing): its attributes, and nothing written.
-		if err = s.dh.statHandle(fh, &st); err == nil {
+		if err = c.dh.statHandle(fh, &st); err == nil {
 			res.Wcc = nfs3.WccData{Before: preOpOf(&st), After: nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}}
 			err = nfs3.ErrInval
 			if st.Mode&unix.S_IFMT == unix.S_IFREG {
@@ -158,7 +159,8 @@ func (w openWrite) post() nfs3.PostOpAttr {
 // verifier, the one its WRITE replies carry. A file that is neither a
 // regular file nor a directory is NFS3ERR_INVAL. ok is false if the
 // arguments do not decode.
-func (s *Server) commit(xid uint32, args []byte) (reply []byte, ok bool) {
+func (s *Server) commit(c *call, args []byte) (reply []byte, ok bool) {
+	xid := c.xid
 	r := xdr.NewReader(args)
 	var a nfs3.CommitArgs
 	if a.Decode(&r) != nil {
@@ -166,11 +168,11 @@ func (s *Server) commit(xid uint32, args []byte) (reply []byte, ok bool) {
 	}
 	b := successReply(xid, nil)
 	res := nfs3.CommitRes{}
-	of, err := s.dh.openHandle(a.File, false)
+	of, err := c.dh.openHandle(a.File, false)
 	if err != nil {
 		var st unix.Stat_t
 		if errors.Is(err, errNotCacheable) {
-			if err = s.dh.statHandle(a.File, &st); err == nil {
+			if err = c.dh.statHandle(a.File, &st); err == nil {
 				attr := nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
 				res.Wcc = nfs3.WccData{Before: preOpOf(&st), After: attr}
 				err = nfs3.ErrInval
@@ -182,8 +184,8 @@ func (s *Server) commit(xid uint32, args []byte) (reply []byte, ok bool) {
 		res.Status = statusOf(err)
 		return res.Append(b), true
 	}
-	defer s.dh.files.put(of)
-	w := openWrite{dh: s.dh, fh: a.File, of: of}
+	defer c.dh.files.put(of)
+	w := openWrite{dh: c.dh, fh: a.File, of: of}
 	var pre unix.Stat_t
 	if err := w.stat(&pre); err != nil {
 		res.Status = statusOf(err)
