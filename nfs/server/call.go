@@ -35,6 +35,9 @@ type call struct {
 	// change (NFS3ERR_ROFS), as the client's rule says.
 	dh *DirHandler
 	ro bool
+	// denied: no rule of the export admits the client; every handle of
+	// the export is stale to it.
+	denied bool
 }
 
 // readOnly reports whether the call may change nothing: its client's rule
@@ -42,21 +45,21 @@ type call struct {
 func (c *call) readOnly() bool { return c.ro || c.dh.dir.readOnly }
 
 // callerOf returns the identity a call runs with (RFC 1813 §4.4): its
-// AUTH_SYS credential mapped by the server's squash rules, or the
+// AUTH_SYS credential mapped by policy (the client's export rule), or the
 // anonymous identity for AUTH_NONE. Any other flavor, or an AUTH_SYS
 // body that does not decode, is refused with the auth_stat to answer
 // (RFC 5531 §9: AUTH_BADCRED, as knfsd answers an unknown flavor).
-func (s *Server) callerOf(h *xdr.CallHeader) (creds.Cred, xdr.AuthStat, bool) {
+func (s *Server) callerOf(h *xdr.CallHeader, policy creds.Policy) (creds.Cred, xdr.AuthStat, bool) {
 	switch h.Cred.Flavor {
 	case xdr.FlavorNone:
-		return s.policy.Anonymous(), 0, true
+		return policy.Anonymous(), 0, true
 	case xdr.FlavorSys:
 		var gids [xdr.MaxAuthSysGIDs]uint32
 		a := xdr.AuthSys{GIDs: gids[:0]}
 		if err := a.Unmarshal(h.Cred.Body); err != nil {
 			return creds.Cred{}, xdr.AuthBadCred, false
 		}
-		return s.policy.Map(creds.NewCred(a.UID, a.GID, a.GIDs)), 0, true
+		return policy.Map(creds.NewCred(a.UID, a.GID, a.GIDs)), 0, true
 	}
 	return creds.Cred{}, xdr.AuthBadCred, false
 }

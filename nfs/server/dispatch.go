@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -78,6 +79,7 @@ type session struct {
 	done    chan struct{}
 	pending pendingCalls // calls dispatched, for the metrics
 	started time.Time
+	addr    netip.AddrPort // the client's, for the exports' rules
 
 	closeOnce sync.Once
 
@@ -261,11 +263,11 @@ func (ss *session) dispatch(msg []byte) error {
 		if h.Proc > nfs.MountProcExport {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
-		if _, refusal := ss.caller(&h); refusal != nil {
+		if _, refusal := ss.caller(&h, nil); refusal != nil {
 			return ss.send(refusal) // knfsd's mountd authenticates every call too
 		}
 		r := xdr.NewReader(msg[args:])
-		reply, ok := ss.s.mount(h.Proc, ss.client, &r, successReply(h.XID, nil))
+		reply, ok := ss.s.mount(h.Proc, ss, &r, successReply(h.XID, nil))
 		if !ok {
 			reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 		}
@@ -300,7 +302,10 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	// Every call is authenticated, NULL's too (RFC 5531 §9; knfsd's
 	// svc_authenticate): a credential the server refuses gets
 	// MSG_DENIED, AUTH_ERROR.
-	c, refusal := ss.caller(h)
+	c, refusal := ss.caller(h, msg[args:])
+	if refusal == nil && c.denied && h.Proc != nfs.ProcNull {
+		refusal = staleReply(h.Proc, h.XID)
+	}
 	if _, checked := checkedAccess[h.Proc]; checked && refusal == nil {
 		refusal = ss.permit(&c, h.Proc, msg[args:])
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -46,22 +47,42 @@ func nativeProc(proc uint32) procFunc {
 // duplicate request cache entry made (tests: a call that takes long).
 var executeHook func(h *xdr.CallHeader)
 
-// caller returns the call h as its caller makes it, or the reply
-// refusing its credential (MSG_DENIED, AUTH_ERROR).
-func (ss *session) caller(h *xdr.CallHeader) (call, []byte) {
-	cred, why, ok := ss.s.callerOf(h)
+// caller returns the call h (its arguments args) as its caller makes it:
+// the export its first handle belongs to (the first export if none), what
+// the client's rule there allows, and the caller's identity mapped by
+// that rule; or the reply refusing its credential (MSG_DENIED,
+// AUTH_ERROR). A client no rule of the export admits gets a call marked
+// denied.
+func (ss *session) caller(h *xdr.CallHeader, args []byte) (call, []byte) {
+	t := ss.s.exports.Load()
+	e := t.list[0]
+	r := xdr.NewReader(args)
+	if fh, err := r.Opaque(nfs3.FHSize); err == nil && len(fh) > 0 {
+		if x := t.byHandle(fh); x != nil {
+			e = x
+		}
+	}
+	adm := e.admit(ss.addr.Addr())
+	policy := adm.policy
+	if !adm.ok {
+		policy = ss.s.policy
+	}
+	cred, why, ok := ss.s.callerOf(h, policy)
 	if !ok {
 		rh := xdr.ReplyHeader{XID: h.XID, Stat: xdr.MsgDenied, RejectStat: xdr.RejectAuthError, AuthStat: why}
 		return call{}, rh.Append(nil)
 	}
-	return call{xid: h.XID, cred: cred, dh: ss.s.dh}, nil
+	return call{xid: h.XID, cred: cred, dh: e.Handler, ro: adm.ro, denied: !adm.ok}, nil
 }
 
 // execute runs f for the call h (its arguments args) as its caller, and
 // answers it (recording the reply in entry, if not nil). A caller whose
 // credential the server refuses gets MSG_DENIED, AUTH_ERROR.
 func (ss *session) execute(f procFunc, entry *drcEntry, h *xdr.CallHeader, args []byte) error {
-	c, refusal := ss.caller(h)
+	c, refusal := ss.caller(h, args)
+	if refusal == nil && c.denied {
+		refusal = staleReply(h.Proc, h.XID)
+	}
 	if refusal != nil {
 		return ss.answer(entry, refusal)
 	}

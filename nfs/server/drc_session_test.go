@@ -84,7 +84,7 @@ func removeCall(s *Server, xid uint32, name string) (msg, args []byte) {
 	sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("client")}
 	h := xdr.CallHeader{XID: xid, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcRemove, Cred: sys.OpaqueAuth(nil)}
 	msg = h.Append(nil)
-	a := nfs3.RemoveArgs{Object: nfs3.DirOpArgs{Dir: s.dh.rootHandle(), Name: name}}
+	a := nfs3.RemoveArgs{Object: nfs3.DirOpArgs{Dir: s.exports.Load().list[0].Handler.rootHandle(), Name: name}}
 	off := len(msg)
 	msg = a.Append(msg)
 	return msg, msg[off:]

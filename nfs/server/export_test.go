@@ -25,3 +25,6 @@ func SetExecuteHook(hook func(h *xdr.CallHeader)) { executeHook = hook }
 // IdentityHandOffs returns how many calls' file system work s handed to
 // an identity thread.
 func IdentityHandOffs(s *Server) uint64 { return s.ids.HandOffs() }
+
+// RootHandle returns the handle of h's root.
+func RootHandle(h *DirHandler) []byte { return h.rootHandle() }

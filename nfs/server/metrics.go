@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -21,13 +22,24 @@ import (
 // counters summed over every connection the Server ever had (so they never
 // go down); connections open; the duplicate request cache.
 
-// callMetrics are the per-procedure figures, resolved once per procedure
-// so that a call costs a counter's and a histogram's atomic updates.
+// callMetrics are the per-procedure figures. A call costs a counter's
+// and a histogram's atomic updates: each procedure's duration observer
+// and its counter for each status are resolved once.
 type callMetrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	nfsDur   [nfs.ProcCommit + 1]prometheus.Observer
-	mountDur [nfs.MountProcExport + 1]prometheus.Observer
+	nfs      [nfs.ProcCommit + 1]procMetrics
+	mount    [nfs.MountProcExport + 1]procMetrics
+	other    procMetrics
+}
+
+// procMetrics are one procedure's.
+type procMetrics struct {
+	prog, proc string
+	dur        prometheus.Observer
+	// byStatus holds the counter of each status slot (statusSlot), made
+	// at the status's first call.
+	byStatus [statusSlots]atomic.Pointer[prometheus.Counter]
 }
 
 func newCallMetrics() *callMetrics {
@@ -43,22 +55,29 @@ func newCallMetrics() *callMetrics {
 			Buckets: prometheus.ExponentialBuckets(10e-6, 4, 11),
 		}, []string{"program", "procedure"}),
 	}
-	for p := range m.nfsDur {
-		m.nfsDur[p] = m.duration.WithLabelValues("nfs", procLabel(nfs.ProgNFS, uint32(p)))
+	for p := range m.nfs {
+		m.nfs[p].prog, m.nfs[p].proc = "nfs", procLabel(nfs.ProgNFS, uint32(p))
 	}
-	for p := range m.mountDur {
-		m.mountDur[p] = m.duration.WithLabelValues("mount", procLabel(nfs.ProgMount, uint32(p)))
+	for p := range m.mount {
+		m.mount[p].prog, m.mount[p].proc = "mount", procLabel(nfs.ProgMount, uint32(p))
+	}
+	m.other.prog, m.other.proc = "other", "other"
+	for _, pm := range m.all() {
+		pm.dur = m.duration.WithLabelValues(pm.prog, pm.proc)
 	}
 	return m
 }
 
-// procLabel is the procedure's name in RFC 1813, lower case ("getattr").
-func procLabel(prog, proc uint32) string {
-	name := nfs.ProcName(prog, 3, proc)
-	if i := strings.IndexByte(name, ' '); i >= 0 && (prog == nfs.ProgNFS || prog == nfs.ProgMount) {
-		name = name[i+1:]
+// all returns every procedure's metrics.
+func (m *callMetrics) all() []*procMetrics {
+	var all []*procMetrics
+	for p := range m.nfs {
+		all = append(all, &m.nfs[p])
 	}
-	return strings.ToLower(name)
+	for p := range m.mount {
+		all = append(all, &m.mount[p])
+	}
+	return append(all, &m.other)
 }
 
 // pendingCall is a call dispatched and not yet answered.
@@ -100,43 +119,70 @@ func (p *pendingCalls) end(reply []byte) (pendingCall, bool) {
 
 // observe counts the reply to c.
 func (m *callMetrics) observe(c pendingCall, reply []byte) {
-	d := time.Since(c.start).Seconds()
-	prog, proc := "other", "other"
+	pm := &m.other
 	switch {
-	case c.prog == nfs.ProgNFS && c.proc < uint32(len(m.nfsDur)):
-		prog, proc = "nfs", procLabel(c.prog, c.proc)
-		m.nfsDur[c.proc].Observe(d)
-	case c.prog == nfs.ProgMount && c.proc < uint32(len(m.mountDur)):
-		prog, proc = "mount", procLabel(c.prog, c.proc)
-		m.mountDur[c.proc].Observe(d)
+	case c.prog == nfs.ProgNFS && c.proc < uint32(len(m.nfs)):
+		pm = &m.nfs[c.proc]
+	case c.prog == nfs.ProgMount && c.proc < uint32(len(m.mount)):
+		pm = &m.mount[c.proc]
 	}
-	m.calls.WithLabelValues(prog, proc, replyStatus(c, reply)).Inc()
+	pm.dur.Observe(time.Since(c.start).Seconds())
+	slot, name := statusSlot(c, reply)
+	ctr := pm.byStatus[slot].Load()
+	if ctr == nil {
+		x := m.calls.WithLabelValues(pm.prog, pm.proc, name)
+		pm.byStatus[slot].CompareAndSwap(nil, &x)
+		ctr = pm.byStatus[slot].Load()
+	}
+	(*ctr).Inc()
 }
 
-// replyStatus names what reply answered c: the procedure's status word
-// (nfsstat3 or mountstat3) for an accepted, successful call that has one,
-// else the RPC's accept_stat, or MSG_DENIED.
-func replyStatus(c pendingCall, reply []byte) string {
+// Status slots: nfsstat3 and mountstat3 values below 100 as themselves,
+// 10001 to 10008 after them, then the RPC outcomes without a status.
+const (
+	slotHigh      = 100 // NFS3ERR_BADHANDLE (10001) and after
+	slotSuccess   = slotHigh + 8
+	slotAccept    = slotSuccess + 1 // + accept_stat (1 to 5)
+	slotDenied    = slotAccept + 6
+	slotMalformed = slotDenied + 1
+	slotUnknown   = slotMalformed + 1
+	statusSlots   = slotUnknown + 1
+)
+
+// statusSlot names what reply answered c, and its slot: the procedure's
+// status word (nfsstat3 or mountstat3) for an accepted, successful call
+// that has one, else SUCCESS, the RPC's accept_stat, or MSG_DENIED.
+func statusSlot(c pendingCall, reply []byte) (int, string) {
 	var rh xdr.ReplyHeader
 	off, err := rh.Unmarshal(reply)
 	switch {
 	case err != nil:
-		return "MALFORMED"
+		return slotMalformed, "MALFORMED"
 	case rh.Stat != xdr.MsgAccepted:
-		return "MSG_DENIED"
+		return slotDenied, "MSG_DENIED"
 	case rh.AcceptStat != xdr.AcceptSuccess:
-		return rh.AcceptStat.String()
-	case c.proc == 0 || len(reply) < off+4:
-		return "SUCCESS" // NULL: no status
+		if rh.AcceptStat <= xdr.AcceptSystemErr {
+			return slotAccept + int(rh.AcceptStat), rh.AcceptStat.String()
+		}
+		return slotUnknown, rh.AcceptStat.String()
+	case c.proc == 0 || len(reply) < off+4 || c.prog == nfs.ProgMount && c.proc != nfs.MountProcMnt:
+		// NULL, and MOUNT's DUMP, UMNT, UMNTALL and EXPORT: no status.
+		return slotSuccess, "SUCCESS"
 	}
 	st := binary.BigEndian.Uint32(reply[off:])
-	if c.prog == nfs.ProgMount {
-		if c.proc != nfs.MountProcMnt {
-			return "SUCCESS" // DUMP, UMNT, UMNTALL, EXPORT have none
-		}
-		return nfs3.MountStatus(st).String()
+	var slot int
+	switch {
+	case st < slotHigh:
+		slot = int(st)
+	case st >= 10001 && st <= 10008:
+		slot = slotHigh + int(st-10001)
+	default:
+		slot = slotUnknown
 	}
-	return nfs3.Status(st).String()
+	if c.prog == nfs.ProgMount {
+		return slot, nfs3.MountStatus(st).String()
+	}
+	return slot, nfs3.Status(st).String()
 }
 
 // collector is the Server's prometheus.Collector.
@@ -240,4 +286,13 @@ func (s *Server) transportTotals() (transport.Stats, map[string]int) {
 		}
 	}
 	return sum, open
+}
+
+// procLabel is the procedure's name in RFC 1813, lower case ("getattr").
+func procLabel(prog, proc uint32) string {
+	name := nfs.ProcName(prog, 3, proc)
+	if i := strings.IndexByte(name, ' '); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.ToLower(name)
 }

@@ -56,10 +56,13 @@ func (l *mountList) list() []nfs3.MountEntry {
 }
 
 // mount executes a MOUNT version 3 call (RFC 1813 §5.2) for the client
-// at host. MNT gives the export's root handle for any path (the exports
-// file that restricts paths and clients is a later addition) and AUTH_SYS
-// as the flavor to use; EXPORT lists Config.Exports.
-func (s *Server) mount(proc uint32, host string, r *xdr.Reader, b []byte) ([]byte, bool) {
+// of ss. MNT gives the handle of the directory it names if an export
+// holds it (the export's root or a directory below it, looked up as the
+// server) and a rule of that export admits the client, from a port below
+// 1024 unless the rule says insecure; AUTH_SYS is the flavor to use.
+// EXPORT lists the exports with the clients their rules name.
+func (s *Server) mount(proc uint32, ss *session, r *xdr.Reader, b []byte) ([]byte, bool) {
+	host := ss.client
 	switch proc {
 	case nfs.MountProcNull:
 		return b, true
@@ -68,8 +71,10 @@ func (s *Server) mount(proc uint32, host string, r *xdr.Reader, b []byte) ([]byt
 		if a.Decode(r) != nil {
 			return nil, false
 		}
-		s.mounts.add(host, a.Path)
-		res := nfs3.MntRes{Status: nfs3.MntOK, FH: s.dh.rootHandle(), AuthFlavors: []uint32{uint32(xdr.FlavorSys)}}
+		res := s.mnt(ss, a.Path)
+		if res.Status == nfs3.MntOK {
+			s.mounts.add(host, a.Path)
+		}
 		s.log.Info("nfs: MOUNT", "client", host, "path", a.Path, "outcome", res.Status.String())
 		return res.Append(b), true
 	case nfs.MountProcDump:
@@ -86,13 +91,10 @@ func (s *Server) mount(proc uint32, host string, r *xdr.Reader, b []byte) ([]byt
 		s.mounts.remove(host, "", true)
 		return b, true
 	case nfs.MountProcExport:
-		dirs := s.cfg.Exports
-		if dirs == nil {
-			dirs = []string{"/"}
-		}
-		res := nfs3.ExportRes{Exports: make([]nfs3.ExportNode, len(dirs))}
-		for i, d := range dirs {
-			res.Exports[i].Dir = d
+		t := s.exports.Load()
+		res := nfs3.ExportRes{Exports: make([]nfs3.ExportNode, len(t.list))}
+		for i, e := range t.list {
+			res.Exports[i] = nfs3.ExportNode{Dir: e.Path, Groups: e.groups()}
 		}
 		return res.Append(b), true
 	}
@@ -101,3 +103,28 @@ func (s *Server) mount(proc uint32, host string, r *xdr.Reader, b []byte) ([]byt
 
 // rootHandle is the handle of the export's root.
 func (h *DirHandler) rootHandle() []byte { return encodeHandle(h.export, h.root, 0) }
+
+// mnt answers MNT of dir for the client of ss.
+func (s *Server) mnt(ss *session, dir string) nfs3.MntRes {
+	e, rel, ok := s.exports.Load().find(dir)
+	if !ok {
+		return nfs3.MntRes{Status: nfs3.MntErrNoEnt}
+	}
+	adm := e.admit(ss.addr.Addr())
+	if !adm.ok || !adm.insecure && ss.addr.Port() >= 1024 {
+		return nfs3.MntRes{Status: nfs3.MntErrAcces}
+	}
+	fh := e.Handler.rootHandle()
+	if rel != "." {
+		o, err := e.Handler.objectAt(rel)
+		if err != nil {
+			return nfs3.MntRes{Status: mntStatusOf(err)}
+		}
+		defer o.close()
+		if !o.isDir() {
+			return nfs3.MntRes{Status: nfs3.MntErrNotDir}
+		}
+		fh = o.fh
+	}
+	return nfs3.MntRes{Status: nfs3.MntOK, FH: fh, AuthFlavors: []uint32{uint32(xdr.FlavorSys)}}
+}

@@ -698,7 +698,7 @@ func rigMountCall(t *testing.T, c msgConn, proc uint32, args rigArgs, res rigRes
 // TestSemanticsMount: MOUNT version 3 over TCP (RFC 1813 §5.2): MNT
 // gives the root's handle and AUTH_SYS as the flavor to use; DUMP lists
 // the mount, UMNT takes it off, UMNTALL all of the client's; EXPORT
-// lists "/" by default, Config.Exports otherwise.
+// lists "/" for Config.Handler (TestExports has several exports).
 func TestSemanticsMount(t *testing.T) {
 	requireIDSwitching(t)
 	e := newRig(t, server.Config{})
@@ -716,7 +716,11 @@ func TestSemanticsMount(t *testing.T) {
 	rigMountCall(t, tc, nfs.MountProcDump, nil, &dump)
 	require.Equal(t, []nfs3.MountEntry{{Hostname: "127.0.0.1", Directory: "/"}}, dump.Mounts)
 	rigMountCall(t, tc, nfs.MountProcMnt, &nfs3.MntArgs{Path: "/other"}, &mnt)
-	require.Equal(t, nfs3.MntOK, mnt.Status)
+	require.Equal(t, nfs3.MntErrNoEnt, mnt.Status, "a directory that is not there")
+	e.mkdirAs("other", 0o755, 0, 0)
+	rigMountCall(t, tc, nfs.MountProcMnt, &nfs3.MntArgs{Path: "/other"}, &mnt)
+	require.Equal(t, nfs3.MntOK, mnt.Status, "a directory below the export")
+	require.Equal(t, e.fh("other"), mnt.FH)
 	rigMountCall(t, tc, nfs.MountProcDump, nil, &dump)
 	require.ElementsMatch(t, []nfs3.MountEntry{{Hostname: "127.0.0.1", Directory: "/"}, {Hostname: "127.0.0.1", Directory: "/other"}}, dump.Mounts)
 	rigMountCall(t, tc, nfs.MountProcUmnt, &nfs3.UmntArgs{Path: "/"}, nil)
@@ -729,9 +733,6 @@ func TestSemanticsMount(t *testing.T) {
 	var exp nfs3.ExportRes
 	rigMountCall(t, tc, nfs.MountProcExport, nil, &exp)
 	require.Equal(t, []nfs3.ExportNode{{Dir: "/"}}, exp.Exports)
-	e2 := newRig(t, server.Config{Exports: []string{"/srv/a", "/srv/b"}})
-	rigMountCall(t, dialTCP(t, e2.srv.TCPAddr()), nfs.MountProcExport, nil, &exp)
-	require.Equal(t, []nfs3.ExportNode{{Dir: "/srv/a"}, {Dir: "/srv/b"}}, exp.Exports)
 
 	// A MNT whose path does not decode is GARBAGE_ARGS.
 	rh, _ := call(t, tc, 0x20000000+rigXID.Add(1), nfs.ProgMount, 3, nfs.MountProcMnt, xdr.AppendUint32(nil, 2000))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -31,9 +32,14 @@ var ErrClosed = errors.New("nfs: Server closed")
 // Config configures a Server. Handler and Transport.Provider are
 // required.
 type Config struct {
-	// Handler is the export: a directory (DirFS) with its file handles
-	// (NewDirHandler).
+	// Handler is the export when there is one, open to every client: a
+	// directory (DirFS) with its file handles (NewDirHandler), mounted
+	// as "/" (or a directory below it). Set Handler or Exports, not both.
 	Handler *DirHandler
+	// Exports are the directories exported, each under its path and with
+	// its client rules (exports(5)); SetExports replaces them while the
+	// Server runs.
+	Exports []Export
 
 	// Transport configures the RPC-over-RDMA listener; Transport.Provider
 	// is required.
@@ -98,12 +104,6 @@ type Config struct {
 	// AnonUID and AnonGID are the anonymous identity; 0 means 65534
 	// (nobody).
 	AnonUID, AnonGID uint32
-
-	// Exports are the paths MOUNT's EXPORT procedure lists (RFC 1813
-	// §5.2.5; what showmount -e prints), each open to every client
-	// (no groups); nil means "/". MNT gives the export's root for any
-	// path, so these are what to advertise, not a check.
-	Exports []string
 }
 
 // Server serves the export of a DirHandler with NFS version 3 (RFC 1813)
@@ -154,16 +154,16 @@ type Config struct {
 // executing; the calls of one connection execute concurrently
 // (Config.ConcurrentCalls).
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	dh     *DirHandler
-	ids    *creds.Switcher
-	policy creds.Policy
-	umask  uint32 // the process's, which creating calls undo
-	mounts mountList
-	verf   [8]byte
-	drc    *drc
-	maxMsg int
+	cfg     Config
+	log     *slog.Logger
+	exports atomic.Pointer[exportTable]
+	ids     *creds.Switcher
+	policy  creds.Policy
+	umask   uint32 // the process's, which creating calls undo
+	mounts  mountList
+	verf    [8]byte
+	drc     *drc
+	maxMsg  int
 
 	rdma *transport.Listener
 	tcp  net.Listener
@@ -186,8 +186,19 @@ type Server struct {
 // New listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
 // Errors are *net.OpError for the listeners, as net.Listen's.
 func New(cfg Config) (*Server, error) {
-	if cfg.Handler == nil {
-		return nil, errors.New("nfs: Config.Handler is nil")
+	exps := cfg.Exports
+	switch {
+	case cfg.Handler != nil && exps != nil:
+		return nil, errors.New("nfs: Config.Handler and Config.Exports are both set")
+	case cfg.Handler != nil:
+		exps = []Export{{Path: "/", Handler: cfg.Handler}}
+	case exps == nil:
+		return nil, errors.New("nfs: Config.Handler is nil and Config.Exports empty")
+	}
+	policy := creds.Policy{Squash: cfg.Squash, AnonUID: cfg.AnonUID, AnonGID: cfg.AnonGID}
+	table, err := newExportTable(exps, policy)
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -231,8 +242,8 @@ func New(cfg Config) (*Server, error) {
 	umask := unix.Umask(0)
 	unix.Umask(umask)
 	s := &Server{
-		cfg: cfg, log: log, dh: cfg.Handler, verf: newWriteVerifier(),
-		ids: ids, policy: creds.Policy{Squash: cfg.Squash, AnonUID: cfg.AnonUID, AnonGID: cfg.AnonGID},
+		cfg: cfg, log: log, verf: newWriteVerifier(),
+		ids: ids, policy: policy,
 		metrics: newCallMetrics(),
 		umask:   uint32(umask),
 		drc:     newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
@@ -240,7 +251,22 @@ func New(cfg Config) (*Server, error) {
 		done: make(chan struct{}), registered: make(chan struct{}),
 		sessions: map[*session]struct{}{},
 	}
+	s.exports.Store(table)
 	return s, nil
+}
+
+// SetExports replaces the Server's exports, as a reload of the exports
+// file does (exportfs -r): the next call of every connection is judged by
+// the new rules, and the handles of an export no longer listed are stale.
+// exps are checked as New checks Config.Exports; on an error the exports
+// stay as they were.
+func (s *Server) SetExports(exps []Export) error {
+	t, err := newExportTable(exps, s.policy)
+	if err != nil {
+		return err
+	}
+	s.exports.Store(t)
+	return nil
 }
 
 // RDMAAddr returns the address of the RPC-over-RDMA listener.
@@ -351,7 +377,8 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 		s.cfg.OnConn(network, nc)
 	}
 	ss := &session{s: s, network: network, c: c, client: clientHost(c.RemoteAddr()),
-		done: make(chan struct{}), concurrent: s.concurrentCalls(), workers: 1, started: time.Now()}
+		done: make(chan struct{}), concurrent: s.concurrentCalls(), workers: 1, started: time.Now(),
+		addr: addrOf(c.RemoteAddr())}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

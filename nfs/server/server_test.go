@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
-	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/nfs/internal/nfstest"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -204,19 +203,6 @@ func TestServerNFSOverTCP(t *testing.T) {
 	fhTCP := lookup(t, tc, 2, root, "a")
 	fhRDMA := lookup(t, dialRDMA(t, srv), 2, root, "a")
 	require.Equal(t, fhTCP, fhRDMA)
-}
-
-// TestServerExports: MOUNT EXPORT lists Config.Exports, each open
-// to every client.
-func TestServerExports(t *testing.T) {
-	srv := startServer(t, server.Config{Handler: newTestDir(t), Exports: []string{"/srv", "/data"}})
-	ctx := t.Context()
-	mc, err := client.DialMount(ctx, srv.TCPAddr().String(), nil)
-	require.NoError(t, err)
-	defer mc.Close()
-	exports, err := mc.Export(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []client.ExportEntry{{Dir: "/srv"}, {Dir: "/data"}}, exports)
 }
 
 // TestServerLink: LINK (RFC 1813 §3.3.15) makes a hard link, with the
