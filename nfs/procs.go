@@ -18,6 +18,12 @@ const (
 // (client.MountOptions.RDMAPort).
 const DefaultRDMAPort = 20049
 
+// MinMaxRPCSize is the smallest transport.Config.MaxRPCSize other than 0
+// that the NFS server (server.New) and client (client.Dial, Mount) take:
+// two pages, room for a READ or WRITE of 4 KiB (the smallest rtmax,
+// wtmax, rsize and wsize they use) with its RPC and NFS headers.
+const MinMaxRPCSize = 8 << 10
+
 // NFS version 3 procedures (RFC 1813 §3.3).
 const (
 	ProcNull        = 0

@@ -18,7 +18,9 @@ type CallInfo struct {
 	// 0 means unknown (the transport then assumes Config.MaxRPCSize).
 	MaxReply int
 	// ReplyData is the largest DDP-eligible result the reply may carry
-	// (the count of an NFSv3 READ); 0 means none.
+	// (the count of an NFSv3 READ); 0 means none. A requester refuses a
+	// call whose ReplyData exceeds Config.MaxRPCSize (ErrMessageTooLarge)
+	// before it registers anything for it: no reply can carry more.
 	ReplyData int
 }
 

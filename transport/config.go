@@ -39,7 +39,9 @@ var ErrNoProvider = errors.New("rpcrdma: no verbs provider (Config.Provider is n
 
 // Config configures a requester (Dial) or a responder (Listen). Provider is
 // required; every other field's zero value gives the defaults a Linux peer
-// uses.
+// uses. Each field's comment states its range: Dial and Listen refuse a
+// Config with a field out of it (Check), with an error that names the
+// field and matches ErrConfig; they never adjust a value silently.
 type Config struct {
 	// Provider is the verbs provider, for example &soft.Provider{}
 	// (transport/verbs/soft) or &rdmacore.Provider{} (transport/verbs/rdmacore).
@@ -47,8 +49,9 @@ type Config struct {
 	Provider verbs.Provider
 
 	// InlineSend and InlineRecv are the inline sizes offered to the peer
-	// in the RFC 8797 private data (1024..262144, rounded down to a
-	// multiple of 1024). 0 means DefaultInline.
+	// in the RFC 8797 private data: multiples of 1024 from 1024 to
+	// 262144 (cmpriv.MinSize to cmpriv.MaxSize, what the private data can
+	// carry). 0 means DefaultInline.
 	InlineSend, InlineRecv int
 	// NoRemoteInvalidate clears the R bit we send. A requester then hands
 	// out rkeys it invalidates itself; a responder never uses Send With
@@ -62,16 +65,24 @@ type Config struct {
 	// Credits is, for a requester, the credits requested in every call
 	// (credits.DefaultRequest, 128, like Linux) and so the most calls in
 	// flight; for a responder, the largest grant (credits.DefaultMaxGrant,
-	// 64, like svcrdma). GrantPolicy refines the responder's policy; its
-	// Max is taken from Credits when 0.
+	// 64, like svcrdma). 0 means that default; at most MaxCredits.
+	// GrantPolicy refines the responder's policy; its Max (at most
+	// MaxCredits) is taken from Credits when 0, its other fields as
+	// credits.Policy documents them.
 	Credits     uint32
 	GrantPolicy credits.Policy
 
 	// Limits bounds what a received transport header may hold; the zero
-	// value means chunks.DefaultLimits.
+	// value means chunks.DefaultLimits. Otherwise each field is taken as
+	// it is (a zero field accepts no such chunk), none negative, the
+	// chunk counts at most math.MaxInt32 and MaxChunkLength at most
+	// math.MaxUint32 (a segment's length is 32 bits).
 	Limits chunks.Limits
-	// MaxRPCSize bounds one RPC message either way. 0 means
-	// DefaultMaxRPCSize.
+	// MaxRPCSize bounds one RPC message either way, from MaxRPCSizeMin
+	// to MaxRPCSizeMax. 0 means DefaultMaxRPCSize. A call whose reply
+	// may carry a DDP-eligible result larger than it (an NFS READ of a
+	// larger count) fails with ErrMessageTooLarge before any memory is
+	// registered for it.
 	MaxRPCSize int
 
 	// InlineReplies makes a responder send a reply inline whenever it fits,
@@ -94,7 +105,8 @@ type Config struct {
 	// must implement verbs.Registrar (both of ours do). For a responder,
 	// it is the smallest DDP-eligible result that WriteMsgDirect writes to
 	// the Write chunk from the caller's buffer rather than through a copy.
-	// 0 means DefaultDirectPlacementMin; negative never registers.
+	// 0 means DefaultDirectPlacementMin; negative never registers; any
+	// other value is a size in bytes.
 	DirectPlacementMin int
 	// DirectPlacementCache bounds the bytes of callers' buffers a
 	// connection keeps registered after their calls (CallInto) or replies
@@ -105,7 +117,7 @@ type Config struct {
 	// stays pinned, and so alive, until evicted (least recently used
 	// first) or the connection closes; the peer cannot reach it without a
 	// window bound for a call. 0 means DefaultDirectPlacementCache;
-	// negative keeps none.
+	// negative keeps none; any other value is a size in bytes.
 	DirectPlacementCache int
 
 	// CallBuffers, if not nil, gives a responder the memory its large
@@ -132,12 +144,13 @@ type Config struct {
 	// in ibv_post_send: milliseconds for 64 KiB under TCG), and a server
 	// that answers its calls one by one would otherwise wait for each.
 	// Smaller batches are posted inline, without a goroutine hand-off.
-	// 0 means DefaultPostAsyncMin; negative posts every batch inline.
+	// 0 means DefaultPostAsyncMin; negative posts every batch inline;
+	// any other value is a size in bytes.
 	PostAsyncMin int
 
 	// Memory bounds a responder's memory for chunk data (Read chunks
 	// pulled, replies staged for RDMA Write); zero fields take defaults
-	// (see MemoryLimits).
+	// (see MemoryLimits for the ranges of the others).
 	Memory MemoryLimits
 
 	// Binding is the upper-layer binding; nil means NullBinding.
@@ -231,7 +244,8 @@ type ReconnectPolicy struct {
 	// synthesized SYSTEM_ERR reply.
 	Retransmit bool
 	// Backoff is the wait before the first attempt, doubled after each
-	// failed one up to MaxBackoff (defaults 100 ms and 5 s).
+	// failed one up to MaxBackoff (0: the defaults, 100 ms and 5 s).
+	// Neither may be negative, nor Backoff longer than MaxBackoff.
 	Backoff, MaxBackoff time.Duration
 	// MaxAttempts bounds consecutive failed attempts; 0 (or less) means
 	// 10. When they are spent the Conn fails: reads and writes return an
@@ -259,9 +273,10 @@ type ReconnectPolicy struct {
 // refused for it. Registered memory is held only while data moves and falls
 // back once a burst is over.
 //
-// Each limit is at least Config.MaxRPCSize, so that one call or reply of
-// the largest size can always proceed, and a listener's limit is at least
-// a connection's.
+// Each limit given (not 0) must be at least Config.MaxRPCSize, so that one
+// call or reply of the largest size can always proceed, and a listener's
+// limit at least a connection's (the default when that is 0): a smaller
+// one, or a negative one, is an error of Dial and Listen.
 type MemoryLimits struct {
 	// Calls bounds, per connection, the bytes of Read chunk data of calls
 	// from their first RDMA Read until the RPC server read them (registered
@@ -299,11 +314,16 @@ func (m MemoryLimits) withDefaults(maxRPC int) MemoryLimits {
 	return m
 }
 
-// checkProvider returns the error Dial and Listen (op "dial" or "listen")
-// return for a nil Config or a Config without a Provider, or nil.
-func (c *Config) checkProvider(op, addr string) error {
+// checkAt returns the error Dial and Listen (op "dial" or "listen") return
+// for a nil Config, a Config without a Provider (ErrNoProvider) or with a
+// field out of its range (Check, ErrConfig), as a *net.OpError; or nil.
+func (c *Config) checkAt(op, addr string) error {
+	err := c.Check()
 	if c == nil || c.Provider == nil {
-		return &net.OpError{Op: op, Net: "rdma", Addr: stringAddr(addr), Err: ErrNoProvider}
+		err = ErrNoProvider
+	}
+	if err != nil {
+		return &net.OpError{Op: op, Net: "rdma", Addr: stringAddr(addr), Err: err}
 	}
 	return nil
 }
@@ -356,10 +376,10 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.Reconnect.Backoff == 0 {
-		cfg.Reconnect.Backoff = 100 * time.Millisecond
+		cfg.Reconnect.Backoff = defaultBackoff
 	}
 	if cfg.Reconnect.MaxBackoff == 0 {
-		cfg.Reconnect.MaxBackoff = 5 * time.Second
+		cfg.Reconnect.MaxBackoff = defaultMaxBackoff
 	}
 	if cfg.Reconnect.CallTimeout == 0 {
 		cfg.Reconnect.CallTimeout = DefaultCallTimeout

@@ -16,9 +16,11 @@ const reconnectDialTimeout = 10 * time.Second
 // over RDMA listens on port 20049) and returns a requester Conn. It sends
 // our RFC 8797 private data with the connect request and sizes the
 // connection from the responder's answer. cfg and cfg.Provider are
-// required: without them Dial fails with an error wrapping ErrNoProvider.
+// required: without them Dial fails with an error wrapping ErrNoProvider;
+// with a field out of its range (Config.Check), with an error wrapping a
+// *ConfigError (ErrConfig), before anything is allocated or sent.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
-	if err := cfg.checkProvider("dial", addr); err != nil {
+	if err := cfg.checkAt("dial", addr); err != nil {
 		return nil, err
 	}
 	c := newConn(cfg.withDefaults(cmpriv.Requester), cmpriv.Requester)
@@ -62,9 +64,13 @@ func (c *Config) local() (cmpriv.Message, []byte) {
 	return m, m.Append(nil)
 }
 
+// maxSendQueue is the largest send queue both providers take (and what
+// MaxCredits credits would ask for beyond it only throttles posting).
+const maxSendQueue = 1 << 16
+
 func (c *Config) caps(nRecv int) verbs.QueueCaps {
 	caps := verbs.DefaultQueueCaps
-	caps.SendQueue = max(caps.SendQueue, 4*int(c.Credits)+8)
+	caps.SendQueue = min(max(caps.SendQueue, 4*int(c.Credits)+8), maxSendQueue)
 	caps.RecvQueue = nRecv
 	return caps
 }

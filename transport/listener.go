@@ -80,9 +80,11 @@ type ListenerStats struct {
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
 // cfg and cfg.Provider are required: without them Listen fails with an
-// error wrapping ErrNoProvider.
+// error wrapping ErrNoProvider; with a field out of its range
+// (Config.Check), with an error wrapping a *ConfigError (ErrConfig),
+// before it listens.
 func Listen(addr string, cfg *Config) (*Listener, error) {
-	if err := cfg.checkProvider("listen", addr); err != nil {
+	if err := cfg.checkAt("listen", addr); err != nil {
 		return nil, err
 	}
 	c := cfg.withDefaults(cmpriv.Responder)

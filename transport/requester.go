@@ -120,6 +120,13 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []b
 		return 0, c.opError("write", fmt.Errorf("%w: %w", ErrNotCall, err))
 	}
 	info := c.cfg.Binding.Call(h, msg, args)
+	if info.ReplyData > c.cfg.MaxRPCSize {
+		// A result the reply could not carry (an NFS READ of a count
+		// over MaxRPCSize): refused before a credit, a slot or any chunk
+		// memory is taken for it, rather than registering that much.
+		return 0, c.opError("write", fmt.Errorf("%w: the reply's DDP-eligible result may be %d bytes, over MaxRPCSize %d",
+			ErrMessageTooLarge, info.ReplyData, c.cfg.MaxRPCSize))
+	}
 	h.Cred, h.Verf = xdr.OpaqueAuth{}, xdr.OpaqueAuth{}
 	stalled := false
 	for {

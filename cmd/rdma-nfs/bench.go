@@ -9,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
 // benchResult is one measured phase.
@@ -28,34 +31,59 @@ func (r benchResult) String() string {
 	return fmt.Sprintf("%s: %.1f MiB in %.2f s: %.1f MiB/s", r.name, float64(r.bytes)/(1<<20), secs, float64(r.bytes)/secs/(1<<20))
 }
 
+// benchOptions are the bench command's flags.
+type benchOptions struct {
+	size, block     int64
+	blockS, name    string
+	jobs            int
+	dur             time.Duration
+	keep, skipWrite bool
+}
+
+// maxBenchJobs bounds -jobs: each job holds a buffer of -block bytes.
+const maxBenchJobs = 1024
+
+// parseBench parses the bench command's flags and checks their ranges.
+func parseBench(args []string, stderr io.Writer) (benchOptions, error) {
+	var o benchOptions
+	fset := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	sizeS := fset.String("size", "32MiB", "file size (at least -block)")
+	fset.StringVar(&o.name, "file", ".rdma-nfs-bench", "file to write and read in the export")
+	fset.StringVar(&o.blockS, "block", "4KiB", fmt.Sprintf("random read size (1..-size, at most %d: one READ)", client.MaxIOSize(0)))
+	fset.IntVar(&o.jobs, "jobs", 16, fmt.Sprintf("random READs in flight (1..%d)", maxBenchJobs))
+	fset.DurationVar(&o.dur, "duration", 5*time.Second, "random read duration (positive)")
+	fset.BoolVar(&o.keep, "keep", false, "keep the file")
+	fset.BoolVar(&o.skipWrite, "no-write", false, "reuse the existing file")
+	if err := cmdline.Parse(fset, args); err != nil {
+		return o, err
+	}
+	if fset.NArg() > 0 {
+		return o, cmdline.Usagef("bench: unexpected arguments: %v", fset.Args())
+	}
+	var err error
+	if o.size, err = parseSize(*sizeS); err != nil {
+		return o, cmdline.Usagef("-size: %w", err)
+	}
+	// A random read is one READ: at most the largest rsize.
+	if o.block, err = parseSize(o.blockS); err != nil || o.block <= 0 || o.block > o.size || o.block > int64(client.MaxIOSize(0)) {
+		return o, cmdline.Usagef("-block %q: want 1 to -size bytes, at most %d", o.blockS, client.MaxIOSize(0))
+	}
+	if o.dur <= 0 {
+		return o, cmdline.Usagef("-duration %v: out of range (0, +inf)", o.dur)
+	}
+	return o, cmdline.Int("-jobs", int64(o.jobs), 1, maxBenchJobs, "")
+}
+
 // bench writes a file sequentially (write-behind, COMMIT at close), reads
 // it back sequentially (read-ahead), then reads random blocks with many
 // READs in flight.
-func (s *session) bench(ctx context.Context, args []string) error {
-	fset := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fset.SetOutput(s.stderr)
-	sizeS := fset.String("size", "32MiB", "file size")
-	name := fset.String("file", ".rdma-nfs-bench", "file to write and read in the export")
-	blockS := fset.String("block", "4KiB", "random read size")
-	jobs := fset.Int("jobs", 16, "random READs in flight")
-	dur := fset.Duration("duration", 5*time.Second, "random read duration")
-	keep := fset.Bool("keep", false, "keep the file")
-	skipWrite := fset.Bool("no-write", false, "reuse the existing file")
-	if err := fset.Parse(args); err != nil {
-		return err
-	}
-	size, err := parseSize(*sizeS)
-	if err != nil {
-		return err
-	}
-	block, err := parseSize(*blockS)
-	if err != nil || block <= 0 || block > size {
-		return fmt.Errorf("-block %q: want 1..size bytes", *blockS)
-	}
-	file := remotePath(*name)
+func (s *session) bench(ctx context.Context, o benchOptions) error {
+	size, block := o.size, o.block
+	file := remotePath(o.name)
 	var results []benchResult
 
-	if !*skipWrite {
+	if !o.skipWrite {
 		f, err := s.exp.Create(ctx, file)
 		if err != nil {
 			return err
@@ -95,12 +123,12 @@ func (s *session) bench(ctx context.Context, args []string) error {
 	var ops atomic.Int64
 	var firstErr error
 	var once sync.Once
-	rctx, cancel := context.WithTimeout(ctx, *dur)
+	rctx, cancel := context.WithTimeout(ctx, o.dur)
 	defer cancel()
 	blocks := size / block
 	var wg sync.WaitGroup
 	start = time.Now()
-	for range *jobs {
+	for range o.jobs {
 		wg.Go(func() {
 			buf := make([]byte, block)
 			for rctx.Err() == nil {
@@ -119,12 +147,12 @@ func (s *session) bench(ctx context.Context, args []string) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	results = append(results, benchResult{name: fmt.Sprintf("rand-read-%s-x%d", *blockS, *jobs), bytes: ops.Load() * block,
+	results = append(results, benchResult{name: fmt.Sprintf("rand-read-%s-x%d", o.blockS, o.jobs), bytes: ops.Load() * block,
 		ops: ops.Load(), dur: time.Since(start)})
 	for _, r := range results {
 		fmt.Fprintln(s.stdout, r)
 	}
-	if !*keep {
+	if !o.keep {
 		return s.exp.Remove(ctx, file)
 	}
 	return nil

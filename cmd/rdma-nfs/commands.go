@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
@@ -197,11 +198,11 @@ func (s *session) cp(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("cp", flag.ContinueOnError)
 	fset.SetOutput(s.stderr)
 	recursive := fset.Bool("r", false, "copy directories recursively")
-	if err := fset.Parse(args); err != nil {
+	if err := cmdline.Parse(fset, args); err != nil {
 		return err
 	}
 	if fset.NArg() != 2 {
-		return errors.New("usage: cp [-r] src dst (remote paths start with \":\")")
+		return cmdline.Usagef("usage: cp [-r] src dst (remote paths start with \":\")")
 	}
 	src, dst := fset.Arg(0), fset.Arg(1)
 	srcRemote, dstRemote := strings.HasPrefix(src, ":"), strings.HasPrefix(dst, ":")

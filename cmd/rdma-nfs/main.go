@@ -15,6 +15,10 @@
 // progress bar on a terminal (-progress). -stats prints the connection's
 // negotiated settings (RFC 8797 inline sizes, credits, remote
 // invalidation) and counters at the end.
+//
+// The exit status is 0 on success (and for -h), 2 for a mistake on the
+// command line (an unknown flag or command, a value out of its range: the
+// one-line message names the flag), 1 when the command failed.
 package main
 
 import (
@@ -23,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -30,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -40,11 +46,15 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "rdma-nfs:", err)
-		os.Exit(1)
-	}
+	status := mainStatus(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(status)
+}
+
+// mainStatus runs the command line args and returns the exit status,
+// having reported an error on stderr (cmdline.Status).
+func mainStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return cmdline.Status("rdma-nfs", run(ctx, args, stdout, stderr), stderr)
 }
 
 // options are the command line's global flags.
@@ -84,36 +94,69 @@ func parse(args []string, stderr io.Writer) (options, []string, error) {
 	fs.StringVar(&o.mountAddr, "mount-addr", "", "MOUNT server host:port (default: from the portmapper on -server)")
 	fs.StringVar(&o.provider, "provider", "rdmacore", "verbs provider: rdmacore (RDMA devices, Soft-RoCE) or soft (RDMA emulated over TCP)")
 	fs.StringVar(&o.localAddr, "local-addr", "", "rdmacore: the local IP address to connect from (picks the RDMA device)")
-	fs.IntVar(&o.inline, "inline", 0, "inline send and receive size offered (RFC 8797; 1024..262144; 0: 4096)")
-	fs.IntVar(&o.inlineSend, "inline-send", 0, "inline send size offered (overrides -inline)")
-	fs.IntVar(&o.inlineRecv, "inline-recv", 0, "inline receive size offered (overrides -inline)")
+	fs.IntVar(&o.inline, "inline", 0, "inline send and receive size offered (RFC 8797; a multiple of 1024 in 1024..262144; 0: 4096)")
+	fs.IntVar(&o.inlineSend, "inline-send", 0, "inline send size offered (overrides -inline; as -inline)")
+	fs.IntVar(&o.inlineRecv, "inline-recv", 0, "inline receive size offered (overrides -inline; as -inline)")
 	fs.BoolVar(&o.noRemoteInvalidate, "no-remote-invalidate", false, "clear the R bit: invalidate rkeys locally")
 	fs.BoolVar(&o.noPrivateData, "no-private-data", false, "send no RFC 8797 private data (1024-byte defaults)")
-	fs.IntVar(&o.credits, "credits", 0, "credits requested: most calls in flight (0: 128)")
-	fs.IntVar(&o.rsize, "rsize", 0, "largest READ (0: 1 MiB, capped by the server's FSINFO)")
-	fs.IntVar(&o.wsize, "wsize", 0, "largest WRITE (0: 1 MiB, capped by the server's FSINFO)")
-	fs.IntVar(&o.inFlight, "inflight", 0, "READs or WRITEs in flight per file (read-ahead, write-behind; 0: 16)")
-	fs.IntVar(&o.uid, "uid", os.Geteuid(), "AUTH_SYS uid")
-	fs.IntVar(&o.gid, "gid", os.Getegid(), "AUTH_SYS gid")
+	fs.IntVar(&o.credits, "credits", 0, fmt.Sprintf("credits requested: most calls in flight (0..%d; 0: 128)", transport.MaxCredits))
+	fs.IntVar(&o.rsize, "rsize", 0, fmt.Sprintf("largest READ (%d..%d; 0: 1 MiB), capped by the server's FSINFO", client.MinIOSize, client.MaxIOSize(0)))
+	fs.IntVar(&o.wsize, "wsize", 0, fmt.Sprintf("largest WRITE (%d..%d; 0: 1 MiB), capped by the server's FSINFO", client.MinIOSize, client.MaxIOSize(0)))
+	fs.IntVar(&o.inFlight, "inflight", 0, fmt.Sprintf("READs or WRITEs in flight per file (read-ahead, write-behind; 0..%d; 0: 16)", client.MaxInFlightMax))
+	fs.IntVar(&o.uid, "uid", os.Geteuid(), "AUTH_SYS uid (0..4294967295)")
+	fs.IntVar(&o.gid, "gid", os.Getegid(), "AUTH_SYS gid (0..4294967295)")
 	fs.BoolVar(&o.stats, "stats", false, "print negotiated settings and counters at the end")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always, never")
-	fs.DurationVar(&o.timeout, "timeout", 0, "bound on the whole command (0: none)")
-	if err := fs.Parse(args); err != nil {
+	fs.DurationVar(&o.timeout, "timeout", 0, "bound on the whole command (not negative; 0: none)")
+	if err := cmdline.Parse(fs, args); err != nil {
 		return o, nil, err
 	}
 	if o.server == "" {
-		return o, nil, errors.New("-server is required")
+		return o, nil, cmdline.Usagef("-server is required")
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return o, nil, errors.New("no command")
+		return o, nil, cmdline.Usagef("no command")
 	}
 	switch o.progress {
 	case "auto", "always", "never":
 	default:
-		return o, nil, fmt.Errorf("-progress %q: want auto, always or never", o.progress)
+		return o, nil, cmdline.Usagef("-progress %q: want auto, always or never", o.progress)
+	}
+	switch o.provider {
+	case "rdmacore", "soft":
+	default:
+		return o, nil, cmdline.Usagef("-provider %q: want rdmacore or soft", o.provider)
+	}
+	if err := o.check(); err != nil {
+		return o, nil, err
+	}
+	switch cmd := fs.Arg(0); cmd {
+	case "ls", "stat", "cat", "get", "put", "cp", "exports", "bench":
+	default:
+		return o, nil, cmdline.Usagef("unknown command %q", cmd)
 	}
 	return o, fs.Args(), nil
+}
+
+// check checks the numeric flags' ranges: those of the settings they
+// give (transport.Config, client.Config), and of the others.
+func (o *options) check() error {
+	if o.timeout < 0 {
+		return cmdline.Usagef("-timeout %v: out of range [0, +inf) (0: none)", o.timeout)
+	}
+	return cmdline.Check(
+		cmdline.Int("-port", int64(o.port), 1, 65535, ""),
+		cmdline.Inline("-inline", o.inline),
+		cmdline.Inline("-inline-send", o.inlineSend),
+		cmdline.Inline("-inline-recv", o.inlineRecv),
+		cmdline.Int("-credits", int64(o.credits), 1, transport.MaxCredits, "128"),
+		cmdline.Int("-rsize", int64(o.rsize), client.MinIOSize, int64(client.MaxIOSize(0)), "1 MiB"),
+		cmdline.Int("-wsize", int64(o.wsize), client.MinIOSize, int64(client.MaxIOSize(0)), "1 MiB"),
+		cmdline.Int("-inflight", int64(o.inFlight), 1, client.MaxInFlightMax, "16"),
+		cmdline.Int("-uid", int64(o.uid), 0, math.MaxUint32, ""),
+		cmdline.Int("-gid", int64(o.gid), 0, math.MaxUint32, ""),
+	)
 }
 
 // session is a mounted export and what the commands share.
@@ -135,18 +178,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	var provider verbs.Provider
-	switch o.provider {
-	case "rdmacore":
+	var provider verbs.Provider = &soft.Provider{}
+	if o.provider == "rdmacore" {
 		provider = &rdmacore.Provider{LocalAddr: o.localAddr}
-	case "soft":
-		provider = &soft.Provider{}
-	default:
-		return fmt.Errorf("-provider %q: want rdmacore or soft", o.provider)
 	}
 	cmd, cargs := rest[0], rest[1:]
 	if cmd == "exports" {
 		return exports(ctx, o, cargs, stdout)
+	}
+	// The flags of bench are checked before anything connects.
+	var bo benchOptions
+	if cmd == "bench" {
+		if bo, err = parseBench(cargs, stderr); err != nil {
+			return err
+		}
 	}
 	tc := transport.Config{Provider: provider, InlineSend: firstNonZero(o.inlineSend, o.inline),
 		InlineRecv: firstNonZero(o.inlineRecv, o.inline), NoRemoteInvalidate: o.noRemoteInvalidate,
@@ -176,9 +221,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "cp":
 		err = s.cp(ctx, cargs)
 	case "bench":
-		err = s.bench(ctx, cargs)
-	default:
-		err = fmt.Errorf("unknown command %q", cmd)
+		err = s.bench(ctx, bo)
 	}
 	if o.stats {
 		s.printStats()
@@ -263,8 +306,8 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(ls, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional k, M, G (KiB, MiB, GiB) suffix", s)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q: want a number with an optional k, M, G (KiB, MiB, GiB) suffix, at most 2^63-1 bytes", s)
 	}
 	return n * mult, nil
 }

@@ -167,3 +167,73 @@ func TestParseSize(t *testing.T) {
 	_, err := parseSize("x")
 	require.Error(t, err)
 }
+
+// TestBadFlags: a flag out of its range (or not a flag, or not a
+// command) ends the program with exit status 2 and a message naming the
+// flag, one line of ours (the flag package adds the usage to its own),
+// before anything connects: the server named does not exist. -h exits 0.
+func TestBadFlags(t *testing.T) {
+	base := []string{"-provider", "soft", "-server", "127.0.0.1", "-port", "1", "-mount-addr", "127.0.0.1:1"}
+	for _, tc := range []struct {
+		args []string
+		name string // what the message must name
+	}{
+		{[]string{"-credits", "-5"}, "-credits -5"},
+		{[]string{"-credits", "100000"}, "-credits 100000"},
+		{[]string{"-inline", "100"}, "-inline 100"},
+		{[]string{"-inline", "5000"}, "-inline 5000"},
+		{[]string{"-inline", "300000"}, "-inline 300000"},
+		{[]string{"-inline-send", "100"}, "-inline-send 100"},
+		{[]string{"-inline-recv", "-1024"}, "-inline-recv -1024"},
+		{[]string{"-rsize", "-1"}, "-rsize -1"},
+		{[]string{"-rsize", "100"}, "-rsize 100"},
+		{[]string{"-rsize", "2097152"}, "-rsize 2097152"},
+		{[]string{"-wsize", "-1"}, "-wsize -1"},
+		{[]string{"-inflight", "-1"}, "-inflight -1"},
+		{[]string{"-inflight", "100000"}, "-inflight 100000"},
+		{[]string{"-timeout", "-1s"}, "-timeout -1s"},
+		{[]string{"-port", "0"}, "-port 0"},
+		{[]string{"-port", "70000"}, "-port 70000"},
+		{[]string{"-uid", "-1"}, "-uid -1"},
+		{[]string{"-gid", "4294967296"}, "-gid 4294967296"},
+		{[]string{"-progress", "sometimes"}, "-progress"},
+		{[]string{"-provider", "x"}, "-provider"},
+		{[]string{"-credits", "many"}, "-credits"},
+		{[]string{"-frobnicate"}, "-frobnicate"},
+		{[]string{"bench", "-jobs", "-3"}, "-jobs -3"},
+		{[]string{"bench", "-jobs", "100000"}, "-jobs 100000"},
+		{[]string{"bench", "-duration", "-1s"}, "-duration -1s"},
+		{[]string{"bench", "-block", "0"}, "-block"},
+		{[]string{"bench", "-block", "2MiB"}, "-block"},
+		{[]string{"bench", "-size", "99999999999G"}, "-size"},
+		{[]string{"bench", "-size", "-1"}, "-size"},
+		{[]string{"bench", "-nope"}, "-nope"},
+		{[]string{"frobnicate"}, "frobnicate"},
+	} {
+		args := append(append([]string(nil), base...), tc.args...)
+		if tc.args[0] != "bench" && tc.args[0] != "frobnicate" {
+			args = append(args, "ls")
+		}
+		var out, errb bytes.Buffer
+		status := mainStatus(t.Context(), args, &out, &errb)
+		require.Equal(t, 2, status, "%v: %s", tc.args, errb.String())
+		first, _, _ := strings.Cut(errb.String(), "\n")
+		require.Contains(t, first, tc.name, "%v: the first line names the flag", tc.args)
+		require.NotContains(t, errb.String(), "connection refused", "%v: nothing connects", tc.args)
+		if !strings.Contains(errb.String(), "Usage") && !strings.Contains(errb.String(), "usage:") {
+			require.Equal(t, 1, strings.Count(errb.String(), "\n"), "%v: one line: %q", tc.args, errb.String())
+			require.True(t, strings.HasPrefix(first, "rdma-nfs: "), first)
+		}
+	}
+	for _, tc := range []struct {
+		args  []string
+		usage string // a flag the usage lists
+	}{{[]string{"-h"}, "-credits"}, {[]string{"-help"}, "-rsize"}, {append(base, "bench", "-h"), "-jobs"}} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 0, mainStatus(t.Context(), tc.args, &out, &errb), "%v", tc.args)
+		require.Contains(t, errb.String(), tc.usage, "%v prints the usage", tc.args)
+	}
+	// A failure that is not the command line's: status 1.
+	var out, errb bytes.Buffer
+	require.Equal(t, 1, mainStatus(t.Context(), append(base, "ls"), &out, &errb), errb.String())
+}

@@ -10,6 +10,10 @@
 // connection's negotiated settings (RFC 8797) are logged in one line; its
 // counters are served as JSON on the metrics endpoint (expvar,
 // /debug/vars) and logged on SIGUSR1. SIGTERM or SIGINT shut down cleanly.
+//
+// The exit status is 0 after a clean shutdown (and for -h), 2 for a
+// mistake on the command line (an unknown flag, a value out of its range:
+// the one-line message names the flag), 1 when serving failed.
 package main
 
 import (
@@ -20,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -30,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -40,11 +46,16 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "rdma-nfsd:", err)
-		os.Exit(1)
-	}
+	status := mainStatus(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(status)
+}
+
+// mainStatus serves with the command line args until ctx is done and
+// returns the exit status, having reported an error on stderr
+// (cmdline.Status).
+func mainStatus(ctx context.Context, args []string, stderr io.Writer) int {
+	return cmdline.Status("rdma-nfsd", run(ctx, args, stderr, nil), stderr)
 }
 
 // options are the command line's.
@@ -72,8 +83,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.dir, "dir", "", "directory to export (required)")
 	fs.StringVar(&o.addr, "addr", "", "address to listen on (an address of the RDMA device; empty: all)")
-	fs.IntVar(&o.rdmaPort, "rdma-port", nfs.DefaultRDMAPort, "NFS over RDMA port")
-	fs.IntVar(&o.tcpPort, "tcp-port", 0, "MOUNT (and -nfs-tcp) TCP port; 0 picks one, registered with rpcbind")
+	fs.IntVar(&o.rdmaPort, "rdma-port", nfs.DefaultRDMAPort, "NFS over RDMA port (0..65535; 0 picks one)")
+	fs.IntVar(&o.tcpPort, "tcp-port", 0, "MOUNT (and -nfs-tcp) TCP port (0..65535); 0 picks one, registered with rpcbind")
 	fs.BoolVar(&o.nfsOverTCP, "nfs-tcp", false, "serve NFS over TCP too, for comparison")
 	fs.BoolVar(&o.readOnly, "ro", false, "export read-only (NFS3ERR_ROFS for every change)")
 	fs.StringVar(&o.squash, "squash", "root_squash", "whose identity calls lose (exports(5)): root_squash, no_root_squash or all_squash")
@@ -81,45 +92,73 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.UintVar(&o.anonGID, "anongid", 65534, "gid of squashed callers and AUTH_NONE calls")
 	fs.BoolVar(&o.indexOnly, "index-handles", false, "file handles without open_by_handle_at (what a non-root server uses)")
 	fs.StringVar(&o.provider, "provider", "rdmacore", "verbs provider: rdmacore (RDMA devices, Soft-RoCE) or soft (RDMA emulated over TCP)")
-	fs.IntVar(&o.inlineSend, "inline-send", transport.DefaultInline, "inline send size offered (RFC 8797; 1024..262144)")
-	fs.IntVar(&o.inlineRecv, "inline-recv", transport.DefaultInline, "inline receive size offered (RFC 8797; 1024..262144)")
+	fs.IntVar(&o.inlineSend, "inline-send", transport.DefaultInline, "inline send size offered (RFC 8797; a multiple of 1024 in 1024..262144)")
+	fs.IntVar(&o.inlineRecv, "inline-recv", transport.DefaultInline, "inline receive size offered (RFC 8797; a multiple of 1024 in 1024..262144)")
 	fs.BoolVar(&o.noRemoteInvalidate, "no-remote-invalidate", false, "clear the R bit: never reply with Send With Invalidate")
 	fs.BoolVar(&o.noPrivateData, "no-private-data", false, "send no RFC 8797 private data (the 1024-byte defaults)")
-	fs.IntVar(&o.credits, "credits", 0, "largest credit grant per connection (0: 64, as Linux)")
-	fs.IntVar(&o.concurrentCalls, "concurrent-calls", 0, "calls of one connection executed at once (0: 16; 1: one after the other)")
-	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on connections (0: none)")
-	fs.IntVar(&o.backlog, "backlog", 0, "handshakes in progress plus connections not yet served (0: 128)")
-	fs.IntVar(&o.maxRPC, "max-rpc", 0, "largest RPC message (0: 1 MiB + 16 KiB)")
+	fs.IntVar(&o.credits, "credits", 0, fmt.Sprintf("largest credit grant per connection (0..%d; 0: 64, as Linux)", transport.MaxCredits))
+	fs.IntVar(&o.concurrentCalls, "concurrent-calls", 0, fmt.Sprintf("calls of one connection executed at once (0..%d; 0: 16; 1: one after the other)", server.MaxConcurrentCalls))
+	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on connections (not negative; 0: none)")
+	fs.IntVar(&o.backlog, "backlog", 0, fmt.Sprintf("handshakes in progress plus connections not yet served (0..%d; 0: 128)", transport.MaxAcceptBacklog))
+	fs.IntVar(&o.maxRPC, "max-rpc", 0, fmt.Sprintf("largest RPC message (%d..%d; 0: 1 MiB + 16 KiB)", nfs.MinMaxRPCSize, transport.MaxRPCSizeMax))
 	fs.IntVar(&o.postAsyncMin, "post-async-min", 0, "replies moving at least this many bytes are posted by the connection's posting goroutine (0: 32 KiB; negative: by the goroutine that built them)")
 	fs.BoolVar(&o.rpcbind, "rpcbind", true, "register with the system's rpcbind (127.0.0.1:111) when it runs")
 	fs.BoolVar(&o.portmap, "portmap", false, "serve a minimal portmapper on port 111 when no rpcbind runs")
 	fs.StringVar(&o.metrics, "metrics", "", "address of the metrics endpoint (expvar JSON at /debug/vars); empty: none")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.IntVar(&o.gcPercent, "gc-percent", 400, "garbage collector target (as GOGC; -1 off): each READ and WRITE carries up to 1 MiB, so Go's default 100 collects after every few")
+	fs.IntVar(&o.gcPercent, "gc-percent", 400, "garbage collector target (as GOGC, not below -1; -1 off): each READ and WRITE carries up to 1 MiB, so Go's default 100 collects after every few")
 	fs.DurationVar(&o.pollBeforeWait, "poll-before-wait", 0, "rdmacore: poll the completion queue this long before sleeping on its channel (0: 50µs; negative: never)")
 	fs.DurationVar(&o.pollBeforeWaitMax, "poll-before-wait-max", 0, "rdmacore: poll up to this long while a connection's recent waits were short (0: 2ms; negative: -poll-before-wait only)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown")
-	if err := fs.Parse(args); err != nil {
+	if err := cmdline.Parse(fs, args); err != nil {
 		return o, err
 	}
 	if o.dir == "" {
-		return o, errors.New("-dir is required")
+		return o, cmdline.Usagef("-dir is required")
 	}
 	if _, err := server.ParseSquash(o.squash); err != nil {
-		return o, fmt.Errorf("-squash: %w", err)
+		return o, cmdline.Usagef("-squash: %w", err)
 	}
 	for _, id := range []struct {
 		name string
 		v    uint
 	}{{"-anonuid", o.anonUID}, {"-anongid", o.anonGID}} {
 		if id.v == 0 || id.v >= 1<<32-1 {
-			return o, fmt.Errorf("%s %d: want 1..4294967294", id.name, id.v)
+			return o, cmdline.Usagef("%s %d: want 1..4294967294", id.name, id.v)
 		}
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	switch o.provider {
+	case "rdmacore", "soft":
+	default:
+		return o, cmdline.Usagef("-provider %q: want rdmacore or soft", o.provider)
 	}
-	return o, nil
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return o, cmdline.Usagef("-log-level: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return o, cmdline.Usagef("unexpected arguments: %v", fs.Args())
+	}
+	return o, o.check()
+}
+
+// check checks the numeric flags' ranges: those of the settings they
+// give (transport.Config, server.Config), and of the others. The
+// durations -poll-before-wait and -poll-before-wait-max take any value
+// (negative: never), and so does -post-async-min (negative: inline).
+func (o *options) check() error {
+	return cmdline.Check(
+		cmdline.Int("-rdma-port", int64(o.rdmaPort), 0, 65535, ""),
+		cmdline.Int("-tcp-port", int64(o.tcpPort), 0, 65535, ""),
+		cmdline.Inline("-inline-send", o.inlineSend),
+		cmdline.Inline("-inline-recv", o.inlineRecv),
+		cmdline.Int("-credits", int64(o.credits), 1, transport.MaxCredits, "64"),
+		cmdline.Int("-concurrent-calls", int64(o.concurrentCalls), 1, server.MaxConcurrentCalls, "16"),
+		cmdline.Int("-max-conns", int64(o.maxConns), 0, math.MaxInt64, "no cap"),
+		cmdline.Int("-backlog", int64(o.backlog), 1, transport.MaxAcceptBacklog, "128"),
+		cmdline.Int("-max-rpc", int64(o.maxRPC), nfs.MinMaxRPCSize, transport.MaxRPCSizeMax, "1 MiB + 16 KiB"),
+		cmdline.Int("-gc-percent", int64(o.gcPercent), -1, math.MaxInt32, ""),
+	)
 }
 
 // run serves until ctx is done. ready, if not nil, gets the server once it
@@ -130,9 +169,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		return err
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("-log-level: %w", err)
-	}
+	_ = level.UnmarshalText([]byte(o.logLevel)) // parse checked it
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	defer debug.SetGCPercent(debug.SetGCPercent(o.gcPercent))
 	if o.cpuProfile != "" {
@@ -147,14 +184,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		}()
 	}
 
-	var provider verbs.Provider
-	switch o.provider {
-	case "rdmacore":
+	var provider verbs.Provider = &soft.Provider{} // parse checked the name
+	if o.provider == "rdmacore" {
 		provider = &rdmacore.Provider{PollBeforeWait: o.pollBeforeWait, PollBeforeWaitMax: o.pollBeforeWaitMax}
-	case "soft":
-		provider = &soft.Provider{}
-	default:
-		return fmt.Errorf("-provider %q: want rdmacore or soft", o.provider)
 	}
 
 	dir, err := server.DirFS(o.dir)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -222,4 +223,69 @@ func TestCPUProfile(t *testing.T) {
 	err = run(context.Background(), []string{"-dir", dir, "-provider", "soft", "-rpcbind=false",
 		"-cpuprofile", filepath.Join(dir, "no", "such", "dir")}, io.Discard, nil)
 	require.ErrorContains(t, err, "-cpuprofile")
+}
+
+// TestBadFlags: a flag out of its range (or not a flag) ends the program
+// with exit status 2 and a message naming the flag, one line of ours (the
+// flag package adds the usage to its own), before it listens: -rdma-port
+// and -tcp-port name a port in use, which listening would report instead.
+// -h exits 0.
+func TestBadFlags(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	_, port, _ := net.SplitHostPort(busy.Addr().String())
+	base := []string{"-dir", t.TempDir(), "-addr", "127.0.0.1", "-rdma-port", port, "-tcp-port", port,
+		"-provider", "soft", "-rpcbind=false"}
+	for _, tc := range []struct {
+		args []string
+		name string // what the message must name
+	}{
+		{[]string{"-credits", "-5"}, "-credits -5"},
+		{[]string{"-credits", "100000"}, "-credits 100000"},
+		{[]string{"-inline-send", "100"}, "-inline-send 100"},
+		{[]string{"-inline-send", "5000"}, "-inline-send 5000"},
+		{[]string{"-inline-recv", "524288"}, "-inline-recv 524288"},
+		{[]string{"-concurrent-calls", "-3"}, "-concurrent-calls -3"},
+		{[]string{"-concurrent-calls", "5000"}, "-concurrent-calls 5000"},
+		{[]string{"-max-rpc", "100"}, "-max-rpc 100"},
+		{[]string{"-max-rpc", "-1"}, "-max-rpc -1"},
+		{[]string{"-max-rpc", "1073741824"}, "-max-rpc 1073741824"},
+		{[]string{"-backlog", "-1"}, "-backlog -1"},
+		{[]string{"-backlog", "100000"}, "-backlog 100000"},
+		{[]string{"-max-conns", "-1"}, "-max-conns -1"},
+		{[]string{"-rdma-port", "-1"}, "-rdma-port -1"},
+		{[]string{"-rdma-port", "65536"}, "-rdma-port 65536"},
+		{[]string{"-tcp-port", "70000"}, "-tcp-port 70000"},
+		{[]string{"-gc-percent", "-2"}, "-gc-percent -2"},
+		{[]string{"-anonuid", "0"}, "-anonuid 0"},
+		{[]string{"-anongid", "4294967295"}, "-anongid 4294967295"},
+		{[]string{"-anonuid", "-1"}, "-anonuid"},
+		{[]string{"-squash", "root"}, "-squash"},
+		{[]string{"-provider", "x"}, "-provider"},
+		{[]string{"-log-level", "loud"}, "-log-level"},
+		{[]string{"-credits", "many"}, "-credits"},
+		{[]string{"-frobnicate"}, "-frobnicate"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		var errb bytes.Buffer
+		status := mainStatus(t.Context(), append(append([]string(nil), base...), tc.args...), &errb)
+		require.Equal(t, 2, status, "%v: %s", tc.args, errb.String())
+		first, _, _ := strings.Cut(errb.String(), "\n")
+		require.Contains(t, first, tc.name, "%v: the first line names the flag", tc.args)
+		require.NotContains(t, errb.String(), "address already in use", "%v: nothing listens", tc.args)
+		if !strings.Contains(errb.String(), "Usage") {
+			require.Equal(t, 1, strings.Count(errb.String(), "\n"), "%v: one line: %q", tc.args, errb.String())
+			require.True(t, strings.HasPrefix(first, "rdma-nfsd: "), first)
+		}
+	}
+	for _, args := range [][]string{{"-h"}, {"-help"}, append(base, "-h")} {
+		var errb bytes.Buffer
+		require.Equal(t, 0, mainStatus(t.Context(), args, &errb), "%v", args)
+		require.Contains(t, errb.String(), "-concurrent-calls", "%v prints the usage", args)
+	}
+	// Listening on a port in use is a failure, not the command line's.
+	var errb bytes.Buffer
+	require.Equal(t, 1, mainStatus(t.Context(), base, &errb), errb.String())
+	require.Contains(t, errb.String(), "address already in use")
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
@@ -58,37 +59,48 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.StringVar(&f.compare, "compare", "", "also run rdma-nfsd built from git revision `REV` (as rdma-nfsd-b, alternating with this checkout's) and print each cell's ratio")
 	fs.StringVar(&f.compareFlags, "compare-flags", "", "more flags for rdma-nfsd-b only; without -compare, rdma-nfsd-b is this checkout's rdma-nfsd run with them")
 	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices before every round, for the issue's goals")
-	if err := fs.Parse(args); err != nil {
+	if err := cmdline.Parse(fs, args); err != nil {
 		return Spec{}, f, err
 	}
-	if fs.NArg() > 0 {
-		return Spec{}, f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	s, err := benchSpec(f, fs.Args(), *baseline)
+	if err != nil {
+		err = cmdline.Usage(err)
+	}
+	return s, f, err
+}
+
+// benchSpec is the Spec of the bench command's flags f, its arguments
+// args (none) and -baseline.
+func benchSpec(f benchFlags, args []string, baseline bool) (Spec, error) {
+	if len(args) > 0 {
+		return Spec{}, fmt.Errorf("unexpected arguments: %v", args)
 	}
 	s := fullSpec()
 	if f.quick {
 		s = quickSpec()
 	}
 	s.Provider = f.provider
-	if f.d > 0 {
+	// 0 is the default; anything else, negative included, is Validate's.
+	if f.d != 0 {
 		s.Duration = f.d
 	}
-	if f.rounds > 0 {
+	if f.rounds != 0 {
 		s.Rounds = f.rounds
 	}
 	var err error
 	if f.inlines != "" {
 		if s.Inlines, err = parseInts(f.inlines, parseSize); err != nil {
-			return s, f, fmt.Errorf("-inline: %w", err)
+			return s, fmt.Errorf("-inline: %w", err)
 		}
 	}
 	if f.sizes != "" {
 		if s.Sizes, err = parseInts(f.sizes, parseSize); err != nil {
-			return s, f, fmt.Errorf("-sizes: %w", err)
+			return s, fmt.Errorf("-sizes: %w", err)
 		}
 	}
 	if f.inflight != "" {
 		if s.InFlight, err = parseInts(f.inflight, atoi); err != nil {
-			return s, f, fmt.Errorf("-inflight: %w", err)
+			return s, fmt.Errorf("-inflight: %w", err)
 		}
 	}
 	if f.workloads != "" {
@@ -100,17 +112,17 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	if f.clients != "" {
 		s.Clients = splitList(f.clients)
 	}
-	s.Baseline = *baseline
+	s.Baseline = baseline
 	s.MTU = f.mtu
 	s.ServerFlags = strings.Fields(f.serverFlags)
 	// Profiles are written in the VM's share, copied out after the run
 	// (rdma-nfsd's, and the Go client's, which runs in the bench's guest
 	// process); on soft, into the directory itself.
 	if s.ServerProfile, err = profileDir("-server-profile", f.profileOut, s.Provider); err != nil {
-		return s, f, err
+		return s, err
 	}
 	if s.ClientProfile, err = profileDir("-client-profile", f.clientProfileOut, s.Provider); err != nil {
-		return s, f, err
+		return s, err
 	}
 	if s.Provider == "soft" {
 		s.Servers, s.Clients, s.Baseline = []string{ServerGo}, []string{ClientGo}, false
@@ -123,7 +135,7 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 			s.Servers = slices.Insert(s.Servers, i+1, ServerGoB)
 		}
 	}
-	return s, f, s.Validate()
+	return s, s.Validate()
 }
 
 // Report is a whole run: where and when it ran, what it measured.
@@ -206,11 +218,11 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.csvOut, "csv", "", "write the results as CSV to FILE (- for stdout)")
 	fs.StringVar(&f.mdOut, "md", "", "write the results as a Markdown table to FILE")
 	fs.StringVar(&f.chartOut, "chart", "", "draw the chart to FILE (.png or .svg)")
-	if err := fs.Parse(args); err != nil {
+	if err := cmdline.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("report: want one JSON report file")
+		return cmdline.Usagef("report: want one JSON report file")
 	}
 	raw, err := os.ReadFile(fs.Arg(0))
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 )
 
 // cmdDemo is make demo: on the host, everything from a fresh machine to
@@ -17,7 +19,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	console := fs.String("console", "", "save the VM's console to FILE")
 	jsonOut := fs.String("json", "", "write the benchmark's report as JSON to FILE")
-	if err := fs.Parse(args); err != nil {
+	if err := cmdline.Parse(fs, args); err != nil {
 		return err
 	}
 	t0 := time.Now()
@@ -89,17 +91,17 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	inl := fs.String("inline", "1024,4096,65536", "inline settings")
 	jsonOut := fs.String("json", "", "write the rows as JSON to FILE")
 	console := fs.String("console", "", "save the VM's console to FILE")
-	if err := fs.Parse(args); err != nil {
+	if err := cmdline.Parse(fs, args); err != nil {
 		return err
 	}
 	inlines, err := parseInts(*inl, parseSize)
 	if err != nil {
-		return fmt.Errorf("-inline: %w", err)
+		return cmdline.Usagef("-inline: %w", err)
 	}
 	spec := Spec{Provider: "rdmacore", Duration: time.Second, Inlines: inlines, Servers: []string{ServerGo, ServerKnfsd},
 		Clients: []string{ClientKernel, ClientGo}, Workloads: []string{WorkNull}, InFlight: []int{1}, Rounds: 1}
 	if err := spec.Validate(); err != nil {
-		return err
+		return cmdline.Usage(err)
 	}
 	t0 := time.Now()
 	root, err := moduleRoot()

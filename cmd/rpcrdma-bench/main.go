@@ -23,26 +23,20 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "rpcrdma-bench:", err)
-		os.Exit(1)
-	}
+	os.Exit(cmdline.Status("rpcrdma-bench", err, os.Stderr))
 }
 
 func usage(w io.Writer) {
@@ -60,11 +54,13 @@ func usage(w io.Writer) {
 `)
 }
 
-// dispatch runs the subcommand of args.
+// dispatch runs the subcommand of args. A mistake on the command line (an
+// unknown command or flag, a value out of its range) is a usage error of
+// package cmdline: exit status 2; -h exits 0.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		usage(stderr)
-		return flag.ErrHelp
+		return cmdline.Usagef("no command")
 	}
 	switch args[0] {
 	case "demo":
@@ -82,5 +78,5 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	usage(stderr)
-	return fmt.Errorf("unknown command %q", args[0])
+	return cmdline.Usagef("unknown command %q", args[0])
 }

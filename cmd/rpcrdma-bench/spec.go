@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
 // Spec is what one bench run measures; the host writes it to the share as
@@ -223,8 +224,13 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("MTU %d: want 576..65535, with the rdmacore provider", s.MTU)
 	}
 	for _, in := range s.Inlines {
-		if in < 1024 || in > 65536 {
-			return fmt.Errorf("inline %d: the Linux client accepts 1024..65536", in)
+		if in < 1024 || in > 65536 || in%1024 != 0 {
+			return fmt.Errorf("inline %d: want a multiple of 1024 in 1024..65536 (RFC 8797 sizes the Linux client accepts)", in)
+		}
+	}
+	for _, n := range s.Sizes {
+		if n < 1 || n > client.DefaultIOSize {
+			return fmt.Errorf("size %d: want 1..%d (the largest rsize and wsize)", n, client.DefaultIOSize)
 		}
 	}
 	for _, n := range s.InFlight {

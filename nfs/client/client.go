@@ -60,9 +60,15 @@ func (a *Auth) credVerf() []byte {
 	return none.Append(sys.OpaqueAuth(nil).Append(nil))
 }
 
-// Config configures a Client. Transport.Provider is required.
+// Config configures a Client. Transport.Provider is required by Dial
+// and Mount. Each field's comment states its range: Dial, New,
+// NewCaller and Mount refuse a Config with a field out of it (Check),
+// with a *transport.ConfigError naming the field (errors.Is(err,
+// transport.ErrConfig)); they never adjust a value silently.
 type Config struct {
-	// Transport configures the RPC-over-RDMA connection. A nil Binding
+	// Transport configures the RPC-over-RDMA connection, its fields in
+	// the ranges transport.Config documents and a MaxRPCSize other than
+	// 0 at least nfs.MinMaxRPCSize. A nil Binding
 	// means nfs.Binding{} (RFC 8267: READ data and READLINK paths land by
 	// RDMA Write in the Write chunk, WRITE data and SYMLINK paths move
 	// in a Read chunk). A zero Reconnect means reconnection with
@@ -71,14 +77,18 @@ type Config struct {
 	Transport   transport.Config
 	NoReconnect bool
 	// Auth is the credential of every call; nil means ProcessAuth().
+	// AUTH_SYS carries at most 16 GIDs and a MachineName of at most 255
+	// bytes (RFC 5531 Appendix A).
 	Auth *Auth
-	// RSize and WSize cap the READ and WRITE sizes; the server's FSINFO
-	// rtmax and wtmax and the transport's MaxRPCSize cap them too. 0
-	// means 1 MiB.
+	// RSize and WSize cap the READ and WRITE sizes: 0 means
+	// DefaultIOSize (1 MiB, or less when Transport.MaxRPCSize cannot
+	// carry it); otherwise from MinIOSize to MaxIOSize(Transport.MaxRPCSize).
+	// The server's FSINFO rtmax and wtmax cap them too, when the Client
+	// learns them (Mount, SetIOSizeFromFSInfo).
 	RSize, WSize int
 	// MaxInFlight is how many READs or WRITEs a File keeps in flight for
-	// read-ahead and write-behind; 0 means 16. The transport's credits
-	// bound the connection's total.
+	// read-ahead and write-behind, at most MaxInFlightMax; 0 means 16.
+	// The transport's credits bound the connection's total.
 	MaxInFlight int
 }
 
@@ -106,10 +116,14 @@ type Client struct {
 }
 
 // Dial connects to the NFS-over-RDMA server at addr ("host:port";
-// port 20049 is NFS over RDMA's) and returns a Client for it.
+// port 20049 is NFS over RDMA's) and returns a Client for it. A field of
+// cfg out of its range (Config.Check) fails it before it connects.
 func Dial(ctx context.Context, addr string, cfg *Config) (*Client, error) {
 	if cfg == nil {
 		cfg = &Config{}
+	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
 	tc := cfg.Transport
 	if tc.Binding == nil {
@@ -128,13 +142,17 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Client, error) {
 // New returns a Client making its calls on conn, a requester whose
 // transport.Config.Binding should be nfs.Binding{} (and whose MaxRPCSize,
 // if not the default, should be in cfg.Transport). cfg.Transport is
-// otherwise ignored. Close closes conn.
-func New(conn *transport.Conn, cfg *Config) *Client {
+// otherwise not used (its fields are checked all the same). Close closes
+// conn. A field of cfg out of its range (Config.Check) is an error.
+func New(conn *transport.Conn, cfg *Config) (*Client, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	var maxRPC int
 	if cfg != nil {
 		maxRPC = cfg.Transport.MaxRPCSize
 	}
-	return newClient(conn, cfg, maxRPC)
+	return newClient(conn, cfg, maxRPC), nil
 }
 
 // NewCaller returns a Client making its calls with rpc instead of
@@ -142,15 +160,19 @@ func New(conn *transport.Conn, cfg *Config) *Client {
 // record-marked byte stream on a net.Conn, say). Reads and writes then
 // carry their data inline in the messages; cfg.Transport.MaxRPCSize, if
 // set, caps rsize and wsize. Conn returns nil; Close closes rpc if it is
-// an io.Closer.
-func NewCaller(rpc Caller, cfg *Config) *Client {
+// an io.Closer. A field of cfg out of its range (Config.Check) is an
+// error.
+func NewCaller(rpc Caller, cfg *Config) (*Client, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	var maxRPC int
 	if cfg != nil {
 		maxRPC = cfg.Transport.MaxRPCSize
 	}
 	c := newClient(nil, cfg, maxRPC)
 	c.rpc = rpc
-	return c
+	return c, nil
 }
 
 func newClient(conn *transport.Conn, cfg *Config, maxRPC int) *Client {
@@ -190,15 +212,13 @@ func newClient(conn *transport.Conn, cfg *Config, maxRPC int) *Client {
 const ioOverhead = 2*xdr.MaxAuthBytes + 1024
 
 // capIO caps rsize and wsize so that a READ reply or a WRITE call fits in
-// maxRPC (0: transport.DefaultMaxRPCSize).
+// maxRPC (0: transport.DefaultMaxRPCSize): MaxIOSize, which Check bounds
+// the configured sizes by, so that only the default is lowered.
 func (c *Client) capIO(maxRPC int) {
-	if maxRPC <= 0 {
-		maxRPC = transport.DefaultMaxRPCSize
-	}
-	limit := (maxRPC - ioOverhead) &^ 4095
+	limit := int64(MaxIOSize(maxRPC))
 	c.mu.Lock()
-	c.rsize.Store(max(4096, min(c.rsize.Load(), int64(limit))))
-	c.wsize.Store(max(4096, min(c.wsize.Load(), int64(limit))))
+	c.rsize.Store(min(c.rsize.Load(), limit))
+	c.wsize.Store(min(c.wsize.Load(), limit))
 	c.mu.Unlock()
 }
 

@@ -76,7 +76,8 @@ func TestClientCodec(t *testing.T) {
 	dir := client.FH("dir-handle-4567")
 	newFH := []byte("new-handle-89ab")
 	srv := &codecServer{t: t}
-	c := client.NewCaller(srv, &client.Config{Auth: &client.Auth{None: true}})
+	c, err := client.NewCaller(srv, &client.Config{Auth: &client.Auth{None: true}})
+	require.NoError(t, err)
 
 	mode, uid, gid, size := uint32(0o640), uint32(11), uint32(12), uint64(13)
 	atime, mtime, guard := time.Unix(100, 5), time.Unix(200, 6), time.Unix(300, 7)
@@ -454,7 +455,8 @@ func TestClientCodec(t *testing.T) {
 func TestMountClientCodec(t *testing.T) {
 	ctx := callCtx(t)
 	srv := &codecServer{t: t}
-	m := client.NewMountClientCaller(srv, &client.Auth{None: true})
+	m, err := client.NewMountClientCaller(srv, &client.Auth{None: true})
+	require.NoError(t, err)
 
 	var mnt nfs3.MntRes
 	srv.serve = func(proc uint32, r *xdr.Reader) []byte {

@@ -15,12 +15,15 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// MountOptions configures Mount.
+// MountOptions configures Mount, which refuses a field out of its range
+// with a *transport.ConfigError naming it (errors.Is(err,
+// transport.ErrConfig)) before it connects.
 type MountOptions struct {
-	// Client configures the NFS client; Client.Transport.Provider is
-	// required.
+	// Client configures the NFS client (Config states its ranges);
+	// Client.Transport.Provider is required.
 	Client Config
-	// RDMAPort is the port of NFS over RDMA on the server; 0 means 20049.
+	// RDMAPort is the port of NFS over RDMA on the server, at most 65535;
+	// 0 means 20049.
 	RDMAPort int
 	// MountAddr is the "host:port" of the MOUNT server (TCP); "" asks the
 	// portmapper on the server host for it.
@@ -52,6 +55,9 @@ type Export struct {
 func Mount(ctx context.Context, server, exportPath string, opt *MountOptions) (*Export, error) {
 	if opt == nil {
 		opt = &MountOptions{}
+	}
+	if err := opt.check(); err != nil {
+		return nil, err
 	}
 	auth := opt.Client.Auth
 	if auth == nil {

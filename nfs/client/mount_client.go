@@ -146,8 +146,14 @@ type MountClient struct {
 
 // DialMount connects to the MOUNT server at addr: "host:port", or "host"
 // to ask the portmapper on host for mountd's port. auth nil means
-// ProcessAuth().
+// ProcessAuth(); an auth AUTH_SYS cannot carry (Config.Auth) is a
+// *transport.ConfigError.
 func DialMount(ctx context.Context, addr string, auth *Auth) (*MountClient, error) {
+	if auth != nil {
+		if err := auth.check("Auth"); err != nil {
+			return nil, err
+		}
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" || port == "0" {
 		if err != nil {
@@ -173,14 +179,18 @@ func DialMount(ctx context.Context, addr string, auth *Auth) (*MountClient, erro
 // NewMountClientCaller returns a MountClient making its calls with rpc,
 // for a server that serves MOUNT on another transport than TCP: go-nfs,
 // for one, answers MOUNT on its NFS connection, so over RPC-over-RDMA
-// too (a *transport.Conn is a Caller). auth nil means ProcessAuth().
-// Close closes rpc if it is an io.Closer.
-func NewMountClientCaller(rpc Caller, auth *Auth) *MountClient {
+// too (a *transport.Conn is a Caller). auth nil means ProcessAuth();
+// an auth AUTH_SYS cannot carry (Config.Auth) is a
+// *transport.ConfigError. Close closes rpc if it is an io.Closer.
+func NewMountClientCaller(rpc Caller, auth *Auth) (*MountClient, error) {
 	if auth == nil {
 		a := ProcessAuth()
 		auth = &a
 	}
-	return &MountClient{rpc: newCallerRPC(rpc, nfs.ProgMount, 3, auth)}
+	if err := auth.check("Auth"); err != nil {
+		return nil, err
+	}
+	return &MountClient{rpc: newCallerRPC(rpc, nfs.ProgMount, 3, auth)}, nil
 }
 
 // Close closes the connection.

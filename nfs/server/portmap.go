@@ -35,7 +35,8 @@ type RpcbindConfig struct {
 	Serve bool
 	// ServeAddr is the portmapper's address; "" means ":111".
 	ServeAddr string
-	// Timeout bounds each exchange with rpcbind; 0 means 2 s.
+	// Timeout bounds each exchange with rpcbind: not negative; 0 means
+	// 2 s.
 	Timeout time.Duration
 }
 

@@ -30,7 +30,10 @@ const (
 var ErrClosed = errors.New("nfs: Server closed")
 
 // Config configures a Server. Handler and Transport.Provider are
-// required.
+// required. Each field's comment states its range: New refuses a Config
+// with a field out of it, with a *transport.ConfigError naming the field
+// (errors.Is(err, transport.ErrConfig)); it never adjusts a value
+// silently.
 type Config struct {
 	// Handler is the export when there is one, open to every client: a
 	// directory (DirFS) with its file handles (NewDirHandler), mounted
@@ -49,7 +52,9 @@ type Config struct {
 	// placement). A nil Transport.CallBuffers means the server's own
 	// pool of large buffers (the one READ replies are built in): a large
 	// WRITE's data is pulled by RDMA Read straight into the buffer the
-	// WRITE is executed from.
+	// WRITE is executed from. Its fields have the ranges
+	// transport.Config documents, and a MaxRPCSize other than 0 is at
+	// least nfs.MinMaxRPCSize (room for a READ or WRITE of 4 KiB).
 	Transport transport.Config
 
 	// RDMAAddr is the address of the RPC-over-RDMA listener; "" means
@@ -65,15 +70,15 @@ type Config struct {
 	// Rpcbind configures registration with rpcbind.
 	Rpcbind RpcbindConfig
 
-	// DRCSize bounds the duplicate request cache (entries; 0 means
-	// DefaultDRCSize) and DRCMaxAge the age of its replies (0 means
-	// DefaultDRCMaxAge).
+	// DRCSize bounds the duplicate request cache (entries, at most
+	// MaxDRCSize; 0 means DefaultDRCSize) and DRCMaxAge the age of its
+	// replies (not negative; 0 means DefaultDRCMaxAge).
 	DRCSize   int
 	DRCMaxAge time.Duration
 
 	// ConcurrentCalls bounds the calls of one connection that execute at
-	// once (0 means DefaultConcurrentCalls; 1 executes them one after
-	// the other, in order). A call waiting on the disk (a COMMIT's fsync,
+	// once, at most MaxConcurrentCalls (0 means DefaultConcurrentCalls; 1
+	// executes them one after the other, in order). A call waiting on the disk (a COMMIT's fsync,
 	// a READ that misses the page cache) then holds up only itself, as in
 	// knfsd's pool of threads.
 	ConcurrentCalls int
@@ -93,7 +98,8 @@ type Config struct {
 	OnCall func(network string, h *xdr.CallHeader)
 
 	// Squash says which callers' identities are replaced by the
-	// anonymous one (exports(5)); the zero value is RootSquash. Every
+	// anonymous one (exports(5)): RootSquash (the zero value),
+	// NoRootSquash or AllSquash. Every
 	// file system operation of a call runs with the caller's identity so
 	// mapped (its AUTH_SYS uid, gid and groups; the anonymous identity
 	// for AUTH_NONE), so that the kernel's permission checks decide, as
@@ -101,8 +107,8 @@ type Config struct {
 	// or CAP_SETUID and CAP_SETGID); otherwise New logs a warning
 	// and every call runs as the process itself (IdentitySwitching).
 	Squash Squash
-	// AnonUID and AnonGID are the anonymous identity; 0 means 65534
-	// (nobody).
+	// AnonUID and AnonGID are the anonymous identity, at most
+	// 4294967294 ((uid_t)-1 is no identity); 0 means 65534 (nobody).
 	AnonUID, AnonGID uint32
 }
 
@@ -184,8 +190,13 @@ type Server struct {
 }
 
 // New listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
-// Errors are *net.OpError for the listeners, as net.Listen's.
+// Errors are *net.OpError for the listeners, as net.Listen's; a field of
+// cfg out of its range is a *transport.ConfigError naming it
+// (errors.Is(err, transport.ErrConfig)), returned before anything listens.
 func New(cfg Config) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	exps := cfg.Exports
 	switch {
 	case cfg.Handler != nil && exps != nil:
@@ -397,18 +408,13 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 // DefaultConcurrentCalls is Config.ConcurrentCalls's default.
 const DefaultConcurrentCalls = 16
 
-// maxConcurrentCalls caps Config.ConcurrentCalls.
-const maxConcurrentCalls = 1024
-
+// concurrentCalls is Config.ConcurrentCalls (New checked its range), or
+// its default.
 func (s *Server) concurrentCalls() int {
-	switch n := s.cfg.ConcurrentCalls; {
-	case n <= 0:
-		return DefaultConcurrentCalls
-	case n > maxConcurrentCalls:
-		return maxConcurrentCalls
-	default:
+	if n := s.cfg.ConcurrentCalls; n > 0 {
 		return n
 	}
+	return DefaultConcurrentCalls
 }
 
 func (s *Server) removeSession(ss *session) {

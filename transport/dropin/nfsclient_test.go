@@ -39,9 +39,17 @@ func (c nfsClient) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), ioGuard)
 }
 
-func (c nfsClient) nfs() *client.Client { return client.NewCaller(c.rpc, nil) }
+func (c nfsClient) nfs() *client.Client {
+	nc, err := client.NewCaller(c.rpc, nil)
+	require.NoError(c.t, err)
+	return nc
+}
 
-func (c nfsClient) mountClient() *client.MountClient { return client.NewMountClientCaller(c.rpc, nil) }
+func (c nfsClient) mountClient() *client.MountClient {
+	mc, err := client.NewMountClientCaller(c.rpc, nil)
+	require.NoError(c.t, err)
+	return mc
+}
 
 // mount calls MOUNTPROC3_MNT and returns the root file handle.
 func (c nfsClient) mount(path string) client.FH {

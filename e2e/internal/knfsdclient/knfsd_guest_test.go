@@ -135,7 +135,9 @@ func dialKnfsd(t *testing.T, cfg transport.Config) *session {
 	t.Cleanup(func() { _ = c.Close() })
 	// Root's AUTH_SYS credential, as the raw calls' (rpcClient).
 	auth := client.Auth{UID: 0, GID: 0, GIDs: []uint32{0}, MachineName: "knfsdclient"}
-	return &session{conn: c, rec: rec, nfs: nfsClient{t, client.New(c, &client.Config{Auth: &auth})},
+	nc, err := client.New(c, &client.Config{Auth: &auth})
+	require.NoError(t, err)
+	return &session{conn: c, rec: rec, nfs: nfsClient{t, nc},
 		rpc: newRDMAClient(c), root: mountRoot(t, serverIP, exportPath)}
 }
 

@@ -86,13 +86,16 @@ func Serve(t testing.TB, cfg server.Config) *server.Server {
 	return srv
 }
 
-// Mount mounts srv's root with the Go client over soft until the test
-// ends.
+// Mount mounts srv's root with the Go client over soft (opt's own
+// provider if it names one: a test that counts its registered memory)
+// until the test ends.
 func Mount(t testing.TB, srv *server.Server, opt client.MountOptions) *client.Export {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Guard)
 	defer cancel()
-	opt.Client.Transport.Provider = &soft.Provider{}
+	if opt.Client.Transport.Provider == nil {
+		opt.Client.Transport.Provider = &soft.Provider{}
+	}
 	_, port, err := net.SplitHostPort(srv.RDMAAddr().String())
 	require.NoError(t, err)
 	opt.RDMAPort, err = strconv.Atoi(port)

@@ -116,6 +116,10 @@ type CallPlan struct {
 var (
 	// ErrCallTooLarge: the call exceeds Thresholds.MaxRPC.
 	ErrCallTooLarge = errors.New("rpcrdma: call exceeds the maximum RPC size")
+	// ErrReplyTooLarge: the call's reply may carry a DDP-eligible result
+	// (CallInput.ReplyData) larger than Thresholds.MaxRPC, for which no
+	// chunk memory is laid out.
+	ErrReplyTooLarge = errors.New("rpcrdma: the reply's DDP-eligible result may exceed the maximum RPC size")
 	// ErrBadDataItem: a binding reported a data item outside the message.
 	ErrBadDataItem = errors.New("rpcrdma: DDP-eligible item lies outside the message")
 )
@@ -148,6 +152,9 @@ func PlanCall(in CallInput, t Thresholds) (CallPlan, error) {
 	var p CallPlan
 	if in.MsgLen > t.MaxRPC {
 		return p, ErrCallTooLarge
+	}
+	if in.ReplyData > t.MaxRPC {
+		return p, ErrReplyTooLarge
 	}
 	if in.Arg.Present && (in.Arg.Off < 0 || in.Arg.N < 0 || in.Arg.Off&3 != 0 || in.Arg.end() > in.MsgLen) {
 		return p, ErrBadDataItem

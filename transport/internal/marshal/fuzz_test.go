@@ -172,6 +172,9 @@ func FuzzPlanCall(f *testing.F) {
 		if in.MsgLen > thr.MaxRPC {
 			t.Fatalf("planned a %d-byte call over MaxRPC %d", in.MsgLen, thr.MaxRPC)
 		}
+		if p.WriteLen > thr.MaxRPC || p.ReplyLen > thr.MaxRPC {
+			t.Fatalf("plan %+v offers a chunk over MaxRPC %d", p, thr.MaxRPC)
+		}
 		if p.HeaderLen+p.InlineLen > thr.SendInline {
 			t.Fatalf("plan %+v overflows the send threshold %d", p, thr.SendInline)
 		}

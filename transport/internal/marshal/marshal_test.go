@@ -75,6 +75,13 @@ func TestPlanCallErrors(t *testing.T) {
 	if _, err := PlanCall(CallInput{MsgLen: 2 << 20}, th(1024, 1024)); !errors.Is(err, ErrCallTooLarge) {
 		t.Errorf("oversized call: %v", err)
 	}
+	// A READ of count 0xffffffff: no Write chunk of 4 GiB is planned.
+	if _, err := PlanCall(CallInput{MsgLen: 100, MaxReply: 1 << 32, ReplyData: 1<<32 - 1}, th(1024, 1024)); !errors.Is(err, ErrReplyTooLarge) {
+		t.Errorf("oversized result: %v", err)
+	}
+	if p, err := PlanCall(CallInput{MsgLen: 100, ReplyData: 1 << 20}, th(1024, 1024)); err != nil || p.WriteLen != 1<<20 {
+		t.Errorf("result of MaxRPC: %+v, %v", p, err)
+	}
 	for _, d := range []DataItem{{Off: 2, N: 4, Present: true}, {Off: 96, N: 8, Present: true}, {Off: -4, N: 1, Present: true}, {Off: 0, N: -1, Present: true}} {
 		if _, err := PlanCall(CallInput{MsgLen: 100, Arg: d}, th(1024, 1024)); !errors.Is(err, ErrBadDataItem) {
 			t.Errorf("item %+v: %v", d, err)
