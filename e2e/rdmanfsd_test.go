@@ -20,6 +20,7 @@ var rdmaNfsdGuestTests = []string{
 	"TestMountstats/inline1024",
 	"TestMountstats/no-remote-invalidate",
 	"TestExercise",
+	"TestExports",
 }
 
 // TestRdmaNfsdKernel runs cmd/rdma-nfsd as a separate process in the VM
@@ -33,8 +34,10 @@ var rdmaNfsdGuestTests = []string{
 // arrives, no ESTALE); and the kernel's mountstats as the proof of the
 // negotiated inline sizes (no chunks for 1 KiB I/O at 4096, chunks at
 // 1024) and of remote invalidation (none of the client's own with R set,
-// one per READ with -no-remote-invalidate). The guest's RDMANFSD lines are
-// the report, logged here.
+// one per READ with -no-remote-invalidate); and an exports file's rules
+// (TestExports: client rules, ro, all_squash, root_squash, a subdirectory
+// mount, SIGHUP, a bad file). The guest's RDMANFSD lines are the report,
+// logged here.
 func TestRdmaNfsdKernel(t *testing.T) {
 	setup := "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true"
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
@@ -42,7 +45,7 @@ func TestRdmaNfsdKernel(t *testing.T) {
 		CGO:      true,
 		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
 		Setup:    setup,
-		Args: append([]string{"-test.timeout=7m", "-test.run=^(TestWorkload|TestRestart|TestMountstats|TestExercise)$"},
+		Args: append([]string{"-test.timeout=7m", "-test.run=^(TestWorkload|TestRestart|TestMountstats|TestExercise|TestExports)$"},
 			guestRunArgs()...),
 		Options: vm.Options{Timeout: 10 * time.Minute},
 	})

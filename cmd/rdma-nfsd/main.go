@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
@@ -61,6 +62,8 @@ func mainStatus(ctx context.Context, args []string, stderr io.Writer) int {
 // options are the command line's.
 type options struct {
 	dir, addr, provider, metrics, logLevel string
+	exports, logFormat                     string
+	version                                bool
 	squash                                 string
 	anonUID, anonGID                       uint
 	cpuProfile                             string
@@ -81,7 +84,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("rdma-nfsd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.dir, "dir", "", "directory to export (required)")
+	fs.StringVar(&o.dir, "dir", "", "directory to export as /, to every client (or -exports)")
+	fs.StringVar(&o.exports, "exports", "", "exports file (exports(5) syntax: directories, client rules, options); SIGHUP re-reads it (or -dir)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&o.addr, "addr", "", "address to listen on (an address of the RDMA device; empty: all)")
 	fs.IntVar(&o.rdmaPort, "rdma-port", nfs.DefaultRDMAPort, "NFS over RDMA port (0..65535; 0 picks one)")
 	fs.IntVar(&o.tcpPort, "tcp-port", 0, "MOUNT (and -nfs-tcp) TCP port (0..65535); 0 picks one, registered with rpcbind")
@@ -104,7 +110,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.postAsyncMin, "post-async-min", 0, "replies moving at least this many bytes are posted by the connection's posting goroutine (0: 32 KiB; negative: by the goroutine that built them)")
 	fs.BoolVar(&o.rpcbind, "rpcbind", true, "register with the system's rpcbind (127.0.0.1:111) when it runs")
 	fs.BoolVar(&o.portmap, "portmap", false, "serve a minimal portmapper on port 111 when no rpcbind runs")
-	fs.StringVar(&o.metrics, "metrics", "", "address of the metrics endpoint (expvar JSON at /debug/vars); empty: none")
+	fs.StringVar(&o.metrics, "metrics", "", "address of the metrics endpoint (Prometheus at /metrics, expvar JSON at /debug/vars); empty: none")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&o.gcPercent, "gc-percent", 400, "garbage collector target (as GOGC, not below -1; -1 off): each READ and WRITE carries up to 1 MiB, so Go's default 100 collects after every few")
 	fs.DurationVar(&o.pollBeforeWait, "poll-before-wait", 0, "rdmacore: poll the completion queue this long before sleeping on its channel (0: 50µs; negative: never)")
@@ -113,8 +119,30 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err := cmdline.Parse(fs, args); err != nil {
 		return o, err
 	}
-	if o.dir == "" {
-		return o, cmdline.Usagef("-dir is required")
+	if o.version {
+		return o, nil
+	}
+	switch {
+	case o.dir == "" && o.exports == "":
+		return o, cmdline.Usagef("-dir or -exports is required")
+	case o.dir != "" && o.exports != "":
+		return o, cmdline.Usagef("-dir and -exports exclude each other")
+	case o.exports != "":
+		var perRule []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "ro", "squash", "anonuid", "anongid":
+				perRule = append(perRule, "-"+f.Name)
+			}
+		})
+		if len(perRule) > 0 {
+			return o, cmdline.Usagef("%s: with -exports, each rule of the exports file says this", perRule[0])
+		}
+	}
+	switch o.logFormat {
+	case "text", "json":
+	default:
+		return o, cmdline.Usagef("-log-format %q: want text or json", o.logFormat)
 	}
 	if _, err := server.ParseSquash(o.squash); err != nil {
 		return o, cmdline.Usagef("-squash: %w", err)
@@ -168,9 +196,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 	if err != nil {
 		return err
 	}
+	if o.version {
+		fmt.Fprintln(os.Stdout, buildinfo.Read().String("rdma-nfsd"))
+		return nil
+	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.logLevel)) // parse checked it
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	var lh slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	if o.logFormat == "json" {
+		lh = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(lh)
 	defer debug.SetGCPercent(debug.SetGCPercent(o.gcPercent))
 	if o.cpuProfile != "" {
 		stop, err := startCPUProfile(o.cpuProfile)
@@ -189,23 +225,34 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		provider = &rdmacore.Provider{PollBeforeWait: o.pollBeforeWait, PollBeforeWaitMax: o.pollBeforeWaitMax}
 	}
 
-	dir, err := server.DirFS(o.dir)
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	if o.readOnly {
-		dir.SetReadOnly()
-	}
-	handler, err := server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: o.indexOnly})
-	if err != nil {
-		return err
+	var handler *server.DirHandler
+	var exps []server.Export
+	var xs *exportSet
+	if o.exports != "" {
+		xs = &exportSet{file: o.exports, indexOnly: o.indexOnly}
+		defer xs.close()
+		if exps, err = xs.load(); err != nil {
+			return err
+		}
+	} else {
+		dir, err := server.DirFS(o.dir)
+		if err != nil {
+			return err
+		}
+		defer dir.Close()
+		if o.readOnly {
+			dir.SetReadOnly()
+		}
+		if handler, err = server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: o.indexOnly}); err != nil {
+			return err
+		}
 	}
 
 	conns := &connTable{}
 	squash, _ := server.ParseSquash(o.squash) // parse checked it
 	srv, err := server.New(server.Config{
 		Handler: handler,
+		Exports: exps,
 		Squash:  squash,
 		AnonUID: uint32(o.anonUID),
 		AnonGID: uint32(o.anonGID),
@@ -238,9 +285,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		return err
 	}
 	rdmaAddr, tcpAddr := srv.Addrs()
-	log.Info("rdma-nfsd: serving", "dir", o.dir, "nfs_rdma", rdmaAddr.String(), "mount_tcp", tcpAddr.String(),
-		"provider", provider.Name(), "read_only", o.readOnly, "handles_by_kernel", handler.ByKernelHandle(),
-		"squash", squash, "anonuid", o.anonUID, "anongid", o.anonGID)
+	if handler != nil {
+		log.Info("rdma-nfsd: serving", "dir", o.dir, "nfs_rdma", rdmaAddr.String(), "mount_tcp", tcpAddr.String(),
+			"provider", provider.Name(), "read_only", o.readOnly, "handles_by_kernel", handler.ByKernelHandle(),
+			"squash", squash, "anonuid", o.anonUID, "anongid", o.anonGID, "version", buildinfo.Read().Version)
+	} else {
+		log.Info("rdma-nfsd: serving", "exports_file", o.exports, "exports", exportPaths(exps), "nfs_rdma", rdmaAddr.String(),
+			"mount_tcp", tcpAddr.String(), "provider", provider.Name(), "version", buildinfo.Read().Version)
+	}
 
 	if o.metrics != "" {
 		ml, err := net.Listen("tcp", o.metrics)
@@ -250,15 +302,20 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/debug/vars", metricsHandler(srv, conns))
+		mux.Handle("/metrics", promHandler(srv))
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = hs.Serve(ml) }()
 		defer hs.Close()
-		log.Info("rdma-nfsd: metrics", "url", "http://"+ml.Addr().String()+"/debug/vars")
+		log.Info("rdma-nfsd: metrics", "prometheus", "http://"+ml.Addr().String()+"/metrics",
+			"expvar", "http://"+ml.Addr().String()+"/debug/vars")
 	}
 
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
@@ -269,6 +326,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		select {
 		case <-usr1:
 			logStats(log, srv, conns)
+		case <-hup:
+			reload(log, srv, xs)
 		case err := <-served:
 			if errors.Is(err, server.ErrClosed) {
 				err = nil

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
@@ -89,7 +91,7 @@ func TestRdmaNfsd(t *testing.T) {
 	})
 
 	// The metrics endpoint.
-	m := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(logs.String())
+	m := regexp.MustCompile(`expvar=(http://\S+)`).FindStringSubmatch(logs.String())
 	require.NotNil(t, m, "metrics URL in the log:\n%s", logs.String())
 	resp, err := http.Get(m[1])
 	require.NoError(t, err)
@@ -127,7 +129,7 @@ func TestRdmaNfsd(t *testing.T) {
 // TestRdmaNfsdFlags: a missing -dir and a bad provider are errors.
 func TestRdmaNfsdFlags(t *testing.T) {
 	ctx := context.Background()
-	require.ErrorContains(t, run(ctx, nil, io.Discard, nil), "-dir is required")
+	require.ErrorContains(t, run(ctx, nil, io.Discard, nil), "-dir or -exports is required")
 	require.ErrorContains(t, run(ctx, []string{"-dir", t.TempDir(), "-provider", "x"}, io.Discard, nil), "want rdmacore or soft")
 	o, err := parse([]string{"-dir", "/x", "-poll-before-wait", "200us", "-poll-before-wait-max", "1ms"}, io.Discard)
 	require.NoError(t, err)
@@ -152,21 +154,41 @@ func TestRdmaNfsdFlags(t *testing.T) {
 // root file handle.
 func mountRoot(t *testing.T, addr string) []byte {
 	t.Helper()
+	reply := mnt(t, addr, "/")
+	fh, err := okResults(t, reply, "MNT").Opaque(64)
+	require.NoError(t, err)
+	return fh
+}
+
+// mnt sends MOUNT3 MNT of path over TCP (record marked) and returns the
+// reply.
+func mnt(t *testing.T, addr, path string) []byte {
+	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	require.NoError(t, err)
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
 	msg := (&xdr.CallHeader{XID: 7, Prog: nfs.ProgMount, Vers: 3, Proc: nfs.MountProcMnt}).Append(nil)
-	msg = xdr.AppendOpaque(msg, []byte("/"))
+	msg = xdr.AppendOpaque(msg, []byte(path))
 	_, err = nc.Write(binary.BigEndian.AppendUint32(nil, xdr.LastFragment|uint32(len(msg))))
 	require.NoError(t, err)
 	_, err = nc.Write(msg)
 	require.NoError(t, err)
 	reply, err := xdr.ReadRecord(nc, nil, 1<<20)
 	require.NoError(t, err)
-	fh, err := okResults(t, reply, "MNT").Opaque(64)
+	return reply
+}
+
+// mntStatus is the mountstat3 of a MNT reply.
+func mntStatus(t *testing.T, reply []byte) uint32 {
+	t.Helper()
+	var rh xdr.ReplyHeader
+	off, err := rh.Unmarshal(reply)
 	require.NoError(t, err)
-	return fh
+	r := xdr.NewReader(reply[off:])
+	st, err := r.Uint32()
+	require.NoError(t, err)
+	return st
 }
 
 // okResults checks that reply is an accepted, successful RPC reply whose
@@ -266,6 +288,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-log-level", "loud"}, "-log-level"},
 		{[]string{"-credits", "many"}, "-credits"},
 		{[]string{"-frobnicate"}, "-frobnicate"},
+		{[]string{"-exports", "/etc/exports"}, "-dir and -exports"},
+		{[]string{"-log-format", "xml"}, "-log-format"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		var errb bytes.Buffer
@@ -288,4 +312,97 @@ func TestBadFlags(t *testing.T) {
 	var errb bytes.Buffer
 	require.Equal(t, 1, mainStatus(t.Context(), base, &errb), errb.String())
 	require.Contains(t, errb.String(), "address already in use")
+}
+
+// TestRdmaNfsdExports: -exports serves the directories of an exports file
+// with their client rules; /metrics is Prometheus's text format; SIGHUP
+// re-reads the file, and a bad one is refused with the exports in force
+// kept; -exports excludes the per-export flags; -version exits 0.
+func TestRdmaNfsdExports(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	require.NoError(t, os.Mkdir(a, 0o755))
+	require.NoError(t, os.Mkdir(b, 0o755))
+	file := filepath.Join(base, "exports")
+	write := func(text string) { require.NoError(t, os.WriteFile(file, []byte(text), 0o644)) }
+	write(a + " 127.0.0.1(rw,insecure,no_root_squash)\n" + b + " 10.0.0.0/8(rw)\n")
+
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan *server.Server, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-exports", file, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
+			"-rpcbind=false", "-metrics", "127.0.0.1:0", "-log-format", "json"}, &logs, func(s *server.Server) { ready <- s })
+	}()
+	var srv *server.Server
+	select {
+	case srv = <-ready:
+	case err := <-done:
+		t.Fatalf("rdma-nfsd ended: %v\n%s", err, logs.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("rdma-nfsd did not start")
+	}
+	_, tcpAddr := srv.Addrs()
+	require.Zero(t, mntStatus(t, mnt(t, tcpAddr.String(), a)), "MNT of an export admitting 127.0.0.1")
+	require.EqualValues(t, 13, mntStatus(t, mnt(t, tcpAddr.String(), b)), "MNT3ERR_ACCES for an export that does not")
+	require.EqualValues(t, 2, mntStatus(t, mnt(t, tcpAddr.String(), base)), "MNT3ERR_NOENT for a path no export holds")
+
+	// /metrics, parsed as Prometheus parses it.
+	m := regexp.MustCompile(`"prometheus":"(http://[^"]+)"`).FindStringSubmatch(logs.String())
+	require.NotNil(t, m, "the /metrics URL in the log:\n%s", logs.String())
+	resp, err := http.Get(m[1])
+	require.NoError(t, err)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	count := func(name string, labels map[string]string) float64 {
+		for _, m := range mfs[name].GetMetric() {
+			match := true
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					match = false
+				}
+			}
+			if match {
+				if m.GetCounter() != nil {
+					return m.GetCounter().GetValue()
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+		return 0
+	}
+	require.Equal(t, 1.0, count("rdma_nfsd_calls_total", map[string]string{"procedure": "mnt", "status": "MNT3_OK"}))
+	require.Equal(t, 1.0, count("rdma_nfsd_calls_total", map[string]string{"procedure": "mnt", "status": "MNT3ERR_ACCES"}))
+	require.Equal(t, 1.0, count("rdma_nfsd_build_info", nil))
+	require.Contains(t, mfs, "go_goroutines")
+
+	// SIGHUP: b now admits 127.0.0.1.
+	write(a + " 127.0.0.1(rw,insecure)\n" + b + " 127.0.0.0/8(ro,insecure)\n")
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	waitFor(t, "the reload", func() bool { return strings.Contains(logs.String(), "rdma-nfsd: exports reloaded") })
+	require.Zero(t, mntStatus(t, mnt(t, tcpAddr.String(), b)), "MNT after the rule admits 127.0.0.1")
+
+	// A bad file: refused with its line, the exports in force stay.
+	write(a + " 127.0.0.1(rw)\n" + b + " nohost.example(rw)\n")
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	waitFor(t, "the refusal", func() bool { return strings.Contains(logs.String(), "exports:2:") })
+	require.Contains(t, logs.String(), "exports file refused")
+	require.Zero(t, mntStatus(t, mnt(t, tcpAddr.String(), b)), "MNT under the exports in force")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("rdma-nfsd did not shut down")
+	}
+
+	var errb bytes.Buffer
+	require.Equal(t, 2, mainStatus(t.Context(), []string{"-exports", file, "-squash", "all_squash"}, &errb))
+	require.Contains(t, errb.String(), "-squash: with -exports")
+	require.Equal(t, 0, mainStatus(t.Context(), []string{"-version"}, io.Discard))
 }

@@ -68,13 +68,17 @@ func startNfsd(t *testing.T, export, mnt, name string, extra ...string) *nfsd {
 
 // launchNfsd runs rdma-nfsd exporting export on 10.0.0.1, RDMA port
 // 20051, with the flags args (no tracing, no default MOUNT port or rpcbind
-// setting) and waits until it serves.
+// setting) and waits until it serves; with export "" args say what to
+// export (-exports).
 func launchNfsd(t *testing.T, export, mnt, name string, args ...string) *nfsd {
 	t.Helper()
 	s := &nfsd{t: t, export: export, logPath: "/tmp/rdma-nfsd-" + name + ".log"}
 	_ = os.Remove(s.logPath)
-	s.args = append([]string{"-dir", export, "-provider", "rdmacore", "-addr", serverAddr,
-		"-rdma-port", strconv.Itoa(rdmaPort), "-squash", "no_root_squash"}, args...) // as knfsd's export here
+	s.args = append([]string{"-provider", "rdmacore", "-addr", serverAddr, "-rdma-port", strconv.Itoa(rdmaPort)}, args...)
+	if export != "" {
+		// -dir export, all of it the client's: as knfsd's export here.
+		s.args = append([]string{"-dir", export, "-squash", "no_root_squash"}, s.args...)
+	}
 	t.Cleanup(func() {
 		s.stop()
 		if !t.Failed() {
