@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -267,7 +268,7 @@ func (b *bufCache) get(n int) []byte {
 		return nil
 	}
 	buf := b.bufs[best]
-	b.bufs = append(b.bufs[:best], b.bufs[best+1:]...)
+	b.bufs = slices.Delete(b.bufs, best, best+1)
 	b.idle -= cap(buf)
 	return buf[:0]
 }
@@ -286,11 +287,11 @@ func (b *bufCache) put(buf []byte) {
 	b.idle += size
 }
 
-// trim drops cached buffers, oldest first, down to keep bytes.
+// trim drops cached buffers, oldest first, down to keep bytes; the slice
+// keeps no reference to a dropped one (slices.Delete zeroes its tail).
 func (b *bufCache) trim(keep int) {
 	for len(b.bufs) > 0 && b.idle > keep {
 		b.idle -= cap(b.bufs[0])
-		b.bufs[0] = nil
-		b.bufs = append(b.bufs[:0], b.bufs[1:]...)
+		b.bufs = slices.Delete(b.bufs, 0, 1)
 	}
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -185,7 +186,7 @@ func (rc *regCache) drop(i int) {
 	_ = e.r.Close()
 	rc.bytes -= e.n
 	rc.shared.release(e.n)
-	rc.entries = append(rc.entries[:i], rc.entries[i+1:]...)
+	rc.entries = slices.Delete(rc.entries, i, i+1) // zeroes the tail: no stale reference
 }
 
 // put ends one use of r, from get: a registration not cached (or no
@@ -201,7 +202,7 @@ func (rc *regCache) put(r verbs.Region) error {
 	}
 	for i, l := range rc.loose {
 		if l == r {
-			rc.loose = append(rc.loose[:i], rc.loose[i+1:]...)
+			rc.loose = slices.Delete(rc.loose, i, i+1)
 			n := len(r.Bytes())
 			rc.looseBytes -= n
 			rc.shared.release(n)
