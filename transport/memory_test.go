@@ -119,3 +119,22 @@ func TestChunkPoolKeepsOnePerSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestBufCacheKeepsNoStaleBuffers: a buffer taken out of the cache or
+// trimmed is referenced nowhere in the cache's slice (not even past its
+// length), so that a trimmed cache lets the garbage collector have it.
+func TestBufCacheKeepsNoStaleBuffers(t *testing.T) {
+	b := bufCache{maxIdle: 1 << 20}
+	for _, n := range []int{1 << 10, 2 << 10, 4 << 10} {
+		b.put(make([]byte, 0, n))
+	}
+	if got := b.get(1 << 10); cap(got) != 1<<10 {
+		t.Fatalf("got a buffer of %d bytes, want the smallest that fits", cap(got))
+	}
+	b.trim(0)
+	for i, s := range b.bufs[:cap(b.bufs)] {
+		if s != nil {
+			t.Fatalf("trimmed cache still references a buffer of %d bytes at %d", cap(s), i)
+		}
+	}
+}

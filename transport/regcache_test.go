@@ -225,6 +225,9 @@ func TestRegCacheTrimArmsOnce(t *testing.T) {
 	require.True(t, rc.trimIdle(), "b given back during the period")
 	require.False(t, rc.trimIdle(), "nothing left")
 	require.Zero(t, f.live)
+	for _, e := range rc.entries[:cap(rc.entries)] {
+		require.Nil(t, e.r, "a released registration (and its buffer) still referenced")
+	}
 	require.Equal(t, 1, arms)
 	r, _, _, err := rc.get(f, a)
 	require.NoError(t, err)
