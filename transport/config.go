@@ -103,7 +103,7 @@ type Config struct {
 	// File's read-ahead blocks, a loop's buffer): registering costs more
 	// than copying a few hundred KiB under TCG (README). A cached buffer
 	// stays pinned, and so alive, until evicted (least recently used
-	// first), unused for a second or two (so an idle connection keeps
+	// first), unused for two to four seconds (so an idle connection keeps
 	// none), or the connection closes; the peer cannot reach it without
 	// a window bound for a call. A responder also bounds what it holds
 	// registered, in use and cached together (MemoryLimits.Registered,
@@ -276,7 +276,7 @@ type MemoryLimits struct {
 	// the connection's pool memory instead (within Calls and Replies), as
 	// without CallBuffers or WriteMsgDirect: the peer gets its reply,
 	// only a copy is added (Stats.RegisterLimited). A cached registration
-	// unused for a second or two is released, so an idle connection holds
+	// unused for two to four seconds is released, so an idle connection holds
 	// none. 0 means 16 × MaxRPCSize (what Calls and Replies let be in
 	// use at once, doubled for buffers rounded up to a pool's size
 	// class); at least MaxRPCSize. The cache keeps at most

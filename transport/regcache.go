@@ -71,7 +71,7 @@ const maxRegEntries = 64
 // regTrimAfter is the period of a cache's trim check: a registration
 // unused for a whole period is dropped, within two periods of its last
 // use.
-const regTrimAfter = time.Second
+const regTrimAfter = 2 * time.Second
 
 // errRegLimit: a registration would exceed MemoryLimits.Registered or
 // ListenerRegistered; the caller copies instead.

@@ -127,6 +127,12 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 	heapBurst := heapAfterGC()
 
 	require.LessOrEqual(t, regPeak.Load(), perListener, "listener's registered buffers over MemoryLimits.ListenerRegistered")
+	// All the provider registered: the baseline, the registered buffers,
+	// the chunk data in motion (ListenerCalls and ListenerReplies, 64 ×
+	// MaxRPCSize each) and what each connection's pool keeps idle (2 ×
+	// MaxRPCSize).
+	provBound := baseline + perListener + int64(2*64*maxRPC) + int64(conns*2*maxRPC)
+	require.LessOrEqual(t, provPeak.Load(), provBound, "the provider's registered bytes during the burst")
 
 	// Idle: the registrations are released within seconds.
 	deadline := time.Now().Add(30 * time.Second)
