@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/nfs/internal/nfstest"
 	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -30,10 +34,11 @@ import (
 //
 // TestServerRegisteredMemoryIdle has 100 connections send a burst of
 // WRITEs of 128 KiB to 1 MiB with a handle that names nothing (the data
-// is pulled before the handle is looked at), then go idle. While the
-// burst runs, the registrations the transport counts stay within
-// MemoryLimits.ListenerRegistered (the per-connection bound is
-// transport's TestRegCacheBounds). Once idle, the transport's count of
+// is pulled before the handle is looked at), and READs of as much (written
+// from the server's pooled reply buffers, WriteMsgDirect), then go idle.
+// While the burst runs, the registrations the transport counts stay
+// within MemoryLimits.ListenerRegistered and, per connection, within
+// MemoryLimits.Registered. Once idle, the transport's count of
 // registered buffers falls to zero and the soft provider's count of live
 // registered bytes to exactly its baseline (the Receive and Send buffers
 // of the connections, registered before the burst), and the Go heap
@@ -47,8 +52,19 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 	const inFlight = 2 // per connection
 
 	prov := &soft.Provider{} // the server's only: the clients have their own
-	srv, err := server.New(server.Config{Handler: newTestDir(t), Transport: transport.Config{Provider: prov},
-		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: server.RpcbindConfig{Disable: true}})
+	root, h := newTestExport(t)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "big"), nfstest.Pattern(1<<20, 1), 0o644))
+	var smu sync.Mutex
+	var sconns []*transport.Conn
+	srv, err := server.New(server.Config{Handler: h, Transport: transport.Config{Provider: prov},
+		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: server.RpcbindConfig{Disable: true},
+		OnConn: func(_ string, c net.Conn) {
+			if tc, ok := c.(*transport.Conn); ok {
+				smu.Lock()
+				sconns = append(sconns, tc)
+				smu.Unlock()
+			}
+		}})
 	require.NoError(t, err)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background()) }()
@@ -72,13 +88,14 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 		rh, _ := call(t, c, 1, nfs.ProgNFS, 3, nfs.ProcNull, nil)
 		require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
 	}
+	big := lookup(t, cs[0], 2, mountRoot(t, srv), "big").Data
 	require.Zero(t, srv.ListenerStats().Registered)
 	baseline := prov.RegisteredBytes()
 	heap0 := heapAfterGC()
 
 	// Sample the transport's and the provider's counts during the burst.
 	stop := make(chan struct{})
-	var regPeak, provPeak atomic.Int64
+	var regPeak, connPeak, provPeak atomic.Int64
 	var sampler sync.WaitGroup
 	sampler.Add(1)
 	go func() {
@@ -92,6 +109,13 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 			if r := srv.ListenerStats().Registered; r > regPeak.Load() {
 				regPeak.Store(r)
 			}
+			smu.Lock()
+			for _, c := range sconns {
+				if r := c.Stats().Registered; r > connPeak.Load() {
+					connPeak.Store(r)
+				}
+			}
+			smu.Unlock()
 			if r := prov.RegisteredBytes(); r > provPeak.Load() {
 				provPeak.Store(r)
 			}
@@ -114,6 +138,9 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 						if !garbageWrite(c, xids.Add(1), fh, n) {
 							failed.Add(1)
 						}
+						if !readFile(c, xids.Add(1), big, n) {
+							failed.Add(1)
+						}
 					}
 				}
 			}()
@@ -123,10 +150,20 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 	close(stop)
 	sampler.Wait()
 	burst := time.Since(start)
-	require.Zero(t, failed.Load(), "WRITEs without their NFS3ERR reply")
+	require.Zero(t, failed.Load(), "WRITEs without their NFS3ERR reply, READs without their data")
 	heapBurst := heapAfterGC()
 
 	require.LessOrEqual(t, regPeak.Load(), perListener, "listener's registered buffers over MemoryLimits.ListenerRegistered")
+	require.LessOrEqual(t, connPeak.Load(), perConn, "a connection's registered buffers over MemoryLimits.Registered")
+	smu.Lock()
+	require.Len(t, sconns, conns)
+	var limited, inPlace, direct uint64
+	for _, c := range sconns {
+		st := c.Stats()
+		limited, inPlace, direct = limited+st.RegisterLimited, inPlace+st.ReadChunksInPlace, direct+st.DirectPlacements
+	}
+	smu.Unlock()
+	t.Logf("server: %d WRITEs pulled into pooled buffers, %d READs written from them, %d registrations refused by a bound (copied instead)", inPlace, direct, limited)
 	// All the provider registered: the baseline, the registered buffers,
 	// the chunk data in motion (ListenerCalls and ListenerReplies, 64 ×
 	// MaxRPCSize each) and what each connection's pool keeps idle (2 ×
@@ -146,8 +183,8 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 	runtime.GC()
 	heapIdle := heapAfterGC()
 	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
-	t.Logf("%d connections, %d garbage WRITEs of %v bytes each in %v: registered by the transport peak %.1f MiB (bounds %.1f MiB a connection, %.1f MiB the listener), by the provider baseline %.1f MiB, peak %.1f MiB; after %v idle %.1f MiB and %.1f MiB; Go heap baseline %.1f MiB, after the burst %.1f MiB, idle %.1f MiB",
-		conns, conns*inFlight*rounds*len(sizes), sizes, burst.Round(time.Millisecond), mib(regPeak.Load()), mib(perConn), mib(perListener),
+	t.Logf("%d connections, %d garbage WRITEs and as many READs of %v bytes each in %v: registered by the transport peak %.1f MiB (a connection's %.1f MiB; bounds %.1f MiB a connection, %.1f MiB the listener), by the provider baseline %.1f MiB, peak %.1f MiB; after %v idle %.1f MiB and %.1f MiB; Go heap baseline %.1f MiB, after the burst %.1f MiB, idle %.1f MiB",
+		conns, conns*inFlight*rounds*len(sizes), sizes, burst.Round(time.Millisecond), mib(regPeak.Load()), mib(connPeak.Load()), mib(perConn), mib(perListener),
 		mib(baseline), mib(provPeak.Load()), idleAfter.Round(time.Millisecond), mib(reg), mib(live), mib(int64(heap0)), mib(int64(heapBurst)), mib(int64(heapIdle)))
 	require.Zero(t, reg, "the transport's registered buffers once idle")
 	require.Equal(t, baseline, live, "the provider's live registered bytes once idle")
@@ -163,6 +200,26 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 		st := c.Stats()
 		require.Zero(t, st.Registered, "the clients' registrations of their WRITE messages once idle")
 	}
+}
+
+// readFile reads n bytes of the file fh from its start and reports
+// whether they came back with NFS3_OK.
+func readFile(c *transport.Conn, xid uint32, fh []byte, n int) bool {
+	sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("reader")}
+	h := xdr.CallHeader{XID: xid, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcRead, Cred: sys.OpaqueAuth(nil)}
+	msg := (&nfs3.ReadArgs{File: fh, Count: uint32(n)}).Append(h.Append(nil))
+	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
+	defer cancel()
+	rep, err := c.Call(ctx, msg, nil)
+	if err != nil {
+		return false
+	}
+	var rh xdr.ReplyHeader
+	off, err := rh.Unmarshal(rep)
+	if err != nil || rh.XID != xid || rh.AcceptStat != xdr.AcceptSuccess || len(rep) < off+4+n {
+		return false
+	}
+	return nfs3.Status(binary.BigEndian.Uint32(rep[off:])) == nfs3.OK
 }
 
 // heapAfterGC returns the Go heap in use after a collection.
