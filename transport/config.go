@@ -284,7 +284,10 @@ type MemoryLimits struct {
 	Registered int
 	// ListenerRegistered bounds the same over all connections of a
 	// Listener (ListenerStats.Registered); beyond it, as beyond
-	// Registered. 0 means 64 × MaxRPCSize; at least Registered.
+	// Registered, and every connection releases its unused cached
+	// registrations within two seconds, so that the room goes to the
+	// connections that need it now. 0 means 64 × MaxRPCSize; at least
+	// Registered.
 	ListenerRegistered int
 }
 

@@ -34,7 +34,9 @@ import (
 // evicts this connection's unused cached ones, least recently used first;
 // if it still does not fit, get fails with errRegLimit and the caller
 // copies instead (the call is pulled into, or the reply staged in, the
-// endpoint's pool memory under MemoryLimits' budgets).
+// endpoint's pool memory under MemoryLimits' budgets). A refusal for the
+// Listener's bound has every connection's next trim check release its
+// unused cached registrations.
 //
 // Guarded by Conn.mu; its regions go with the endpoint's connection.
 type regCache struct {
@@ -47,6 +49,8 @@ type regCache struct {
 	// limit), and looseBytes their bytes.
 	loose      []verbs.Region
 	looseBytes int
+	// seenRefused is shared.refused at the last trim check.
+	seenRefused uint64
 	// armTrim schedules trimIdle regTrimAfter from now; the cache arms
 	// it once when it first caches something, and its caller re-arms it
 	// while something is left: never per call.
@@ -78,10 +82,15 @@ const regTrimAfter = 2 * time.Second
 var errRegLimit = errors.New("rpcrdma: registered memory limit reached")
 
 // regMeter counts the bytes of callers' buffers a Listener's connections
-// hold registered, in use or cached, within limit.
+// hold registered, in use or cached, within limit. refused counts the
+// registrations it refused: a connection's trim check that sees it moved
+// releases all its unused cached registrations, recently used or not, so
+// that the room goes to the connections that need it now rather than
+// stay with those that took it first.
 type regMeter struct {
-	limit int64
-	used  atomic.Int64
+	limit   int64
+	used    atomic.Int64
+	refused atomic.Uint64
 }
 
 // take adds n bytes if they fit.
@@ -164,16 +173,21 @@ func (rc *regCache) get(reg verbs.Registrar, p []byte) (r verbs.Region, off int,
 // registrations, least recently used first, as needed.
 func (rc *regCache) reserve(n int) bool {
 	for i := 0; ; {
+		sharedFull := false
 		if rc.max <= 0 || rc.total()+n <= rc.max {
 			if rc.shared.take(n) {
 				return true
 			}
+			sharedFull = true
 		}
 		// Evict the next unused entry, or give up.
 		for i < len(rc.entries) && rc.entries[i].users > 0 {
 			i++
 		}
 		if i == len(rc.entries) {
+			if sharedFull {
+				rc.shared.refused.Add(1)
+			}
 			return false
 		}
 		rc.drop(i)
@@ -225,12 +239,18 @@ func (rc *regCache) evict() {
 }
 
 // trimIdle is the trim check: it closes the unused registrations not
-// taken or given back since the last check, and reports whether anything
-// is left to watch (the caller then re-arms the check); if not, the next
-// registration cached arms it.
+// taken or given back since the last check (all the unused ones if the
+// Listener's meter refused a registration since), and reports whether
+// anything is left to watch (the caller then re-arms the check); if not,
+// the next registration cached arms it.
 func (rc *regCache) trimIdle() (again bool) {
+	pressed := false
+	if rc.shared != nil {
+		n := rc.shared.refused.Load()
+		pressed, rc.seenRefused = n != rc.seenRefused, n
+	}
 	for i := 0; i < len(rc.entries); {
-		if e := &rc.entries[i]; e.users == 0 && !e.used {
+		if e := &rc.entries[i]; e.users == 0 && (!e.used || pressed) {
 			rc.drop(i)
 			continue
 		}

@@ -163,6 +163,7 @@ func TestRegCacheBounds(t *testing.T) {
 	require.Positive(t, limited, "the burst reached a bound")
 	regs := f.regs
 	_, _, _, err := rcs[0].get(f, make([]byte, perMax+1))
+	require.Positive(t, meter.refused.Load(), "the meter counted its refusals")
 	require.ErrorIs(t, err, errRegLimit, "larger than the connection's bound")
 	require.Equal(t, regs, f.regs, "a refused registration registers nothing")
 	check()
@@ -176,12 +177,21 @@ func TestRegCacheBounds(t *testing.T) {
 		check()
 	}
 	for _, rc := range rcs {
-		require.True(t, rc.trimIdle(), "used since the last check: kept, watched")
-		require.False(t, rc.trimIdle(), "unused for a period: released")
+		require.NotZero(t, rc.total(), "cached")
+		require.False(t, rc.trimIdle(), "the meter refused registrations: all unused released, though used since the last check")
 		require.Zero(t, rc.total())
 	}
 	require.Zero(t, meter.inUse())
 	require.Zero(t, f.live)
+
+	// Without a refusal since, a check keeps what was used since the
+	// last one.
+	r0, _, _, err := rcs[0].get(f, make([]byte, 1<<10))
+	require.NoError(t, err)
+	require.NoError(t, rcs[0].put(r0))
+	require.True(t, rcs[0].trimIdle(), "used since the last check: kept, watched")
+	require.False(t, rcs[0].trimIdle(), "unused for a period: released")
+	require.Zero(t, meter.inUse())
 
 	// Forgotten with the connection, in use or not: the meter gets its
 	// bytes back (the connection's close deregistered them).
