@@ -243,9 +243,11 @@ type ReconnectPolicy struct {
 // MemoryLimits bounds the memory a responder spends on what its peers'
 // chunks carry. A peer cannot make a responder hold more than these, however
 // many calls naming large chunks it sends: calls and replies beyond a limit
-// wait (their RDMA Reads or Writes are posted later), they are never
-// refused for it. Registered memory is held only while data moves and falls
-// back once a burst is over.
+// of Calls or Replies wait (their RDMA Reads or Writes are posted later),
+// they are never refused for it; beyond Registered, their data is copied
+// rather than placed in the RPC server's buffers. Registered memory is
+// held only while data moves, or cached for a few seconds, and falls back
+// once a burst is over.
 //
 // Each limit is at least Config.MaxRPCSize, so that one call or reply of
 // the largest size can always proceed, and a listener's limit is at least
