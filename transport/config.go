@@ -115,9 +115,12 @@ type Config struct {
 	// File's read-ahead blocks, a loop's buffer): registering costs more
 	// than copying a few hundred KiB under TCG (README). A cached buffer
 	// stays pinned, and so alive, until evicted (least recently used
-	// first) or the connection closes; the peer cannot reach it without a
-	// window bound for a call. 0 means DefaultDirectPlacementCache;
-	// negative keeps none; any other value is a size in bytes.
+	// first), unused for two to four seconds (so an idle connection keeps
+	// none), or the connection closes; the peer cannot reach it without
+	// a window bound for a call. A responder also bounds what it holds
+	// registered, in use and cached together (MemoryLimits.Registered,
+	// ListenerRegistered). 0 means DefaultDirectPlacementCache; negative
+	// keeps none; any other value is a size in bytes.
 	DirectPlacementCache int
 
 	// CallBuffers, if not nil, gives a responder the memory its large
@@ -269,9 +272,11 @@ type ReconnectPolicy struct {
 // MemoryLimits bounds the memory a responder spends on what its peers'
 // chunks carry. A peer cannot make a responder hold more than these, however
 // many calls naming large chunks it sends: calls and replies beyond a limit
-// wait (their RDMA Reads or Writes are posted later), they are never
-// refused for it. Registered memory is held only while data moves and falls
-// back once a burst is over.
+// of Calls or Replies wait (their RDMA Reads or Writes are posted later),
+// they are never refused for it; beyond Registered, their data is copied
+// rather than placed in the RPC server's buffers. Registered memory is
+// held only while data moves, or cached for a few seconds, and falls back
+// once a burst is over.
 //
 // Each limit given (not 0) must be at least Config.MaxRPCSize, so that one
 // call or reply of the largest size can always proceed, and a listener's
@@ -293,6 +298,29 @@ type MemoryLimits struct {
 	// ListenerCalls and ListenerReplies bound the same over all
 	// connections of a Listener. 0 means 64 × MaxRPCSize each.
 	ListenerCalls, ListenerReplies int
+	// Registered bounds, per connection, the bytes of the RPC server's
+	// buffers registered at once, in use by calls and replies or cached
+	// for reuse (Config.CallBuffers' call buffers, WriteMsgDirect's
+	// replies: a pooled buffer stays registered, pinned and alive, in
+	// the cache of every connection that used it). A registration beyond
+	// it first evicts the connection's unused cached ones; if it still
+	// does not fit, the call is pulled into, or the reply copied through,
+	// the connection's pool memory instead (within Calls and Replies), as
+	// without CallBuffers or WriteMsgDirect: the peer gets its reply,
+	// only a copy is added (Stats.RegisterLimited). A cached registration
+	// unused for two to four seconds is released, so an idle connection holds
+	// none. 0 means 16 × MaxRPCSize (what Calls and Replies let be in
+	// use at once, doubled for buffers rounded up to a pool's size
+	// class); at least MaxRPCSize. The cache keeps at most
+	// Config.DirectPlacementCache bytes of it unused.
+	Registered int
+	// ListenerRegistered bounds the same over all connections of a
+	// Listener (ListenerStats.Registered); beyond it, as beyond
+	// Registered, and every connection releases its unused cached
+	// registrations within two seconds, so that the room goes to the
+	// connections that need it now. 0 means 64 × MaxRPCSize; at least
+	// Registered.
+	ListenerRegistered int
 }
 
 // withDefaults returns m with every zero field set for a MaxRPCSize of
@@ -307,10 +335,14 @@ func (m MemoryLimits) withDefaults(maxRPC int) MemoryLimits {
 	def(&m.Replies, 8*maxRPC)
 	def(&m.ListenerCalls, 64*maxRPC)
 	def(&m.ListenerReplies, 64*maxRPC)
+	def(&m.Registered, 16*maxRPC)
+	def(&m.ListenerRegistered, 64*maxRPC)
 	m.Calls = max(m.Calls, maxRPC)
 	m.Replies = max(m.Replies, maxRPC)
 	m.ListenerCalls = max(m.ListenerCalls, m.Calls)
 	m.ListenerReplies = max(m.ListenerReplies, m.Replies)
+	m.Registered = max(m.Registered, maxRPC)
+	m.ListenerRegistered = max(m.ListenerRegistered, m.Registered)
 	return m
 }
 

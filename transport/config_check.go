@@ -135,6 +135,8 @@ func (m MemoryLimits) check(maxRPC int) error {
 		{"Replies", "MaxRPCSize; 0: 8 × MaxRPCSize", m.Replies, maxRPC},
 		{"ListenerCalls", "Calls; 0: 64 × MaxRPCSize", m.ListenerCalls, d.Calls},
 		{"ListenerReplies", "Replies; 0: 64 × MaxRPCSize", m.ListenerReplies, d.Replies},
+		{"Registered", "MaxRPCSize; 0: 16 × MaxRPCSize", m.Registered, maxRPC},
+		{"ListenerRegistered", "Registered; 0: 64 × MaxRPCSize", m.ListenerRegistered, d.Registered},
 	} {
 		if l.v != 0 && l.v < l.min {
 			return rangeError("Memory."+l.name, l.v, "[%d, +inf) (at least %s)", l.min, l.why)

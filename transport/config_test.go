@@ -105,6 +105,8 @@ func TestConfigCheck(t *testing.T) {
 		{"Memory.Replies", func(c *Config) { c.MaxRPCSize = 1 << 20; c.Memory.Replies = 1<<20 - 1 }},
 		{"Memory.ListenerCalls", func(c *Config) { c.Memory.Calls = 16 << 20; c.Memory.ListenerCalls = 8 << 20 }},
 		{"Memory.ListenerReplies", func(c *Config) { c.Memory.ListenerReplies = 2 * DefaultMaxRPCSize }},
+		{"Memory.Registered", func(c *Config) { c.Memory.Registered = -1 }},
+		{"Memory.ListenerRegistered", func(c *Config) { c.Memory.ListenerRegistered = 2 * DefaultMaxRPCSize }},
 		{"Reconnect.Backoff", func(c *Config) { c.Reconnect.Backoff = -time.Second }},
 		{"Reconnect.Backoff", func(c *Config) { c.Reconnect.Backoff = 10 * time.Second }},
 		{"Reconnect.Backoff", func(c *Config) { c.Reconnect.Backoff, c.Reconnect.MaxBackoff = time.Second, time.Millisecond }},
@@ -148,7 +150,7 @@ func TestConfigCheck(t *testing.T) {
 		"max rpc low":             func(c *Config) { c.MaxRPCSize = MaxRPCSizeMin },
 		"max rpc high":            func(c *Config) { c.MaxRPCSize = MaxRPCSizeMax },
 		"memory one message": func(c *Config) {
-			c.Memory = MemoryLimits{DefaultMaxRPCSize, DefaultMaxRPCSize, DefaultMaxRPCSize, DefaultMaxRPCSize}
+			c.Memory = MemoryLimits{Calls: DefaultMaxRPCSize, Replies: DefaultMaxRPCSize, ListenerCalls: DefaultMaxRPCSize, ListenerReplies: DefaultMaxRPCSize, Registered: DefaultMaxRPCSize, ListenerRegistered: DefaultMaxRPCSize}
 		},
 		"memory listener default":  func(c *Config) { c.Memory.ListenerCalls = 8 * DefaultMaxRPCSize },
 		"negative means none":      func(c *Config) { c.DirectPlacementMin, c.DirectPlacementCache, c.PostAsyncMin = -1, -1, -1 },

@@ -512,6 +512,7 @@ func (c *Conn) Stats() Stats {
 	c.mu.Lock()
 	if ep := c.ep; ep != nil {
 		s.Negotiated = negotiated(ep.settings)
+		s.Registered = int64(ep.regs.total())
 	} else if c.last != nil {
 		s.Negotiated = negotiated(*c.last)
 	}

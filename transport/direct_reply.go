@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
@@ -48,10 +49,11 @@ func (s *responder) registerDirectLocked(ep *endpoint, call *svcCall, msg []byte
 // the whole buffer behind b, so that a pooled buffer is registered once
 // whatever the length of its next message, unless it is larger than a
 // message can be (a slice of a large arena): then b alone. ok is false
-// when the provider cannot register its caller's memory or the
-// registration failed (counted in DirectPlacementErrors and logged with
-// what, for the call xid); a new registration counts in
-// DirectRegistrations.
+// when the provider cannot register its caller's memory, when a new
+// registration would exceed MemoryLimits.Registered or ListenerRegistered
+// (counted in RegisterLimited), or when the registration failed (counted
+// in DirectPlacementErrors and logged with what, for the call xid); a new
+// registration counts in DirectRegistrations.
 func (s *responder) registerBufferLocked(ep *endpoint, b []byte, what string, xid uint32) (r verbs.Region, off int, ok bool) {
 	c := s.c
 	reg, ok := ep.vc.(verbs.Registrar)
@@ -63,6 +65,10 @@ func (s *responder) registerBufferLocked(ep *endpoint, b []byte, what string, xi
 		p = b[:cap(b)]
 	}
 	r, off, cached, err := ep.regs.get(reg, p)
+	if errors.Is(err, errRegLimit) {
+		c.stats.registerLimited.Add(1)
+		return nil, 0, false
+	}
 	if err != nil {
 		c.stats.directErr.Add(1)
 		c.cfg.Logger.Debug("rpcrdma: "+what, "xid", xid, "err", err)

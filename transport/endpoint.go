@@ -90,8 +90,9 @@ type endpoint struct {
 	cancel   context.CancelFunc
 	loopDone chan struct{}
 	once     sync.Once
-	// trimTimer runs trimPool (armTrim); guarded by c.mu.
-	trimTimer *time.Timer
+	// trimTimer runs trimPool (armTrim), regTimer trimRegs
+	// (armRegTrim); guarded by c.mu.
+	trimTimer, regTimer *time.Timer
 }
 
 // setupEndpoint allocates and registers the endpoint's memory and posts its
@@ -105,6 +106,10 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 	ep.keys = rand.NewChaCha8(seed)
 	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize, maxBufs: nSlots, armTrim: ep.armTrim}
 	ep.regs.limit = max(ep.c.cfg.DirectPlacementCache, 0)
+	ep.regs.armTrim = ep.armRegTrim
+	if ep.c.role == cmpriv.Responder {
+		ep.regs.max, ep.regs.shared = ep.c.cfg.Memory.Registered, ep.c.svcState.listenerRegs
+	}
 	var err error
 	if ep.recvRegion, err = vc.AllocRegion(nRecv * recvSize); err != nil {
 		return fmt.Errorf("rpcrdma: receive buffers: %w", err)
@@ -296,7 +301,8 @@ func (ep *endpoint) armTrim() {
 
 // trimPool runs when the chunk pool's trim timer fires: it frees what a
 // burst left in the cache, and in the responder's cache of call buffers,
-// once the pool is idle.
+// once the pool is idle: down to poolKeepIdle after one idle period, all
+// of it after the next.
 func (ep *endpoint) trimPool() {
 	c := ep.c
 	c.mu.Lock()
@@ -304,10 +310,42 @@ func (ep *endpoint) trimPool() {
 	if c.ep != ep {
 		return // the connection's close frees the regions
 	}
-	if ep.pool.trimIdle() {
+	idle := !ep.pool.used
+	again := ep.pool.trimIdle()
+	if again {
 		ep.armTrim()
-	} else if c.role == cmpriv.Responder {
-		c.svcState.msgs.trim(poolKeepIdle)
+	}
+	if c.role == cmpriv.Responder {
+		switch {
+		case idle && !again:
+			c.svcState.msgs.trim(0)
+		case idle || !again:
+			c.svcState.msgs.trim(poolKeepIdle)
+		}
+	}
+}
+
+// armRegTrim runs trimRegs regTrimAfter from now (regCache.armTrim).
+// Called with c.mu held.
+func (ep *endpoint) armRegTrim() {
+	if ep.regTimer == nil {
+		ep.regTimer = time.AfterFunc(regTrimAfter, ep.trimRegs)
+		return
+	}
+	ep.regTimer.Reset(regTrimAfter)
+}
+
+// trimRegs runs when the registration cache's trim timer fires: it
+// deregisters the callers' buffers not used for a whole period.
+func (ep *endpoint) trimRegs() {
+	c := ep.c
+	c.mu.Lock()
+	defer c.unlock()
+	if c.ep != ep {
+		return // the connection's close deregisters them
+	}
+	if ep.regs.trimIdle() {
+		ep.armRegTrim()
 	}
 }
 
@@ -318,6 +356,9 @@ func (ep *endpoint) shutdown() {
 		ep.c.mu.Lock()
 		if ep.trimTimer != nil {
 			ep.trimTimer.Stop()
+		}
+		if ep.regTimer != nil {
+			ep.regTimer.Stop()
 		}
 		ep.c.unlock()
 		ep.cancel()
@@ -332,6 +373,7 @@ func (ep *endpoint) shutdown() {
 		// be read by the queue pair: their buffers go back.
 		ep.c.mu.Lock()
 		ep.vcClosed = true
+		ep.regs.forget() // deregistered with the connection
 		for _, done := range ep.closedDones {
 			ep.c.deferDoneLocked(done)
 		}

@@ -40,6 +40,9 @@ type Listener struct {
 	// calls and replies are the MemoryLimits.ListenerCalls and
 	// ListenerReplies budgets its connections share.
 	calls, replies *sharedBudget
+	// regs meters the callers' buffers its connections hold registered,
+	// within MemoryLimits.ListenerRegistered.
+	regs *regMeter
 	// ready holds the established connections waiting for Accept; its
 	// capacity is the backlog, which handshakes+queued never exceeds, so
 	// a handshake never blocks on it.
@@ -76,6 +79,11 @@ type ListenerStats struct {
 	// otherwise (the peer went away or refused our accept, setup failed,
 	// the Listener was closed).
 	HandshakeTimeouts, HandshakeFailures uint64
+	// Registered is the bytes of the RPC server's buffers its
+	// connections hold registered now (Config.CallBuffers' and
+	// WriteMsgDirect's, in use or cached: the sum of their
+	// Stats.Registered), within MemoryLimits.ListenerRegistered.
+	Registered int64
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
@@ -99,6 +107,7 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 		loopDone: make(chan struct{}),
 		calls:    newSharedBudget(c.Memory.ListenerCalls),
 		replies:  newSharedBudget(c.Memory.ListenerReplies),
+		regs:     &regMeter{limit: int64(c.Memory.ListenerRegistered)},
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Add(1)
@@ -248,7 +257,7 @@ func (l *Listener) accept(ctx context.Context, req verbs.ConnRequest) (*Conn, er
 	c := newConn(cfg, cmpriv.Responder)
 	nRecv := int(cfg.GrantPolicy.Max)
 	nSend := nRecv
-	c.svcState.init(nRecv, nSend, l.calls, l.replies)
+	c.svcState.init(nRecv, nSend, l.calls, l.replies, l.regs)
 	ep := &endpoint{c: c, settings: settings}
 	caps := cfg.caps(nRecv)
 	sendSize := max(settings.SendInline, local.SendSize)
@@ -278,6 +287,7 @@ func (l *Listener) Stats() ListenerStats {
 	defer l.mu.Unlock()
 	s := l.n
 	s.Handshakes, s.Queued, s.Conns = l.handshakes, l.queued, l.conns
+	s.Registered = l.regs.inUse()
 	return s
 }
 

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 // 64 KiB in flight about half of them registered a buffer and freed one,
 // 8% of rdma-nfsd's CPU, when the count was 16), and after a burst the rest is
 // freed as it comes back. A pool that saw no use for poolTrimAfter frees
-// its cache down to poolKeepIdle bytes.
+// its cache down to poolKeepIdle bytes, and after another such period the
+// rest: an idle connection holds no chunk memory.
 const (
 	chunkBufAlign = 16 << 10
 	maxCachedBufs = 16
@@ -46,10 +48,9 @@ type chunkPool struct {
 	idle    int            // bytes cached
 	used    bool           // get was called since the last trim check
 	// armTrim schedules a trim check (trimIdle) poolTrimAfter from now:
-	// endpoint.armTrim. The pool arms it once, when its cache first
-	// exceeds poolKeepIdle, and not again until a check finds nothing
-	// left to watch: a check that finds the pool used since the last one
-	// has its caller re-arm it. Re-arming on every put would move a timer,
+	// endpoint.armTrim. The pool arms it once, when it first caches a
+	// buffer, and not again until a check finds nothing left to watch:
+	// a check that finds something cached has its caller re-arm it. Re-arming on every put would move a timer,
 	// and read the clock, on every RPC that moves a chunk.
 	armTrim func()
 	armed   bool // a trim check is scheduled
@@ -102,32 +103,32 @@ func (p *chunkPool) put(r verbs.Region) {
 	}
 	p.cached = append(p.cached, r)
 	p.idle += size
-	if p.idle > poolKeepIdle && p.armTrim != nil && !p.armed {
+	if p.armTrim != nil && !p.armed {
 		p.armed = true
 		p.armTrim()
 	}
 }
 
-// trimIdle is the trim check: it frees cached buffers, oldest first, down
-// to poolKeepIdle bytes if the pool was not used since the last check. It
-// reports whether to check again (the caller re-arms); if not, the next put
-// that takes the cache over poolKeepIdle arms the check.
+// trimIdle is the trim check: if the pool was not used since the last
+// check, it frees cached buffers, oldest first, down to poolKeepIdle
+// bytes, or all of them if it held no more. It reports whether to check
+// again, something being still cached (the caller re-arms); if not, the
+// next put arms the check.
 func (p *chunkPool) trimIdle() (again bool) {
-	if p.used {
-		p.used = false
-		if p.idle > poolKeepIdle {
-			return true
+	if !p.used {
+		keep := poolKeepIdle
+		if p.idle <= keep {
+			keep = 0
 		}
-		p.armed = false
-		return false
+		for len(p.cached) > 0 && p.idle > keep {
+			p.idle -= len(p.cached[0].Bytes())
+			_ = p.cached[0].Close()
+			p.cached = append(p.cached[:0], p.cached[1:]...)
+		}
 	}
-	for len(p.cached) > 0 && p.idle > poolKeepIdle {
-		p.idle -= len(p.cached[0].Bytes())
-		_ = p.cached[0].Close()
-		p.cached = append(p.cached[:0], p.cached[1:]...)
-	}
-	p.armed = false
-	return false
+	p.used = false
+	p.armed = len(p.cached) > 0
+	return p.armed
 }
 
 // budget bounds bytes in use: a connection's (guarded by Conn.mu) or, as
@@ -267,7 +268,7 @@ func (b *bufCache) get(n int) []byte {
 		return nil
 	}
 	buf := b.bufs[best]
-	b.bufs = append(b.bufs[:best], b.bufs[best+1:]...)
+	b.bufs = slices.Delete(b.bufs, best, best+1)
 	b.idle -= cap(buf)
 	return buf[:0]
 }
@@ -286,11 +287,11 @@ func (b *bufCache) put(buf []byte) {
 	b.idle += size
 }
 
-// trim drops cached buffers, oldest first, down to keep bytes.
+// trim drops cached buffers, oldest first, down to keep bytes; the slice
+// keeps no reference to a dropped one (slices.Delete zeroes its tail).
 func (b *bufCache) trim(keep int) {
 	for len(b.bufs) > 0 && b.idle > keep {
 		b.idle -= cap(b.bufs[0])
-		b.bufs[0] = nil
-		b.bufs = append(b.bufs[:0], b.bufs[1:]...)
+		b.bufs = slices.Delete(b.bufs, 0, 1)
 	}
 }

@@ -24,7 +24,8 @@ func (c *fakeRegions) AllocRegion(size int) (verbs.Region, error) {
 // TestChunkPoolArmsTrimOnce checks the pool's trim check is scheduled once
 // per idle period, not moved on every put (a timer reset, and a clock read,
 // per RPC that moves a chunk), and that the check frees the cache down to
-// poolKeepIdle only after a whole period without use.
+// poolKeepIdle only after a whole period without use, and the rest after
+// the next.
 func TestChunkPoolArmsTrimOnce(t *testing.T) {
 	vc := &fakeRegions{}
 	arms := 0
@@ -59,10 +60,14 @@ func TestChunkPoolArmsTrimOnce(t *testing.T) {
 	if arms != 1 {
 		t.Fatalf("trim check armed %d times, want 1", arms)
 	}
-	// A period without use: trimmed, and nothing scheduled any more.
+	// A period without use: trimmed to poolKeepIdle, still watched.
 	p.trimIdle()
-	if again := p.trimIdle(); again || p.idle > poolKeepIdle || vc.live != len(p.cached) {
-		t.Fatalf("check after an idle period: again %v, %d bytes cached, %d regions live for %d cached; want false, at most %d bytes", again, p.idle, vc.live, len(p.cached), poolKeepIdle)
+	if again := p.trimIdle(); !again || p.idle > poolKeepIdle || p.idle == 0 || vc.live != len(p.cached) {
+		t.Fatalf("check after an idle period: again %v, %d bytes cached, %d regions live for %d cached; want true, at most %d bytes", again, p.idle, vc.live, len(p.cached), poolKeepIdle)
+	}
+	// Another: all freed, and nothing scheduled any more.
+	if again := p.trimIdle(); again || p.idle != 0 || vc.live != 0 {
+		t.Fatalf("check after a second idle period: again %v, %d bytes cached, %d regions live; want false, none", again, p.idle, vc.live)
 	}
 	// The next burst over poolKeepIdle arms it again.
 	cycle(4)
@@ -111,6 +116,25 @@ func TestChunkPoolKeepsOnePerSlot(t *testing.T) {
 		burst(p, c.inFlight, c.size)
 		if c.wantCached == c.inFlight && vc.allocs != before {
 			t.Errorf("%+v: the second burst registered %d buffers", c, vc.allocs-before)
+		}
+	}
+}
+
+// TestBufCacheKeepsNoStaleBuffers: a buffer taken out of the cache or
+// trimmed is referenced nowhere in the cache's slice (not even past its
+// length), so that a trimmed cache lets the garbage collector have it.
+func TestBufCacheKeepsNoStaleBuffers(t *testing.T) {
+	b := bufCache{maxIdle: 1 << 20}
+	for _, n := range []int{1 << 10, 2 << 10, 4 << 10} {
+		b.put(make([]byte, 0, n))
+	}
+	if got := b.get(1 << 10); cap(got) != 1<<10 {
+		t.Fatalf("got a buffer of %d bytes, want the smallest that fits", cap(got))
+	}
+	b.trim(0)
+	for i, s := range b.bufs[:cap(b.bufs)] {
+		if s != nil {
+			t.Fatalf("trimmed cache still references a buffer of %d bytes at %d", cap(s), i)
 		}
 	}
 }

@@ -35,6 +35,9 @@ type responder struct {
 	callMem, replyMem              budget
 	msgs                           bufCache // buffers of calls read by the RPC server
 	listenerCalls, listenerReplies *sharedBudget
+	// listenerRegs meters the callers' buffers the Listener's connections
+	// hold registered (MemoryLimits.ListenerRegistered).
+	listenerRegs *regMeter
 	// retryFn and wakeFn are what the listener's budgets call once they
 	// have room again (made once: a method value allocates).
 	retryFn, wakeFn func()
@@ -104,13 +107,13 @@ type svcCall struct {
 // noSlot marks a Send that belongs to no call (an RDMA_ERROR).
 const noSlot = 1<<28 - 1
 
-func (s *responder) init(nRecv, nSend int, lcalls, lreplies *sharedBudget) {
+func (s *responder) init(nRecv, nSend int, lcalls, lreplies *sharedBudget, lregs *regMeter) {
 	c := s.c
 	n := nRecv + nSend
 	s.callMem = budget{limit: c.cfg.Memory.Calls}
 	s.msgs = bufCache{maxIdle: 2 * c.cfg.MaxRPCSize}
 	s.replyMem = budget{limit: c.cfg.Memory.Replies}
-	s.listenerCalls, s.listenerReplies = lcalls, lreplies
+	s.listenerCalls, s.listenerReplies, s.listenerRegs = lcalls, lreplies, lregs
 	s.retryFn, s.wakeFn = s.retryPulls, func() { wake(c.writeWake) }
 	s.calls = make([]svcCall, n)
 	s.free = make([]int, n)

@@ -81,6 +81,16 @@ type Stats struct {
 	// Config.CallBuffers (registrations counted in DirectRegistrations and
 	// DirectPlacementErrors as for WriteMsgDirect).
 	ReadChunksInPlace uint64
+	// Registered is the bytes of callers' buffers the connection holds
+	// registered now, in use by calls or cached for reuse (regCache):
+	// CallInto's buffers on a requester; on a responder, the buffers of
+	// Config.CallBuffers and WriteMsgDirect, within
+	// MemoryLimits.Registered. RegisterLimited counts the registrations
+	// a responder did not make because they would have exceeded
+	// MemoryLimits.Registered or ListenerRegistered (the data was copied
+	// through the connection's pool memory instead).
+	Registered      int64
+	RegisterLimited uint64
 
 	// Negotiated holds the settings of the current connection.
 	Negotiated Negotiated
@@ -119,6 +129,7 @@ type counters struct {
 	creditStalls, reconnects, callTimeouts       atomic.Uint64
 	directPlacements, placementCopies, directErr atomic.Uint64
 	directRegs, readChunksInPlace                atomic.Uint64
+	registerLimited                              atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -134,6 +145,7 @@ func (c *counters) snapshot() Stats {
 		SlowReplies: c.slowReplies.Load(), Unanswered: c.unanswered.Load(),
 		CreditStalls: c.creditStalls.Load(), Reconnects: c.reconnects.Load(), CallTimeouts: c.callTimeouts.Load(),
 		DirectPlacements: c.directPlacements.Load(), DirectRegistrations: c.directRegs.Load(), ReadChunksInPlace: c.readChunksInPlace.Load(), PlacementCopies: c.placementCopies.Load(), DirectPlacementErrors: c.directErr.Load(),
+		RegisterLimited: c.registerLimited.Load(),
 	}
 }
 

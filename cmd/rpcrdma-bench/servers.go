@@ -185,10 +185,16 @@ func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {
 			s.cmd = nil
 			return fmt.Errorf("rdma-nfsd exited at start:\n%s", log)
 		case <-ctx.Done():
+			_ = s.cmd.Process.Kill()
+			<-s.waited
+			s.cmd = nil
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			_ = s.cmd.Process.Kill() // not left holding its ports
+			<-s.waited
+			s.cmd = nil
 			return fmt.Errorf("rdma-nfsd does not serve after 30 s:\n%s", log)
 		}
 	}
@@ -260,7 +266,7 @@ const clockTicks = 100
 // metricsURLRE and servingRE find the metrics endpoint and the NFS over
 // RDMA address in rdma-nfsd's start-up lines.
 var (
-	metricsURLRE = regexp.MustCompile(`rdma-nfsd: metrics" url=(http://\S+)`)
+	metricsURLRE = regexp.MustCompile(`rdma-nfsd: metrics" .*?(?:url|expvar)=(http://\S+)`) // url= before the Prometheus endpoint
 	servingRE    = regexp.MustCompile(`rdma-nfsd: serving" .*nfs_rdma=(\S+)`)
 	mountTCPRE   = regexp.MustCompile(`rdma-nfsd: serving" .*mount_tcp=(\S+)`)
 )

@@ -441,3 +441,31 @@ func TestFlushDeferredWhilePlacing(t *testing.T) {
 	defer cancel()
 	require.ErrorIs(t, c.Wait(ctx), verbs.ErrLocalProtection, "nothing more to poll")
 }
+
+// TestCompletedSendDropsItsMemory: once a Send completed, its send queue
+// entry (which stays in the ring until the slot is reused) holds no
+// reference to the regions of its scatter list: a caller's buffer
+// registered for it, deregistered later, is left to the garbage
+// collector rather than kept alive by the queue pair.
+func TestCompletedSendDropsItsMemory(t *testing.T) {
+	c, f := dialFake(t, nil, 16)
+	buf := []byte("a caller's registered buffer")
+	r, err := c.RegisterRegion(buf)
+	require.NoError(t, err)
+	require.NoError(t, c.PostSend([]verbs.WorkRequest{{ID: 5, Op: verbs.OpSend,
+		SGL: []verbs.SGE{{Region: r, Length: len(buf)}}}}))
+	h, payload, _ := f.read()
+	require.Equal(t, frameSend, h.Type)
+	require.Equal(t, buf, payload)
+	f.frame(frameHeader{Type: frameAck, Seq: h.Seq}, nil, 0)
+	comp := nextCompletion(t, c)
+	require.Equal(t, uint64(5), comp.ID)
+	require.NoError(t, comp.Err())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.sq {
+		for _, s := range c.sq[i].sgl[:cap(c.sq[i].sgl)] {
+			require.Nil(t, s.Region, "send queue entry %d still references a region", i)
+		}
+	}
+}

@@ -129,6 +129,15 @@ func (c *conn) advanceSQLocked() {
 			comp.ByteLen = e.length
 		}
 		e.window, e.bind = nil, verbs.SGE{}
+		if e.status == verbs.StatusSuccess {
+			// Done with its memory: the entry, which stays in the
+			// ring until reused, must not keep the regions of its
+			// list (and a caller's registered buffer) alive. A
+			// failed entry keeps them: the writer may still be
+			// sending from them (its connection is going).
+			clear(e.sgl)
+			e.sgl = e.sgl[:0]
+		}
 		c.pushLocked(comp)
 		c.sqHead++
 	}
