@@ -76,6 +76,11 @@ type ListenerStats struct {
 	// otherwise (the peer went away or refused our accept, setup failed,
 	// the Listener was closed).
 	HandshakeTimeouts, HandshakeFailures uint64
+	// CallBytes and ReplyBytes are the bytes of the MemoryLimits.
+	// ListenerCalls and ListenerReplies budgets its connections hold now:
+	// Read chunk data of calls not yet read by the RPC server, and
+	// replies staged for RDMA Write whose Send has not completed.
+	CallBytes, ReplyBytes int
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
@@ -95,8 +100,8 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 		vl:       vl,
 		ready:    make(chan *Conn, c.AcceptBacklog),
 		loopDone: make(chan struct{}),
-		calls:    newSharedBudget(c.Memory.ListenerCalls),
-		replies:  newSharedBudget(c.Memory.ListenerReplies),
+		calls:    newSharedBudget(c.Memory.ListenerCalls, c.MaxRPCSize),
+		replies:  newSharedBudget(c.Memory.ListenerReplies, c.MaxRPCSize),
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Add(1)
@@ -276,6 +281,7 @@ func (l *Listener) Stats() ListenerStats {
 	defer l.mu.Unlock()
 	s := l.n
 	s.Handshakes, s.Queued, s.Conns = l.handshakes, l.queued, l.conns
+	s.CallBytes, s.ReplyBytes = l.calls.inUse(), l.replies.inUse()
 	return s
 }
 
