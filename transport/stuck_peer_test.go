@@ -211,6 +211,14 @@ func testStuckPeers(t *testing.T, writes, timer bool) {
 		}
 	}()
 
+	cli, err := Dial(context.Background(), l.Addr().String(), &Config{Provider: &soft.Provider{}, Binding: hpBinding{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	// What our side registered for the legitimate connection alone.
+	reg0 := registered(t, srvProv)
+
 	faults := &soft.Faults{}
 	faults.StallResponders()
 	stuckProv := &soft.Provider{Faults: faults}
@@ -219,11 +227,6 @@ func testStuckPeers(t *testing.T, writes, timer bool) {
 		peers[i] = stuckDial(t, l.Addr().String(), stuckProv)
 		defer peers[i].vc.Close()
 	}
-	cli, err := Dial(context.Background(), l.Addr().String(), &Config{Provider: &soft.Provider{}, Binding: hpBinding{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
 
 	start := time.Now()
 	for i, p := range peers {
@@ -288,7 +291,15 @@ func testStuckPeers(t *testing.T, writes, timer bool) {
 			}
 		}
 	}
-	t.Logf("stuck connections closed and budgets back to 0 %v later (%d by retry exceeded)", closed.Round(time.Millisecond), retryExceeded)
+	// Their registered memory went with them: what is left is the
+	// legitimate connection's, and what its pool may keep idle.
+	regMax := reg0 + int64(2*(DefaultMaxRPCSize+chunkBufAlign))
+	if !waitFor(func() bool { return registered(t, srvProv) <= regMax }) {
+		t.Errorf("registered memory %d bytes after the stuck connections closed, want at most %d (%d for the legitimate one alone)",
+			registered(t, srvProv), regMax, reg0)
+	}
+	t.Logf("stuck connections closed and budgets back to 0 %v later (%d by retry exceeded); registered memory %d KiB (legitimate connection alone: %d KiB)",
+		closed.Round(time.Millisecond), retryExceeded, registered(t, srvProv)>>10, reg0>>10)
 	// The legitimate client still works.
 	if _, _ = stuckLegit(t, cli, 9); l.Stats().Conns != 1 {
 		t.Fatal("the legitimate connection was lost")
