@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // ipLink sets the state of a guest netdev.
@@ -72,12 +73,25 @@ func TestRdmacoreStuckRead(t *testing.T) {
 	}
 	defer srv.Close()
 
+	// A first call and its reply: the requester starts from a credit
+	// limit of 1 (RFC 8166 §3.3.3), the reply grants more.
+	first := make(chan error, 1)
+	go func() { _, err := cli.Call(ctx, hpRPCCall(1, hpProcNull, nil), nil); first <- err }()
+	if _, err := srv.ReadMsg(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.WriteMsg(hpRPCReply(1, xdr.AcceptSuccess, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
 	for i := range 2 {
 		go func() { _, _ = cli.Call(ctx, hpRPCCall(uint32(100+i), hpProcNull, hpPattern(1<<20, byte(i))), nil) }()
 	}
 	// Both calls arrived, the first one's chunk is being pulled or was.
 	deadline := time.Now().Add(guard)
-	for srv.Stats().Recvs < 2 || l.Stats().CallBytes < 1<<20 {
+	for srv.Stats().Recvs < 3 || l.Stats().CallBytes < 1<<20 {
 		if time.Now().After(deadline) {
 			t.Fatalf("calls not received: %+v, listener %+v", srv.Stats(), l.Stats())
 		}
