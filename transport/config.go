@@ -282,6 +282,16 @@ type ReconnectPolicy struct {
 // call or reply of the largest size can always proceed, and a listener's
 // limit at least a connection's (the default when that is 0): a smaller
 // one, or a negative one, is an error of Dial and Listen.
+//
+// Half of each listener budget is kept for first shares: the bytes a
+// connection holds beyond one message (MaxRPCSize) must leave that half
+// free. Connections whose calls or replies never finish (a peer that stops
+// answering our RDMA Reads, or acknowledging our RDMA Writes, until the
+// queue pair's retries run out and the connection fails) so hold at most
+// the other half, and every other connection still finds room for one
+// message: at the defaults it takes some 36 such connections, not 8, to
+// stall the others' large I/O. Extra bytes that do not fit wait, in
+// order, until there is room again.
 type MemoryLimits struct {
 	// Calls bounds, per connection, the bytes of Read chunk data of calls
 	// from their first RDMA Read until the RPC server read them (registered

@@ -84,6 +84,11 @@ type ListenerStats struct {
 	// WriteMsgDirect's, in use or cached: the sum of their
 	// Stats.Registered), within MemoryLimits.ListenerRegistered.
 	Registered int64
+	// CallBytes and ReplyBytes are the bytes of the MemoryLimits.
+	// ListenerCalls and ListenerReplies budgets its connections hold now:
+	// Read chunk data of calls not yet read by the RPC server, and
+	// replies staged for RDMA Write whose Send has not completed.
+	CallBytes, ReplyBytes int
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
@@ -105,8 +110,8 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 		vl:       vl,
 		ready:    make(chan *Conn, c.AcceptBacklog),
 		loopDone: make(chan struct{}),
-		calls:    newSharedBudget(c.Memory.ListenerCalls),
-		replies:  newSharedBudget(c.Memory.ListenerReplies),
+		calls:    newSharedBudget(c.Memory.ListenerCalls, c.MaxRPCSize),
+		replies:  newSharedBudget(c.Memory.ListenerReplies, c.MaxRPCSize),
 		regs:     &regMeter{limit: int64(c.Memory.ListenerRegistered)},
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -288,6 +293,7 @@ func (l *Listener) Stats() ListenerStats {
 	s := l.n
 	s.Handshakes, s.Queued, s.Conns = l.handshakes, l.queued, l.conns
 	s.Registered = l.regs.inUse()
+	s.CallBytes, s.ReplyBytes = l.calls.inUse(), l.replies.inUse()
 	return s
 }
 

@@ -139,16 +139,31 @@ type budget struct {
 
 func (b *budget) fits(n int) bool { return b.used+n <= b.limit }
 
-// sharedBudget is a budget of a Listener, shared by its connections. A
-// connection that finds it full queues, and the queue is served in order:
-// while connections wait, only the first may take bytes, so that none is
-// starved by others that keep finding room first. The first is told (its
-// retry runs on a goroutine of its own, never under the budget's lock)
-// when bytes are released; once served, it tells the next.
+// sharedBudget is a budget of a Listener, shared by its connections.
+//
+// Half of it is kept for first shares: bytes a connection takes beyond
+// its first floor bytes (one message, MaxRPCSize) must leave that half
+// free. Connections whose calls or replies a peer never lets finish (a
+// peer that stops answering our RDMA Reads or Writes, until the queue
+// pair's retries run out) so hold all the extra bytes there are with a
+// handful of connections, but each of the others still finds one
+// message's worth: it takes as many stuck connections as half the budget
+// holds messages to stop the others' large I/O, rather than budget ÷
+// MemoryLimits.Calls of them.
+//
+// A connection that finds no room queues, first shares and extra bytes
+// in queues of their own, each served in order: while connections wait in
+// a queue, only its first may take bytes of that kind, so that none is
+// starved by others that keep finding room first. The first of each is
+// told (its retry runs on a goroutine of its own, never under the
+// budget's lock) when bytes are released; once served, it tells the next.
 type sharedBudget struct {
-	mu    sync.Mutex
-	b     budget
-	queue []budgetWaiter
+	mu      sync.Mutex
+	b       budget
+	floor   int // a connection's first share
+	reserve int // bytes only first shares may take
+	first   []budgetWaiter
+	extra   []budgetWaiter
 }
 
 type budgetWaiter struct {
@@ -156,41 +171,46 @@ type budgetWaiter struct {
 	retry func()
 }
 
-func newSharedBudget(limit int) *sharedBudget {
-	return &sharedBudget{b: budget{limit: limit}}
+// newSharedBudget returns a budget of limit bytes whose first shares are
+// of floor bytes.
+func newSharedBudget(limit, floor int) *sharedBudget {
+	return &sharedBudget{b: budget{limit: limit}, floor: floor, reserve: limit / 2}
 }
 
-// acquire takes n bytes for c, or queues c (once) with retry and fails.
-func (s *sharedBudget) acquire(c *Conn, n int, retry func()) bool {
+// acquire takes n bytes for c, which holds held bytes of the budget, or
+// queues c (once) with retry and fails.
+func (s *sharedBudget) acquire(c *Conn, held, n int, retry func()) bool {
 	if s == nil {
 		return true
 	}
 	s.mu.Lock()
-	head := len(s.queue) > 0 && s.queue[0].c == c
-	if (len(s.queue) == 0 || head) && s.b.fits(n) {
+	q, other, limit := &s.extra, &s.first, s.b.limit-s.reserve
+	if held+n <= s.floor {
+		q, other, limit = &s.first, &s.extra, s.b.limit
+	}
+	next := s.removeLocked(other, c)
+	head := len(*q) > 0 && (*q)[0].c == c
+	ok := (len(*q) == 0 || head) && s.b.used+n <= limit
+	if ok {
 		s.b.used += n
-		var next func()
 		if head {
-			s.queue = append(s.queue[:0], s.queue[1:]...)
-			if len(s.queue) > 0 && s.b.used < s.b.limit {
-				next = s.queue[0].retry
+			*q = append((*q)[:0], (*q)[1:]...)
+			if len(*q) > 0 && s.b.used < limit {
+				next = append(next, (*q)[0].retry)
 			}
 		}
-		s.mu.Unlock()
-		if next != nil {
-			go next()
-		}
-		return true
-	}
-	if !head && !s.queuedLocked(c) {
-		s.queue = append(s.queue, budgetWaiter{c, retry})
+	} else if !head && !queued(*q, c) {
+		*q = append(*q, budgetWaiter{c, retry})
 	}
 	s.mu.Unlock()
-	return false
+	for _, f := range next {
+		go f()
+	}
+	return ok
 }
 
-func (s *sharedBudget) queuedLocked(c *Conn) bool {
-	for _, w := range s.queue {
+func queued(q []budgetWaiter, c *Conn) bool {
+	for _, w := range q {
 		if w.c == c {
 			return true
 		}
@@ -198,24 +218,45 @@ func (s *sharedBudget) queuedLocked(c *Conn) bool {
 	return false
 }
 
-// release gives back n bytes and tells the first waiting connection.
+// removeLocked takes c out of q and returns the retry of the new first
+// waiter if c was first.
+func (s *sharedBudget) removeLocked(q *[]budgetWaiter, c *Conn) []func() {
+	for i, w := range *q {
+		if w.c == c {
+			*q = append((*q)[:i], (*q)[i+1:]...)
+			if i == 0 && len(*q) > 0 {
+				return []func(){(*q)[0].retry}
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// release gives back n bytes and tells the first waiting connection of
+// each queue.
 func (s *sharedBudget) release(n int) {
 	if s == nil || n == 0 {
 		return
 	}
 	s.mu.Lock()
 	s.b.used -= n
-	var next func()
-	if len(s.queue) > 0 {
-		next = s.queue[0].retry
+	var next [2]func()
+	if len(s.first) > 0 {
+		next[0] = s.first[0].retry
+	}
+	if len(s.extra) > 0 {
+		next[1] = s.extra[0].retry
 	}
 	s.mu.Unlock()
-	if next != nil {
-		go next()
+	for _, f := range next {
+		if f != nil {
+			go f()
+		}
 	}
 }
 
-// forget takes c out of the queue (it no longer waits: it is closing, or
+// forget takes c out of the queues (it no longer waits: it is closing, or
 // its own connection's budget is what it waits for), telling the next
 // connection if c was first.
 func (s *sharedBudget) forget(c *Conn) {
@@ -223,24 +264,18 @@ func (s *sharedBudget) forget(c *Conn) {
 		return
 	}
 	s.mu.Lock()
-	var next func()
-	for i, w := range s.queue {
-		if w.c == c {
-			s.queue = append(s.queue[:i], s.queue[i+1:]...)
-			if i == 0 && len(s.queue) > 0 {
-				next = s.queue[0].retry
-			}
-			break
-		}
-	}
+	next := append(s.removeLocked(&s.first, c), s.removeLocked(&s.extra, c)...)
 	s.mu.Unlock()
-	if next != nil {
-		go next()
+	for _, f := range next {
+		go f()
 	}
 }
 
-// used returns the bytes taken.
+// inUse returns the bytes taken.
 func (s *sharedBudget) inUse() int {
+	if s == nil {
+		return 0
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.used

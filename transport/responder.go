@@ -473,7 +473,7 @@ func (s *responder) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, err
 		s.listenerCalls.forget(c)
 		return false, nil
 	}
-	if !s.listenerCalls.acquire(c, n, s.retryFn) {
+	if !s.listenerCalls.acquire(c, s.callMem.used, n, s.retryFn) {
 		return false, nil
 	}
 	if s.pullDirectLocked(ep, call) {
@@ -798,7 +798,7 @@ func (s *responder) stageReplyLocked(ep *endpoint, call *svcCall, plan marshal.R
 		s.listenerReplies.forget(s.c) // woken by this connection's Send completions
 		return errWaitMemory
 	}
-	if !s.listenerReplies.acquire(s.c, held, s.wakeFn) {
+	if !s.listenerReplies.acquire(s.c, s.replyMem.used, held, s.wakeFn) {
 		return errWaitMemory
 	}
 	if stage > 0 {

@@ -161,6 +161,9 @@ type conn struct {
 	rrTail         uint64
 	disconnectSent bool
 
+	// retry is the requester's transport timer (retry.go).
+	retry retryState
+
 	windows  map[uint32]*window // by index (the rkey's upper 24 bits)
 	regions  map[*region]struct{}
 	nextIOVA uint64
@@ -228,6 +231,7 @@ func newConn(p *Provider, nc net.Conn, br *bufio.Reader, caps verbs.QueueCaps) *
 	if c.faults != nil {
 		c.cqReady = make([]time.Time, len(c.cq))
 	}
+	c.retry.timeout, c.retry.limit = p.ackTimeout(), p.retryCount()
 	return c
 }
 
@@ -236,6 +240,9 @@ func (c *conn) start() {
 	c.mu.Lock()
 	c.state = stateEstablished
 	c.started = true
+	if c.faults != nil && c.faults.stalled.Load() {
+		c.dropping = true
+	}
 	c.mu.Unlock()
 	if c.faults != nil {
 		c.faults.register(c)
@@ -267,6 +274,7 @@ func (c *conn) failLocked(cause error) {
 	}
 	c.state = stateError
 	c.err = cause
+	c.stopRetryLocked()
 	close(c.done)
 	c.flushLocked()
 	if c.started {

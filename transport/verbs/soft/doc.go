@@ -42,6 +42,15 @@
 //     Done closes, and the peer is told (as rdma_disconnect would), so
 //     that its queue pair fails too. A broken link fails the oldest
 //     unanswered request with StatusRetryExceeded.
+//   - A request the peer does not answer (an RDMA Read without its
+//     response, an RDMA Write or Send never acknowledged) fails with
+//     StatusRetryExceeded once the transport timer ran out, as an RC
+//     requester's ACK timeout and retry count (IBA 9.7.6.1.3) make it:
+//     RetryCount + 1 ACK timeouts in a row without progress on it
+//     (Provider.AckTimeout, Provider.RetryCount; about 0.47 s by
+//     default). Bytes of the request still being handed to the stream,
+//     or of its Read Response being placed, are progress, as the ACKs of
+//     a long message's packets are.
 //   - Connection management follows the IB CM through rdma_cm: private
 //     data of at most 56 bytes on connect, 196 on accept and 148 on
 //     reject, delivered zero-padded to exactly those lengths, even when

@@ -31,6 +31,29 @@ type Faults struct {
 	dropAtSend   int
 	delayNanos   atomic.Int64
 	dropsPending atomic.Bool // fast check for dropAtSend
+	stalled      atomic.Bool
+}
+
+// StallResponders makes every connection of the provider, live or made
+// from now on, a peer that stopped answering: as a responder it reads the
+// peer's requests (Sends, RDMA Writes, RDMA Reads) and executes,
+// acknowledges and refuses none of them, for as long as it lives. Its own
+// requests still go out and their answers are still taken, and a
+// disconnect still reaches it. The peer's requests so fail once its
+// transport timer expires (Provider.AckTimeout, RetryCount).
+func (f *Faults) StallResponders() {
+	f.stalled.Store(true)
+	f.mu.Lock()
+	conns := make([]*conn, 0, len(f.conns))
+	for c := range f.conns {
+		conns = append(conns, c)
+	}
+	f.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		c.dropping = true
+		c.mu.Unlock()
+	}
 }
 
 // Drop breaks the link of every live connection of the provider now,

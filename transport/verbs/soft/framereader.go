@@ -336,7 +336,9 @@ func (c *conn) onReadResponse(h *frameHeader) error {
 	// A read response acknowledges every earlier request (IBA 9.7.5.1.2).
 	c.ackUpToLocked(h.Seq - 1)
 	sgl := e.sgl
+	c.retry.rxResponse = true
 	res, err := c.placeUnlocked(sgl, int(h.Length))
+	c.retry.rxResponse = false
 	defer c.mu.Unlock()
 	if err != nil {
 		return err
@@ -472,6 +474,7 @@ func (c *conn) placeInto(a *windowAccess, n int, res *placeResult) error {
 		if _, err := c.br.Discard(k); err != nil {
 			return err
 		}
+		c.retry.rxBytes.Add(uint64(k))
 		off += k
 		n -= k
 	}

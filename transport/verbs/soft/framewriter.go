@@ -61,6 +61,7 @@ func (c *conn) writeLoop() {
 		case jobHeader:
 			err = c.writeHeader(&j.hdr)
 		case jobPayload:
+			c.retry.txIdx.Store(j.sqIdx + 1)
 			err = c.writeHeader(&j.hdr)
 			intact := true
 			for _, s := range j.sgl {
@@ -75,6 +76,7 @@ func (c *conn) writeLoop() {
 			if err == nil {
 				err = c.writeTrailer(intact)
 			}
+			c.retry.txIdx.Store(0)
 			if !intact {
 				c.mu.Lock()
 				if e := c.sqAt(j.sqIdx); !e.done && c.state != stateError {
@@ -223,6 +225,7 @@ func (c *conn) nextJobLocked(j *writeJob) {
 		c.sendSeq++
 		j.sqIdx = c.sqTx
 		c.sqTx++
+		c.armRetryLocked()
 		switch e.op {
 		case verbs.OpRDMARead:
 			j.kind = jobHeader
@@ -293,6 +296,7 @@ func (c *conn) writeFrom(a *windowAccess, n int) (intact bool, err error) {
 		if _, err := c.bw.Write(b); err != nil {
 			return intact, err
 		}
+		c.retry.txBytes.Add(uint64(k))
 		off += k
 		n -= k
 	}

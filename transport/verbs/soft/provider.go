@@ -17,6 +17,18 @@ type Provider struct {
 	// provider makes (see Faults).
 	Faults *Faults
 
+	// AckTimeout and RetryCount are the transport timer of every queue
+	// pair the provider makes, as the local ACK timeout and retry_count
+	// of an RC queue pair (IBA 9.7.6.1.3): an RDMA Read, RDMA Write or
+	// Send the peer does not answer fails with StatusRetryExceeded (the
+	// queue pair goes to the error state, the rest is flushed) once
+	// RetryCount + 1 ACK timeouts in a row passed without progress on it:
+	// some 7.5 s by default. 0 means DefaultAckTimeout and
+	// DefaultRetryCount; a negative AckTimeout waits forever (IBA's
+	// timeout 0), a negative RetryCount fails at the first timeout.
+	AckTimeout time.Duration
+	RetryCount int
+
 	// registered counts the bytes of the regions of the provider's
 	// connections that are not closed yet.
 	registered atomic.Int64
