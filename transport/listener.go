@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"net"
@@ -29,9 +30,21 @@ import (
 //     plus those returned by Accept and not yet closed. Closing a
 //     connection frees its place.
 //
-// A connection request beyond a limit is rejected at once (the dialer's
-// error is a *verbs.RejectedError), never queued. Stats counts the
-// handshakes, the connections and the rejects.
+// A connection request that finds a limit reached takes the place of the
+// oldest handshake in progress, if there is one: that handshake is
+// abandoned (its queue pair and buffers freed; its dialer sees the
+// connection fail, a verbs.ErrDisconnected) and the new request's begins.
+// The IB CM gives no sign that a peer is live before its RTU (IBA 12.6),
+// and the accept (REP) must already carry the queue pair, whose Receives
+// RFC 8797 §4.2 and RFC 8166 §3.3.3 want posted before the peer may send;
+// so, as the kernel's SYN queue drops its oldest entries, the handshakes
+// in progress are a queue of bounded size that a flood of half-open peers
+// (requests that are never confirmed) can churn but never fill: a peer
+// that completes its handshake within the time the flood takes to send
+// AcceptBacklog further requests always gets in. A request that finds the
+// limits taken by established connections only is rejected at once (the
+// dialer's error is a *verbs.RejectedError), never queued. Stats counts
+// the handshakes, the connections, the evictions and the rejects.
 type Listener struct {
 	cfg    Config
 	vl     verbs.Listener
@@ -50,11 +63,14 @@ type Listener struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu         sync.Mutex
-	err        error // why the accept loop ended
-	handshakes int   // handshakes in progress
-	queued     int   // connections in ready
-	conns      int   // connections established and not closed
+	mu  sync.Mutex
+	err error // why the accept loop ended
+	// inProgress holds the *halfOpen of the handshakes in progress,
+	// oldest first; handshakes is its length.
+	inProgress list.List
+	handshakes int // handshakes in progress
+	queued     int // connections in ready
+	conns      int // connections established and not closed
 	n          ListenerStats
 }
 
@@ -76,6 +92,19 @@ type ListenerStats struct {
 	// otherwise (the peer went away or refused our accept, setup failed,
 	// the Listener was closed).
 	HandshakeTimeouts, HandshakeFailures uint64
+	// HandshakesEvicted counts the handshakes abandoned to make room for
+	// a newer connection request (see Listener).
+	HandshakesEvicted uint64
+}
+
+// halfOpen is a handshake in progress, an element of
+// Listener.inProgress.
+type halfOpen struct {
+	cancel context.CancelFunc // ends the handshake
+	elem   *list.Element
+	// evicted says the handshake gave its place to a newer request (under
+	// Listener.mu): it no longer counts, and it ends in failure.
+	evicted bool
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
@@ -171,24 +200,36 @@ func (l *Listener) acceptLoop() {
 	}
 }
 
-// admit starts the handshake of req, or rejects it if a limit is reached.
+// admit starts the handshake of req, in the place of the oldest handshake
+// in progress if a limit is reached, or rejects it if the limit is taken
+// by established connections only.
 func (l *Listener) admit(req verbs.ConnRequest) {
 	var why string
 	l.mu.Lock()
+	capFull := l.cfg.MaxConns > 0 && l.handshakes+l.conns >= l.cfg.MaxConns
+	backlogFull := l.handshakes+l.queued >= l.cfg.AcceptBacklog
 	switch {
 	case l.ctx.Err() != nil:
 		why = "listener closed"
-	case l.cfg.MaxConns > 0 && l.handshakes+l.conns >= l.cfg.MaxConns:
+	case capFull && l.handshakes == 0:
 		why = "connection cap reached"
 		l.n.RejectedCap++
-	case l.handshakes+l.queued >= l.cfg.AcceptBacklog:
+	case backlogFull && l.handshakes == 0:
 		why = "backlog full"
 		l.n.RejectedBacklog++
 	default:
+		if capFull || backlogFull {
+			// Both sums were at their limit (never over it): one
+			// place freed is room for req under both.
+			l.evictLocked(l.inProgress.Front())
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
+		h := &halfOpen{cancel: cancel}
+		h.elem = l.inProgress.PushBack(h)
 		l.handshakes++
 		l.wg.Add(1)
 		l.mu.Unlock()
-		go l.handshake(req)
+		go l.handshake(ctx, req, h)
 		return
 	}
 	l.mu.Unlock()
@@ -196,15 +237,36 @@ func (l *Listener) admit(req verbs.ConnRequest) {
 	l.cfg.Logger.Debug("rpcrdma: connection request rejected", "remote", req.RemoteAddr(), "reason", why, "err", err)
 }
 
-// handshake accepts req within the handshake timeout and queues the
-// connection for Accept.
-func (l *Listener) handshake(req verbs.ConnRequest) {
+// evictLocked abandons the handshake in progress of e, the oldest, to make
+// room for a newer request: its place is free at once, and its goroutine
+// ends it in failure. l.mu is held.
+func (l *Listener) evictLocked(e *list.Element) {
+	h := l.inProgress.Remove(e).(*halfOpen)
+	h.evicted = true
+	l.handshakes--
+	l.n.HandshakesEvicted++
+	h.cancel()
+}
+
+// handshake accepts req within ctx (the handshake timeout, or h's
+// eviction) and queues the connection for Accept.
+func (l *Listener) handshake(ctx context.Context, req verbs.ConnRequest, h *halfOpen) {
 	defer l.wg.Done()
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
 	c, err := l.accept(ctx, req)
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
-	cancel()
+	h.cancel()
 	l.mu.Lock()
+	if h.evicted {
+		// Its place went to a newer request; a confirmation that
+		// raced the eviction is too late.
+		l.mu.Unlock()
+		if err == nil {
+			_ = c.Close()
+		}
+		l.cfg.Logger.Debug("rpcrdma: handshake evicted", "remote", req.RemoteAddr())
+		return
+	}
+	l.inProgress.Remove(h.elem)
 	l.handshakes--
 	if err != nil {
 		if timedOut {
