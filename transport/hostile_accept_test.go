@@ -28,7 +28,13 @@ const haFlood = 1000
 func haListen(t *testing.T, cfg Config) (*Listener, <-chan *Conn) {
 	t.Helper()
 	cfg.Provider = &soft.Provider{}
-	l, err := Listen("127.0.0.1:0", &cfg)
+	return haListenAt(t, "127.0.0.1:0", cfg)
+}
+
+// haListenAt is haListen on addr with cfg's provider.
+func haListenAt(t *testing.T, addr string, cfg Config) (*Listener, <-chan *Conn) {
+	t.Helper()
+	l, err := Listen(addr, &cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +67,15 @@ func haListen(t *testing.T, cfg Config) (*Listener, <-chan *Conn) {
 
 // haDial dials l as a real requester, within guard.
 func haDial(l *Listener, guard time.Duration) (*Conn, time.Duration, error) {
+	return haDialWith(l, &soft.Provider{}, guard)
+}
+
+// haDialWith is haDial with provider p.
+func haDialWith(l *Listener, p verbs.Provider, guard time.Duration) (*Conn, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	start := time.Now()
-	c, err := Dial(ctx, l.Addr().String(), &Config{Provider: &soft.Provider{}})
+	c, err := Dial(ctx, l.Addr().String(), &Config{Provider: p})
 	return c, time.Since(start), err
 }
 
@@ -137,9 +148,15 @@ const haFloodRegSlack = DefaultAcceptBacklog << 20
 // returns their latencies, sorted.
 func haDials(t *testing.T, l *Listener, accepted <-chan *Conn, n int) []time.Duration {
 	t.Helper()
+	return haDialsWith(t, l, &soft.Provider{}, accepted, n)
+}
+
+// haDialsWith is haDials with provider p.
+func haDialsWith(t *testing.T, l *Listener, p verbs.Provider, accepted <-chan *Conn, n int) []time.Duration {
+	t.Helper()
 	var took []time.Duration
 	for i := range n {
-		c, d, err := haDial(l, DefaultHandshakeTimeout)
+		c, d, err := haDialWith(l, p, DefaultHandshakeTimeout)
 		if err != nil {
 			t.Fatalf("real Dial %d during the flood failed after %v: %v", i, d, err)
 		}
