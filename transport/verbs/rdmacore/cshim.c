@@ -510,7 +510,7 @@ static int half_open_event(struct rdma_event_channel *ch, enum rdma_cm_event_typ
 
 int rc_half_open(struct rdma_event_channel **chp, struct rdma_cm_id **idp,
 		 const uint8_t *src, int src_len, const uint8_t *dst, int dst_len, uint16_t port,
-		 const void *pd, int pd_len, int timeout_ms)
+		 const void *pd, int pd_len, uint32_t qp_num, int timeout_ms)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *id = NULL;
@@ -535,7 +535,7 @@ int rc_half_open(struct rdma_event_channel **chp, struct rdma_cm_id **idp,
 		// leaves the REP to the caller (RDMA_CM_EVENT_CONNECT_RESPONSE,
 		// then rdma_establish), which never answers it.
 		conn_param(&p, pd, pd_len, 1, 1);
-		p.qp_num = 0xabcde;
+		p.qp_num = qp_num;
 		ret = rdma_connect(id, &p) ? errno_or(EIO) : 0;
 	}
 	if (ret) {

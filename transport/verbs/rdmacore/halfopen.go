@@ -12,10 +12,17 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
+
+// halfOpenQPNs numbers the queue pairs the REQs of DialHalfOpen name: the
+// IB CM rejects a REQ whose remote QPN and CA GUID an earlier connection
+// holds as stale (IBA 12.6.8), so each must differ. They count up from
+// 0x800000, far above the QPNs rxe hands out (from 17 up).
+var halfOpenQPNs atomic.Uint32
 
 // HalfOpen is a connection request whose handshake its dialer never
 // completes: see DialHalfOpen.
@@ -56,7 +63,7 @@ func DialHalfOpen(ctx context.Context, addr, src string, privateData []byte) (*H
 	db, dn := ipBytes(dst.Addr())
 	h := &HalfOpen{}
 	if rc := C.rc_half_open(&h.ch, &h.id, cBytes(sb[:sn]), C.int(sn), cBytes(db[:dn]), C.int(dn), C.uint16_t(dst.Port()),
-		cBytesVoid(privateData), C.int(len(privateData)), resolveTimeoutMS); rc != 0 {
+		cBytesVoid(privateData), C.int(len(privateData)), C.uint32_t(0x800000+halfOpenQPNs.Add(1)%0x7fffff), resolveTimeoutMS); rc != 0 {
 		return nil, fmt.Errorf("rdmacore: half-open %s: %w", addr, syscall.Errno(rc))
 	}
 	return h, nil
