@@ -392,6 +392,41 @@ func TestAcceptConnCap(t *testing.T) {
 	}
 }
 
+// TestAcceptConnCapEvicts: with MaxConns 2 held by two half-open
+// handshakes, each of two Dials takes the place of the oldest; a third,
+// finding the cap taken by established connections, is rejected at once.
+func TestAcceptConnCapEvicts(t *testing.T) {
+	before := hpGoroutines()
+	t.Cleanup(func() { hpCheckLeaks(t, before) })
+	l, accepted := haListen(t, Config{MaxConns: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), hpGuard)
+	defer cancel()
+	for range 2 {
+		h, err := soft.DialHalfOpen(ctx, l.Addr().String(), hpLinuxClientPD)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = h.Close() }()
+		if err := h.Await(ctx); err != nil {
+			t.Fatalf("half-open peer: no accept: %v", err)
+		}
+	}
+	for i := range 2 {
+		c, took, err := haDial(l, 5*time.Second)
+		if err != nil {
+			t.Fatalf("Dial %d with the cap held by half-open handshakes: %v (after %v)", i, err, took)
+		}
+		defer func() { _ = c.Close() }()
+		srv := <-accepted
+		defer func() { _ = srv.Close() }()
+	}
+	_, took, err := haDial(l, 5*time.Second)
+	haExpectRejected(t, "Dial with the cap held by connections", took, err)
+	if st := l.Stats(); st.HandshakesEvicted != 2 || st.RejectedCap != 1 || st.Conns != 2 {
+		t.Errorf("stats %+v: want 2 evicted, 1 rejected for the cap, 2 connections", st)
+	}
+}
+
 // TestAcceptBacklog: with AcceptBacklog 4, two half-open handshakes and two
 // connections nobody Accepted yet fill the backlog. A request beyond it
 // takes the place of the oldest half-open handshake, whose peer sees its
