@@ -129,19 +129,20 @@ func haRoundTrip(t *testing.T, c, srv *Conn) {
 }
 
 // haFloodHeapSlack bounds the live heap a flood may add over an idle
-// Listener with the default settings: 1 MiB per place of the backlog.
-// Only the DefaultAcceptBacklog newest half-open handshakes hold
-// resources (their queue pairs and Receive and Send buffers, about
-// 0.4 MiB of heap each on the soft provider with the default Credits,
-// issue 29's figure); the evicted ones hold none once torn down, and the
-// soft listener's silent connections a goroutine and a 212-byte buffer
-// each, for at most its own backlog of them.
-const haFloodHeapSlack = DefaultAcceptBacklog << 20
+// Listener with the default settings. The resources of at most
+// 2 x DefaultAcceptBacklog handshakes exist at once (the Listener's bound:
+// the backlog's newest half-open handshakes, and as many evicted ones
+// still ending), about 0.4 MiB of heap each with the default Credits
+// (issue 29's figure); the soft listener's silent connections hold a
+// goroutine and a 212-byte buffer each, for at most its own backlog of
+// them. 1 MiB per handshake leaves room for the test's own peers.
+const haFloodHeapSlack = 2 * DefaultAcceptBacklog << 20
 
 // haFloodRegSlack bounds the memory the half-open handshakes of a flood
-// keep registered: 1 MiB per place of the backlog (0.5 MiB each with the
-// default Credits, issue 29's figure).
-const haFloodRegSlack = DefaultAcceptBacklog << 20
+// keep registered: 0.5 MiB (a handshake's Receive and Send buffers with
+// the default Credits, issue 29's figure) for each of the at most
+// 2 x DefaultAcceptBacklog handshakes whose resources exist at once.
+const haFloodRegSlack = 2 * DefaultAcceptBacklog << 19
 
 // haDials makes n real Dials to l, one after another, each of which must
 // succeed within the handshake timeout and get a round trip served; it

@@ -45,6 +45,13 @@ import (
 // limits taken by established connections only is rejected at once (the
 // dialer's error is a *verbs.RejectedError), never queued. Stats counts
 // the handshakes, the connections, the evictions and the rejects.
+//
+// An abandoned handshake frees its queue pair and buffers as it ends,
+// which a busy device may take a while to do; the resources of at most
+// 2 x AcceptBacklog handshakes (the backlog's and as many ending) exist at
+// once, and a handshake beyond them waits, within its timeout, for one to
+// end before it creates its own. A half-open flood so holds at most
+// 2 x AcceptBacklog times a handshake's memory, whatever its rate.
 type Listener struct {
 	cfg    Config
 	vl     verbs.Listener
@@ -56,7 +63,10 @@ type Listener struct {
 	// ready holds the established connections waiting for Accept; its
 	// capacity is the backlog, which handshakes+queued never exceeds, so
 	// a handshake never blocks on it.
-	ready    chan *Conn
+	ready chan *Conn
+	// setups holds a token for each handshake whose queue pair and
+	// buffers exist (see Listener); capacity 2 x AcceptBacklog.
+	setups   chan struct{}
 	loopDone chan struct{} // closed when the accept loop ended
 	wg       sync.WaitGroup
 
@@ -123,6 +133,7 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 		cfg:      c,
 		vl:       vl,
 		ready:    make(chan *Conn, c.AcceptBacklog),
+		setups:   make(chan struct{}, 2*c.AcceptBacklog),
 		loopDone: make(chan struct{}),
 		calls:    newSharedBudget(c.Memory.ListenerCalls),
 		replies:  newSharedBudget(c.Memory.ListenerReplies),
@@ -252,7 +263,16 @@ func (l *Listener) evictLocked(e *list.Element) {
 // eviction) and queues the connection for Accept.
 func (l *Listener) handshake(ctx context.Context, req verbs.ConnRequest, h *halfOpen) {
 	defer l.wg.Done()
-	c, err := l.accept(ctx, req)
+	var c *Conn
+	var err error
+	select {
+	case l.setups <- struct{}{}:
+		c, err = l.accept(ctx, req) // its resources are freed on failure
+		<-l.setups
+	case <-ctx.Done():
+		err = ctx.Err()
+		_ = req.Reject(nil)
+	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	h.cancel()
 	l.mu.Lock()

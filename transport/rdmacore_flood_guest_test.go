@@ -23,7 +23,7 @@ import (
 // goal is under 1 s), and the heap and registered memory the flood adds:
 // the heap bounded by haFloodHeapSlack, as on the soft provider, the
 // registered memory by twice the backlog's worth of what one half-open
-// handshake registers (measured first).
+// handshake registers (measured first): the Listener's bound.
 func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	prov := &rdmacore.Provider{}
 	dialer := &rdmacore.Provider{LocalAddr: "10.0.0.2"}
@@ -54,8 +54,8 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	perHandshake := prov.RegisteredBytes() - reg0
 	_ = one.Close()
 	waitHandshakes(0)
-	// The newest DefaultAcceptBacklog handshakes, and as many evicted or
-	// timed out whose queue pairs are still being torn down.
+	// The Listener's bound: the newest DefaultAcceptBacklog handshakes,
+	// and as many evicted or timed out ones still ending.
 	regBound := 2 * DefaultAcceptBacklog * perHandshake
 	peers := make([]*rdmacore.HalfOpen, haFlood)
 	defer func() {
