@@ -186,10 +186,10 @@ const (
 	// before the accept is sent (RFC 8797 §4.2): 0.5 MiB registered with
 	// the default Credits, plus 0.4 MiB of Go heap with the soft
 	// provider (TestAcceptHalfOpenFlood). The default so bounds what a
-	// flood of half-open peers, of any size, can pin to 64 MiB
-	// registered and some 50 MiB of heap; the flood cannot keep new
-	// requests out, each of which evicts its oldest handshake (see
-	// Listener).
+	// flood of half-open peers, of any size, can pin to 128 MiB
+	// registered and some 100 MiB of heap (the resources of at most
+	// 2 x AcceptBacklog handshakes, see Listener); the flood cannot keep
+	// new requests out, each of which evicts its oldest handshake.
 	DefaultAcceptBacklog = 128
 	// MaxAcceptBacklog is the largest AcceptBacklog: a larger one is
 	// truncated to it, as listen(2) truncates to net.core.somaxconn.
