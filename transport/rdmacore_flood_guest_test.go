@@ -51,7 +51,16 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its handshake counts from the request on; its buffers are
+	// registered a moment later.
 	waitHandshakes(1)
+	deadline := time.Now().Add(time.Minute)
+	for prov.RegisteredBytes() == reg0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a half-open handshake registered nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	perHandshake := prov.RegisteredBytes() - reg0
 	_ = one.Close()
 	waitHandshakes(0)
@@ -87,7 +96,7 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	sent := time.Since(start)
 	// Every request reached the Listener: the newest hold the backlog,
 	// the others were evicted (or, on a host slow enough, timed out).
-	deadline := time.Now().Add(time.Minute)
+	deadline = time.Now().Add(time.Minute)
 	for {
 		st := l.Stats()
 		if st.Handshakes == DefaultAcceptBacklog && st.Handshakes+int(st.HandshakesEvicted+st.HandshakeTimeouts+st.HandshakeFailures) >= haFlood {
