@@ -174,17 +174,6 @@ func haDialsWith(t *testing.T, l *Listener, p verbs.Provider, accepted <-chan *C
 	return took
 }
 
-// haDialsInOrder is haDialsWith returning the latencies in the order of the
-// Dials.
-func haDialsInOrder(t *testing.T, l *Listener, p verbs.Provider, accepted <-chan *Conn, n int) []time.Duration {
-	t.Helper()
-	var took []time.Duration
-	for range n {
-		took = append(took, haDialsWith(t, l, p, accepted, 1)...)
-	}
-	return took
-}
-
 // TestAcceptHalfOpenFlood (issue 29): 1,000 half-open peers (a connect
 // request, then silence), from 8 goroutines, against a Listener with the
 // default settings. The newest DefaultAcceptBacklog of them hold

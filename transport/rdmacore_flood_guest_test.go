@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
 )
 
@@ -142,4 +143,15 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	if st.Accepted != 11 || st.RejectedBacklog != 0 || st.RejectedCap != 0 {
 		t.Errorf("stats %+v: want 11 accepted, none rejected", st)
 	}
+}
+
+// haDialsInOrder is haDialsWith returning the latencies in the order of the
+// Dials.
+func haDialsInOrder(t *testing.T, l *Listener, p verbs.Provider, accepted <-chan *Conn, n int) []time.Duration {
+	t.Helper()
+	var took []time.Duration
+	for range n {
+		took = append(took, haDialsWith(t, l, p, accepted, 1)...)
+	}
+	return took
 }
