@@ -281,6 +281,87 @@ func TestAcceptHalfOpenFlood(t *testing.T) {
 	}
 }
 
+// TestAcceptHalfOpenFloodOngoing (issue 29): half-open peers keep coming,
+// a burst of haFlood and then some 100 a second from 4 goroutines, while
+// 10 real Dials are made: each connects within the handshake timeout. The
+// latencies and the flood's rate are printed. A Dial gets through as long
+// as its handshake ends before the flood sends DefaultAcceptBacklog more
+// requests (here 1.28 s); a flood fast enough to send them during one
+// handshake evicts it (the dialer's connection then fails at once, and a
+// dialer that retries, as a reconnecting requester does, gets in when its
+// handshake is quick enough).
+func TestAcceptHalfOpenFloodOngoing(t *testing.T) {
+	before := hpGoroutines()
+	t.Cleanup(func() { hpCheckLeaks(t, before) })
+	l, accepted := haListen(t, Config{})
+	addr := l.Addr().String()
+	haDials(t, l, accepted, 1)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sent := 0
+	for range 4 {
+		wg.Go(func() {
+			// The peer keeps its last 64 requests open (the Listener
+			// closes the others as it evicts them).
+			var ring [64]*soft.HalfOpen
+			defer func() {
+				for _, h := range ring {
+					if h != nil {
+						_ = h.Close()
+					}
+				}
+			}()
+			for i := 0; ctx.Err() == nil; i++ {
+				mu.Lock()
+				burst := sent < haFlood
+				mu.Unlock()
+				if !burst {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(40 * time.Millisecond):
+					}
+				}
+				h, err := soft.DialHalfOpen(ctx, addr, hpLinuxClientPD)
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("half-open peer: %v", err)
+					}
+					return
+				}
+				if old := ring[i%len(ring)]; old != nil {
+					_ = old.Close()
+				}
+				ring[i%len(ring)] = h
+				mu.Lock()
+				sent++
+				mu.Unlock()
+			}
+		})
+	}
+	// The burst fills the backlog first.
+	if !haWait(func() bool { mu.Lock(); defer mu.Unlock(); return sent >= haFlood }) {
+		t.Fatalf("stats %+v: the burst did not end", l.Stats())
+	}
+	if st := l.Stats(); st.HandshakesEvicted == 0 {
+		t.Fatalf("stats %+v: the flood evicted nothing", st)
+	}
+	evicted0 := l.Stats().HandshakesEvicted
+	start := time.Now()
+	took := haDials(t, l, accepted, 10)
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	n := sent
+	mu.Unlock()
+	st := l.Stats()
+	t.Logf("ongoing flood: %d half-open requests, %d evictions during the Dials (%.0f/s); 10 real Dials during it: median %v, max %v",
+		n, st.HandshakesEvicted-evicted0, float64(st.HandshakesEvicted-evicted0)/elapsed.Seconds(), took[len(took)/2], took[len(took)-1])
+}
+
 // TestAcceptSilentFlood (issue 29): 1,000 TCP connections to the soft
 // listener that never send a connect request, against a Listener with the
 // default settings: real Dials after them all connect (latency printed),
