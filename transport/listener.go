@@ -33,7 +33,8 @@ import (
 // A connection request that finds a limit reached takes the place of the
 // oldest handshake in progress, if there is one: that handshake is
 // abandoned (its queue pair and buffers freed; its dialer sees the
-// connection fail, a verbs.ErrDisconnected) and the new request's begins.
+// connection fail: a verbs.ErrDisconnected, or a reject where the IB CM
+// answers the abandoned accept with a REJ) and the new request's begins.
 // The IB CM gives no sign that a peer is live before its RTU (IBA 12.6),
 // and the accept (REP) must already carry the queue pair, whose Receives
 // RFC 8797 §4.2 and RFC 8166 §3.3.3 want posted before the peer may send;
