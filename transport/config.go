@@ -182,14 +182,18 @@ type Config struct {
 	// AcceptBacklog bounds, as listen(2)'s backlog does, the connections
 	// a Listener holds for Accept: handshakes in progress plus
 	// connections established but not yet returned by Accept. A
-	// connection request beyond it is rejected at once. 0 (or less) means
-	// DefaultAcceptBacklog; more than MaxAcceptBacklog means
+	// connection request beyond it takes the place of the oldest
+	// handshake in progress (whose dialer sees its connection fail), or
+	// is rejected at once if there is none (see Listener). 0 (or less)
+	// means DefaultAcceptBacklog; more than MaxAcceptBacklog means
 	// MaxAcceptBacklog (listen(2) truncates to net.core.somaxconn).
 	AcceptBacklog int
 	// MaxConns, if positive, caps the Listener's connections: those in
 	// its backlog plus those returned by Accept and not yet closed. A
-	// connection request beyond it is rejected at once; closing a
-	// connection frees its place. 0 (or less) means no cap, as for TCP.
+	// connection request beyond it takes the place of the oldest
+	// handshake in progress, or is rejected at once if there is none;
+	// closing a connection frees its place. 0 (or less) means no cap, as
+	// for TCP.
 	MaxConns int
 	// HandshakeTimeout bounds one handshake of a Listener, from the
 	// connection request to the peer's confirmation (the RTU of the IB
@@ -211,11 +215,12 @@ const (
 	// handshake in progress holds far more than a SYN: its queue pair
 	// exists and its receive and send buffers are registered and posted
 	// before the accept is sent (RFC 8797 §4.2): 0.5 MiB registered with
-	// the default Credits, plus 0.35 MiB of Go heap with the soft
-	// provider (measured). The default so bounds what a flood of
-	// half-open peers can pin to some 110 MiB; such a flood fills the
-	// backlog for HandshakeTimeout, during which new requests are
-	// rejected (a larger backlog trades memory for room).
+	// the default Credits, plus 0.4 MiB of Go heap with the soft
+	// provider (TestAcceptHalfOpenFlood). The default so bounds what a
+	// flood of half-open peers, of any size, can pin to 128 MiB
+	// registered and some 100 MiB of heap (the resources of at most
+	// 2 x AcceptBacklog handshakes, see Listener); the flood cannot keep
+	// new requests out, each of which evicts its oldest handshake.
 	DefaultAcceptBacklog = 128
 	// MaxAcceptBacklog is the largest AcceptBacklog: a larger one is
 	// truncated to it, as listen(2) truncates to net.core.somaxconn.

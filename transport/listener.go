@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"net"
@@ -29,9 +30,29 @@ import (
 //     plus those returned by Accept and not yet closed. Closing a
 //     connection frees its place.
 //
-// A connection request beyond a limit is rejected at once (the dialer's
-// error is a *verbs.RejectedError), never queued. Stats counts the
-// handshakes, the connections and the rejects.
+// A connection request that finds a limit reached takes the place of the
+// oldest handshake in progress, if there is one: that handshake is
+// abandoned (its queue pair and buffers freed; its dialer sees the
+// connection fail: a verbs.ErrDisconnected, or a reject where the IB CM
+// answers the abandoned accept with a REJ) and the new request's begins.
+// The IB CM gives no sign that a peer is live before its RTU (IBA 12.6),
+// and the accept (REP) must already carry the queue pair, whose Receives
+// RFC 8797 §4.2 and RFC 8166 §3.3.3 want posted before the peer may send;
+// so, as the kernel's SYN queue drops its oldest entries, the handshakes
+// in progress are a queue of bounded size that a flood of half-open peers
+// (requests that are never confirmed) can churn but never fill: a peer
+// that completes its handshake within the time the flood takes to send
+// AcceptBacklog further requests always gets in. A request that finds the
+// limits taken by established connections only is rejected at once (the
+// dialer's error is a *verbs.RejectedError), never queued. Stats counts
+// the handshakes, the connections, the evictions and the rejects.
+//
+// An abandoned handshake frees its queue pair and buffers as it ends,
+// which a busy device may take a while to do; the resources of at most
+// 2 x AcceptBacklog handshakes (the backlog's and as many ending) exist at
+// once, and a handshake beyond them waits, within its timeout, for one to
+// end before it creates its own. A half-open flood so holds at most
+// 2 x AcceptBacklog times a handshake's memory, whatever its rate.
 type Listener struct {
 	cfg    Config
 	vl     verbs.Listener
@@ -46,18 +67,24 @@ type Listener struct {
 	// ready holds the established connections waiting for Accept; its
 	// capacity is the backlog, which handshakes+queued never exceeds, so
 	// a handshake never blocks on it.
-	ready    chan *Conn
+	ready chan *Conn
+	// setups holds a token for each handshake whose queue pair and
+	// buffers exist (see Listener); capacity 2 x AcceptBacklog.
+	setups   chan struct{}
 	loopDone chan struct{} // closed when the accept loop ended
 	wg       sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
 
-	mu         sync.Mutex
-	err        error // why the accept loop ended
-	handshakes int   // handshakes in progress
-	queued     int   // connections in ready
-	conns      int   // connections established and not closed
+	mu  sync.Mutex
+	err error // why the accept loop ended
+	// inProgress holds the *halfOpen of the handshakes in progress,
+	// oldest first; handshakes is its length.
+	inProgress list.List
+	handshakes int // handshakes in progress
+	queued     int // connections in ready
+	conns      int // connections established and not closed
 	n          ListenerStats
 }
 
@@ -89,6 +116,19 @@ type ListenerStats struct {
 	// Read chunk data of calls not yet read by the RPC server, and
 	// replies staged for RDMA Write whose Send has not completed.
 	CallBytes, ReplyBytes int
+	// HandshakesEvicted counts the handshakes abandoned to make room for
+	// a newer connection request (see Listener).
+	HandshakesEvicted uint64
+}
+
+// halfOpen is a handshake in progress, an element of
+// Listener.inProgress.
+type halfOpen struct {
+	cancel context.CancelFunc // ends the handshake
+	elem   *list.Element
+	// evicted says the handshake gave its place to a newer request (under
+	// Listener.mu): it no longer counts, and it ends in failure.
+	evicted bool
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
@@ -109,6 +149,7 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 		cfg:      c,
 		vl:       vl,
 		ready:    make(chan *Conn, c.AcceptBacklog),
+		setups:   make(chan struct{}, 2*c.AcceptBacklog),
 		loopDone: make(chan struct{}),
 		calls:    newSharedBudget(c.Memory.ListenerCalls, c.MaxRPCSize),
 		replies:  newSharedBudget(c.Memory.ListenerReplies, c.MaxRPCSize),
@@ -187,24 +228,36 @@ func (l *Listener) acceptLoop() {
 	}
 }
 
-// admit starts the handshake of req, or rejects it if a limit is reached.
+// admit starts the handshake of req, in the place of the oldest handshake
+// in progress if a limit is reached, or rejects it if the limit is taken
+// by established connections only.
 func (l *Listener) admit(req verbs.ConnRequest) {
 	var why string
 	l.mu.Lock()
+	capFull := l.cfg.MaxConns > 0 && l.handshakes+l.conns >= l.cfg.MaxConns
+	backlogFull := l.handshakes+l.queued >= l.cfg.AcceptBacklog
 	switch {
 	case l.ctx.Err() != nil:
 		why = "listener closed"
-	case l.cfg.MaxConns > 0 && l.handshakes+l.conns >= l.cfg.MaxConns:
+	case capFull && l.handshakes == 0:
 		why = "connection cap reached"
 		l.n.RejectedCap++
-	case l.handshakes+l.queued >= l.cfg.AcceptBacklog:
+	case backlogFull && l.handshakes == 0:
 		why = "backlog full"
 		l.n.RejectedBacklog++
 	default:
+		if capFull || backlogFull {
+			// Both sums were at their limit (never over it): one
+			// place freed is room for req under both.
+			l.evictLocked(l.inProgress.Front())
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
+		h := &halfOpen{cancel: cancel}
+		h.elem = l.inProgress.PushBack(h)
 		l.handshakes++
 		l.wg.Add(1)
 		l.mu.Unlock()
-		go l.handshake(req)
+		go l.handshake(ctx, req, h)
 		return
 	}
 	l.mu.Unlock()
@@ -212,15 +265,45 @@ func (l *Listener) admit(req verbs.ConnRequest) {
 	l.cfg.Logger.Debug("rpcrdma: connection request rejected", "remote", req.RemoteAddr(), "reason", why, "err", err)
 }
 
-// handshake accepts req within the handshake timeout and queues the
-// connection for Accept.
-func (l *Listener) handshake(req verbs.ConnRequest) {
+// evictLocked abandons the handshake in progress of e, the oldest, to make
+// room for a newer request: its place is free at once, and its goroutine
+// ends it in failure. l.mu is held.
+func (l *Listener) evictLocked(e *list.Element) {
+	h := l.inProgress.Remove(e).(*halfOpen)
+	h.evicted = true
+	l.handshakes--
+	l.n.HandshakesEvicted++
+	h.cancel()
+}
+
+// handshake accepts req within ctx (the handshake timeout, or h's
+// eviction) and queues the connection for Accept.
+func (l *Listener) handshake(ctx context.Context, req verbs.ConnRequest, h *halfOpen) {
 	defer l.wg.Done()
-	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
-	c, err := l.accept(ctx, req)
+	var c *Conn
+	var err error
+	select {
+	case l.setups <- struct{}{}:
+		c, err = l.accept(ctx, req) // its resources are freed on failure
+		<-l.setups
+	case <-ctx.Done():
+		err = ctx.Err()
+		_ = req.Reject(nil)
+	}
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
-	cancel()
+	h.cancel()
 	l.mu.Lock()
+	if h.evicted {
+		// Its place went to a newer request; a confirmation that
+		// raced the eviction is too late.
+		l.mu.Unlock()
+		if err == nil {
+			_ = c.Close()
+		}
+		l.cfg.Logger.Debug("rpcrdma: handshake evicted", "remote", req.RemoteAddr())
+		return
+	}
+	l.inProgress.Remove(h.elem)
 	l.handshakes--
 	if err != nil {
 		if timedOut {

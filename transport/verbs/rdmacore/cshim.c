@@ -493,3 +493,63 @@ int rc_get_cq_event(struct ibv_comp_channel *ch)
 	ibv_ack_cq_events(cq, 1);
 	return 0;
 }
+
+// half_open_event waits on ch for the next event, which must be want.
+static int half_open_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+	if (rdma_get_cm_event(ch, &ev))
+		return errno_or(EIO);
+	int ok = ev->event == want && ev->status == 0;
+	int status = ev->status;
+	rdma_ack_cm_event(ev);
+	if (!ok)
+		return status < 0 ? -status : ECONNREFUSED;
+	return 0;
+}
+
+int rc_half_open(struct rdma_event_channel **chp, struct rdma_cm_id **idp,
+		 const uint8_t *src, int src_len, const uint8_t *dst, int dst_len, uint16_t port,
+		 const void *pd, int pd_len, uint32_t qp_num, int timeout_ms)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id = NULL;
+	struct rdma_conn_param p;
+	int ret;
+	if (!ch)
+		return errno_or(ENODEV);
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
+		ret = errno_or(EIO);
+		rdma_destroy_event_channel(ch);
+		return ret;
+	}
+	ret = rc_resolve_addr(id, src, src_len, dst, dst_len, port, timeout_ms);
+	if (!ret)
+		ret = half_open_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (!ret)
+		ret = rc_resolve_route(id, timeout_ms);
+	if (!ret)
+		ret = half_open_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	if (!ret) {
+		// No queue pair: librdmacm sends the REQ with qp_num and
+		// leaves the REP to the caller (RDMA_CM_EVENT_CONNECT_RESPONSE,
+		// then rdma_establish), which never answers it.
+		conn_param(&p, pd, pd_len, 1, 1);
+		p.qp_num = qp_num;
+		ret = rdma_connect(id, &p) ? errno_or(EIO) : 0;
+	}
+	if (ret) {
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(ch);
+		return ret;
+	}
+	*chp = ch;
+	*idp = id;
+	return 0;
+}
+
+void rc_half_close(struct rdma_event_channel *ch, struct rdma_cm_id *id)
+{
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}

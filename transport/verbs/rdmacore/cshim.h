@@ -83,6 +83,15 @@ int rc_resolve_route(struct rdma_cm_id *id, int timeout_ms);
 int rc_connect(struct rdma_cm_id *id, const void *pd, int pd_len, int responder_resources, int initiator_depth);
 int rc_accept(struct rdma_cm_id *id, const void *pd, int pd_len, int responder_resources, int initiator_depth);
 int rc_reject(struct rdma_cm_id *id, const void *pd, int pd_len);
+
+// Half-open connection requests (a test hook): rc_half_open resolves dst
+// on a new event channel and sends a REQ naming qp_num, with no queue pair
+// behind it, so that the REP is never confirmed; rc_half_close destroys
+// both.
+int rc_half_open(struct rdma_event_channel **chp, struct rdma_cm_id **idp,
+		 const uint8_t *src, int src_len, const uint8_t *dst, int dst_len, uint16_t port,
+		 const void *pd, int pd_len, uint32_t qp_num, int timeout_ms);
+void rc_half_close(struct rdma_event_channel *ch, struct rdma_cm_id *id);
 int rc_disconnect(struct rdma_cm_id *id);
 int rc_destroy_id(struct rdma_cm_id *id);
 struct ibv_context *rc_id_verbs(struct rdma_cm_id *id);

@@ -15,11 +15,15 @@ import (
 
 // Limits of a listener. A TCP connection whose connect request is still
 // being read, and a request read but not yet taken by Accept, each hold a
-// place in the backlog; a connection arriving while all listenBacklog
-// places are taken is rejected at once (REJ, then closed) without a
-// goroutine or a buffer spent on it, as an IB CM answers a REQ it has no
-// room for. 128 is the rdma_listen backlog of the rdmacore provider and
-// Linux's SOMAXCONN before 5.4.
+// place in the backlog. A connection arriving while all listenBacklog
+// places are taken takes the place of the oldest connection whose request
+// is still being read, which is closed: silent connections (TCP, never a
+// connect request) so churn the places but cannot keep a dialer out, whose
+// request follows its TCP handshake at once. If every place holds a
+// request read and not yet taken, the new connection is rejected at once
+// (REJ, then closed) without a goroutine or a buffer spent on it, as an IB
+// CM answers a REQ it has no room for. 128 is the rdma_listen backlog of
+// the rdmacore provider and Linux's SOMAXCONN before 5.4.
 const listenBacklog = 128
 
 // reqTimeout bounds the wait for a connection's connect request: a peer
@@ -39,8 +43,12 @@ type listener struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
-	mu         sync.Mutex
-	handshakes map[net.Conn]struct{} // connect requests being read
+	mu sync.Mutex
+	// handshakes holds the connections whose connect request is being
+	// read, each with its arrival number (smaller is older); one evicted
+	// or closed is no longer in it.
+	handshakes map[net.Conn]uint64
+	arrivals   uint64
 	// pending counts the connections holding a place in the backlog:
 	// those in handshakes and the requests in reqs (at most
 	// listenBacklog, reqs' capacity).
@@ -58,7 +66,7 @@ func (p *Provider) Listen(addr string) (verbs.Listener, error) {
 		nl:         nl,
 		reqs:       make(chan *connRequest, listenBacklog),
 		closed:     make(chan struct{}),
-		handshakes: make(map[net.Conn]struct{}),
+		handshakes: make(map[net.Conn]uint64),
 	}
 	l.wg.Add(1)
 	go l.acceptLoop()
@@ -93,12 +101,16 @@ func (l *listener) acceptLoop() {
 		default:
 		}
 		if l.pending >= listenBacklog {
-			l.mu.Unlock()
-			_ = rejectConn(nc, nil)
-			continue
+			if !l.evictOldestLocked() {
+				l.mu.Unlock()
+				_ = rejectConn(nc, nil)
+				continue
+			}
+		} else {
+			l.pending++
 		}
-		l.pending++
-		l.handshakes[nc] = struct{}{}
+		l.arrivals++
+		l.handshakes[nc] = l.arrivals
 		l.wg.Add(1)
 		l.mu.Unlock()
 		go l.handshake(nc)
@@ -118,6 +130,25 @@ func rejectConn(nc net.Conn, privateData []byte) error {
 	return err
 }
 
+// evictOldestLocked closes the oldest connection whose connect request is
+// being read, and reports whether there was one; its place in the backlog
+// passes to the caller. l.mu is held.
+func (l *listener) evictOldestLocked() bool {
+	var oldest net.Conn
+	var n uint64
+	for nc, a := range l.handshakes {
+		if oldest == nil || a < n {
+			oldest, n = nc, a
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	delete(l.handshakes, oldest)
+	_ = oldest.Close()
+	return true
+}
+
 // release gives back a place in the backlog.
 func (l *listener) release() {
 	l.mu.Lock()
@@ -135,8 +166,15 @@ func (l *listener) handshake(nc net.Conn) {
 	br := bufio.NewReaderSize(nc, cmMaxLen)
 	m, pd, err := readCM(br)
 	l.mu.Lock()
+	_, mine := l.handshakes[nc]
 	delete(l.handshakes, nc)
 	l.mu.Unlock()
+	if !mine {
+		// Evicted (Close closes but leaves them in handshakes): the
+		// place went to a newer connection.
+		_ = nc.Close()
+		return
+	}
 	if err != nil || m.Type != cmREQ || br.Buffered() > 0 || nc.SetDeadline(time.Time{}) != nil {
 		_ = nc.Close()
 		l.release()

@@ -30,9 +30,10 @@ func waitPending(t *testing.T, l verbs.Listener, n int) {
 
 // TestListenerBacklogBounded: silent connections (TCP, never a connect
 // request) and connect requests nobody takes fill at most listenBacklog
-// places, each with at most one goroutine; beyond them a connect request
-// is rejected at once, and every place comes back once its peer leaves or
-// its request is taken.
+// places, each with at most one goroutine. A connect request beyond them
+// takes the place of the oldest silent connection, which is closed; once
+// every place holds a request read, a further one is rejected at once.
+// Every place comes back once its request is taken.
 func TestListenerBacklogBounded(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ln, err := (&Provider{}).Listen("127.0.0.1:0")
@@ -60,18 +61,36 @@ func TestListenerBacklogBounded(t *testing.T) {
 			_ = h.Close()
 		}
 	}()
-	for range listenBacklog - listenBacklog/2 {
-		h, err := DialHalfOpen(ctx, addr, []byte{1, 2, 3})
-		require.NoError(t, err)
-		queued = append(queued, h)
+	dialQueued := func(n int) {
+		for range n {
+			h, err := DialHalfOpen(ctx, addr, []byte{1, 2, 3})
+			require.NoError(t, err)
+			queued = append(queued, h)
+		}
 	}
+	dialQueued(listenBacklog - listenBacklog/2)
 	waitPending(t, ln, listenBacklog)
 	waitQueued := func(n int) {
-		require.Eventually(t, func() bool { return len(ln.(*listener).reqs) == n }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return len(ln.(*listener).reqs) == n }, 10*time.Second, time.Millisecond,
+			"queued %d, want %d", len(ln.(*listener).reqs), n)
 	}
 	waitQueued(len(queued))
+	// One goroutine per silent connection, none per queued request (the
+	// accept loop is the listener's own).
+	require.LessOrEqual(t, runtime.NumGoroutine(), before+len(silent)+1+4)
 
-	// Over the backlog: a flood of rejects, each at once.
+	// Requests beyond the backlog take the silent connections' places.
+	dialQueued(len(silent))
+	waitQueued(listenBacklog)
+	require.Equal(t, listenBacklog, pendingOf(ln))
+	for _, nc := range silent {
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := nc.Read(make([]byte, 1))
+		var ne net.Error
+		require.False(t, err == nil || errors.As(err, &ne) && ne.Timeout(), "evicted silent connection: read %v, want its end", err)
+	}
+
+	// Over a backlog of requests read: a flood of rejects, each at once.
 	for range 3 * listenBacklog {
 		h, err := DialHalfOpen(ctx, addr, nil)
 		require.NoError(t, err)
@@ -84,17 +103,10 @@ func TestListenerBacklogBounded(t *testing.T) {
 	}
 	_, err = (&Provider{}).Dial(ctx, addr, nil)
 	require.ErrorIs(t, err, verbs.ErrRejected)
-	// One goroutine per silent connection, none per queued request or
-	// per reject (the accept loop is the listener's own).
-	require.LessOrEqual(t, runtime.NumGoroutine(), before+len(silent)+1+4)
+	require.LessOrEqual(t, runtime.NumGoroutine(), before+1+4)
 	require.Equal(t, listenBacklog, pendingOf(ln))
 
-	// The silent peers leave; the queued requests are taken.
-	for _, nc := range silent {
-		_ = nc.Close()
-	}
-	silent = nil
-	waitPending(t, ln, len(queued))
+	// The queued requests are taken.
 	for range queued {
 		r, err := ln.Accept(ctx)
 		require.NoError(t, err)
@@ -129,6 +141,59 @@ func TestListenerBacklogBounded(t *testing.T) {
 		_ = h.Close()
 	}
 	queued = nil
+	settle(t, before)
+}
+
+// TestListenerSilentFlood: 1,000 silent connections hold at most
+// listenBacklog places and goroutines, and a dialer after them still gets
+// its request through.
+func TestListenerSilentFlood(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ln, err := (&Provider{}).Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	addr := ln.Addr().String()
+	var silent []net.Conn
+	defer func() {
+		for _, nc := range silent {
+			_ = nc.Close()
+		}
+	}()
+	for range 1000 {
+		nc, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		silent = append(silent, nc)
+	}
+	waitPending(t, ln, listenBacklog)
+	// The evicted connections' goroutines end as their reads fail.
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+listenBacklog+1+4 }, 10*time.Second, time.Millisecond,
+		"%d goroutines, want at most %d", runtime.NumGoroutine(), before+listenBacklog+1+4)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	accepted := make(chan error, 1)
+	go func() {
+		r, err := ln.Accept(ctx)
+		if err == nil {
+			var c verbs.Conn
+			if c, err = r.Accept(ctx, nil); err == nil {
+				<-c.Done()
+				_ = c.Close()
+			}
+		}
+		accepted <- err
+	}()
+	start := time.Now()
+	c, err := (&Provider{}).Dial(ctx, addr, nil)
+	require.NoError(t, err)
+	t.Logf("dial after 1,000 silent connections: %v", time.Since(start))
+	require.NoError(t, c.Close())
+	require.NoError(t, <-accepted)
+	require.NoError(t, ln.Close())
+	for _, nc := range silent {
+		_ = nc.Close()
+	}
+	silent = nil
 	settle(t, before)
 }
 
