@@ -50,26 +50,32 @@ func (s *syncBuffer) String() string {
 // root handle, GETATTR over RPC-over-RDMA finds the exported directory, the
 // metrics endpoint and SIGUSR1 report the connection with its negotiated
 // settings, and cancelling the context (SIGTERM in main) ends it cleanly.
-func TestRdmaNfsd(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello"), []byte("hello"), 0o644))
-	var logs syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// startRun runs rdma-nfsd with args until ctx is done and returns its
+// server once it serves, its log, and where run's error comes.
+func startRun(t *testing.T, ctx context.Context, args ...string) (*server.Server, *syncBuffer, chan error) {
+	t.Helper()
+	logs := &syncBuffer{}
 	ready := make(chan *server.Server, 1)
 	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-dir", dir, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
-			"-rpcbind=false", "-metrics", "127.0.0.1:0", "-inline-send", "1024"}, &logs, func(s *server.Server) { ready <- s })
-	}()
-	var srv *server.Server
+	go func() { done <- run(ctx, args, logs, func(s *server.Server) { ready <- s }) }()
 	select {
-	case srv = <-ready:
+	case srv := <-ready:
+		return srv, logs, done
 	case err := <-done:
 		t.Fatalf("rdma-nfsd ended: %v\n%s", err, logs.String())
 	case <-time.After(10 * time.Second):
 		t.Fatal("rdma-nfsd did not start")
 	}
+	return nil, nil, nil
+}
+
+func TestRdmaNfsd(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello"), []byte("hello"), 0o644))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, logs, done := startRun(t, ctx, "-dir", dir, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
+		"-rpcbind=false", "-metrics", "127.0.0.1:0", "-inline-send", "1024")
 	rdmaAddr, tcpAddr := srv.Addrs()
 
 	root := mountRoot(t, tcpAddr.String())
@@ -327,23 +333,10 @@ func TestRdmaNfsdExports(t *testing.T) {
 	write := func(text string) { require.NoError(t, os.WriteFile(file, []byte(text), 0o644)) }
 	write(a + " 127.0.0.1(rw,insecure,no_root_squash)\n" + b + " 10.0.0.0/8(rw)\n")
 
-	var logs syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan *server.Server, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-exports", file, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
-			"-rpcbind=false", "-metrics", "127.0.0.1:0", "-log-format", "json"}, &logs, func(s *server.Server) { ready <- s })
-	}()
-	var srv *server.Server
-	select {
-	case srv = <-ready:
-	case err := <-done:
-		t.Fatalf("rdma-nfsd ended: %v\n%s", err, logs.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("rdma-nfsd did not start")
-	}
+	srv, logs, done := startRun(t, ctx, "-exports", file, "-addr", "127.0.0.1", "-rdma-port", "0", "-provider", "soft",
+		"-rpcbind=false", "-metrics", "127.0.0.1:0", "-log-format", "json")
 	_, tcpAddr := srv.Addrs()
 	require.Zero(t, mntStatus(t, mnt(t, tcpAddr.String(), a)), "MNT of an export admitting 127.0.0.1")
 	require.EqualValues(t, 13, mntStatus(t, mnt(t, tcpAddr.String(), b)), "MNT3ERR_ACCES for an export that does not")
