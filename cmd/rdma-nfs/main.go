@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
@@ -60,6 +61,7 @@ func mainStatus(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // options are the command line's global flags.
 type options struct {
 	server, export, provider, mountAddr, progress string
+	version                                       bool
 	localAddr                                     string
 	port, inline, inlineSend, inlineRecv          int
 	rsize, wsize, inFlight, credits               int
@@ -108,8 +110,12 @@ func parse(args []string, stderr io.Writer) (options, []string, error) {
 	fs.BoolVar(&o.stats, "stats", false, "print negotiated settings and counters at the end")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always, never")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound on the whole command (not negative; 0: none)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := cmdline.Parse(fs, args); err != nil {
 		return o, nil, err
+	}
+	if o.version {
+		return o, nil, nil
 	}
 	if o.server == "" {
 		return o, nil, cmdline.Usagef("-server is required")
@@ -172,6 +178,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, rest, err := parse(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.version {
+		fmt.Fprintln(stdout, buildinfo.Read().String("rdma-nfs"))
+		return nil
 	}
 	if o.timeout > 0 {
 		var cancel context.CancelFunc

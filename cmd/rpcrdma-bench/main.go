@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 )
 
@@ -75,6 +76,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdGuest(ctx, args[1:], stdout)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
+		return nil
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, buildinfo.Read().String("rpcrdma-bench"))
 		return nil
 	}
 	usage(stderr)

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 )
 
 func usage() {
@@ -79,6 +80,9 @@ func rxevm(ctx context.Context, args []string) int {
 		return cmdManifest()
 	case "help", "-h", "-help", "--help":
 		usage()
+		return 0
+	case "version", "-version", "--version":
+		fmt.Println(buildinfo.Read().String("rxevm"))
 		return 0
 	}
 	usage()
