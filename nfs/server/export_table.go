@@ -125,10 +125,8 @@ func (t *exportTable) find(dir string) (*export, string, bool) {
 	dir = path.Clean("/" + dir)
 	var best *export
 	for _, e := range t.list {
-		if e.Path == dir || strings.HasPrefix(dir, e.Path) && (e.Path == "/" || dir[len(e.Path)] == '/') {
-			if best == nil || len(e.Path) > len(best.Path) {
-				best = e
-			}
+		if exports.Holds(e.Path, dir) && (best == nil || len(e.Path) > len(best.Path)) {
+			best = e
 		}
 	}
 	if best == nil {

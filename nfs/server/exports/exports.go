@@ -142,13 +142,17 @@ func (t *Table) Find(dir string) (e *Export, ok bool) {
 	dir = path.Clean("/" + dir)
 	for i := range t.Exports {
 		x := &t.Exports[i]
-		if x.Path == dir || strings.HasPrefix(dir, x.Path) && (x.Path == "/" || dir[len(x.Path)] == '/') {
-			if e == nil || len(x.Path) > len(e.Path) {
-				e = x
-			}
+		if Holds(x.Path, dir) && (e == nil || len(x.Path) > len(e.Path)) {
+			e = x
 		}
 	}
 	return e, e != nil
+}
+
+// Holds reports whether the directory dir is the exported path p or lies
+// below it; both are absolute and clean.
+func Holds(p, dir string) bool {
+	return p == dir || strings.HasPrefix(dir, p) && (p == "/" || dir[len(p)] == '/')
 }
 
 // Error is a line of an exports file that was refused.
