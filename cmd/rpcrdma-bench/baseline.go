@@ -16,9 +16,9 @@ import (
 // boot, against which the issue's goals are stated: a NULL RPC within 1.2x
 // two ib_send_lat -e one-way latencies, pipelined 64 KiB READs within
 // 0.95x of ib_write_bw. perftest runs before every round of the cells, so
-// that its figures and ours interleave: ib_write_bw swings by up to 1.6x
-// from one run to the next in one boot (docs/benchmarks.md, "The READ goal
-// on interleaved rounds"), more than the cells do.
+// that its figures and ours interleave: ib_write_bw varies from one run
+// to the next in one boot more than the cells do (docs/benchmarks.md,
+// "The READ goal on interleaved rounds").
 type Baseline struct {
 	// SendLatEventsUs is ib_send_lat -e's typical one-way latency of a
 	// 64-byte Send with completion events (t_typical, µs); over several

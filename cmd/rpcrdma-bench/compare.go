@@ -15,8 +15,8 @@ import (
 )
 
 // Comparing two builds of rdma-nfsd (bench -compare REV): the machines are
-// noisy (two shared cores under TCG; runs an hour apart differ by up to
-// 2x), so a change of the server is judged in one run, both builds
+// noisy (two shared cores under TCG; runs an hour apart differ more
+// than a change of the server does), so a change of the server is judged in one run, both builds
 // alternating. rdma-nfsd-b is rdma-nfsd built from the git revision REV;
 // it runs every cell rdma-nfsd runs, right after it in even rounds and
 // right before it in odd ones (an ABBA order, as for the inline

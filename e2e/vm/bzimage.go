@@ -39,7 +39,7 @@ func bzImagePayload(img []byte) ([]byte, error) {
 // extractVmlinux writes the uncompressed ELF kernel (vmlinux) held in the
 // bzImage at src to dst. qemu boots such an ELF directly through its PVH entry
 // point (Debian's kernel has CONFIG_PVH=y), which skips the in-guest
-// decompression: about 4 s under TCG for an xz kernel. xz and zstd payloads
+// decompression, slow under TCG for an xz kernel. xz and zstd payloads
 // are unpacked with the xz and zstd programs, gzip in Go.
 func extractVmlinux(src, dst string) error {
 	img, err := os.ReadFile(src)

@@ -231,7 +231,7 @@ func qemuArgs(img *Image, opts Options, command string) (qemuCommand, func(), er
 		return q, nil, err
 	}
 	// lpj: skips the delay loop calibration of the second vCPU, which fails
-	// under TCG after ~0.8 s; mitigations=off: no retpolines or RSB filling
+	// under TCG; mitigations=off: no retpolines or RSB filling
 	// in a throwaway VM; cryptomgr.notests: no crypto self-tests at boot and
 	// module load.
 	appendArgs := "console=ttyS0 panic=-1 lpj=10000000 mitigations=off cryptomgr.notests rxevm.net=" + string(net)

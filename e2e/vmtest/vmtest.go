@@ -14,8 +14,8 @@
 // A test either calls RunGuestTests, which compiles a package's guest-only
 // tests (build tag e2eguest) and runs them in one boot, or calls Require,
 // builds what the guest runs into a shared directory (BuildStatic,
-// BuildTest) and boots with Run. Each boot costs about 3-10 s under TCG:
-// do as much as possible in one.
+// BuildTest) and boots with Run. Each boot costs seconds under TCG: do
+// as much as possible in one.
 package vmtest
 
 import (

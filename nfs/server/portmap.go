@@ -19,6 +19,7 @@ import (
 // mount.nfs finds mountd without mountport= (RFC 1833).
 type RpcbindConfig struct {
 	// Disable turns registration off: clients then need mountport=.
+	// false (the zero value) registers.
 	Disable bool
 	// Addr is the TCP address of the system's rpcbind; "" means
 	// "127.0.0.1:111". Serve registers there MOUNT version 3 on TCP,
@@ -31,7 +32,8 @@ type RpcbindConfig struct {
 	// minimal portmapper itself (RFC 1833 version 2: NULL, SET, UNSET,
 	// GETPORT, DUMP; calls of versions 3 and 4 get PROG_MISMATCH, on
 	// which mount.nfs falls back to version 2) on ServeAddr, TCP and
-	// UDP, holding the Server's own registrations.
+	// UDP, holding the Server's own registrations. false (the zero
+	// value) serves none.
 	Serve bool
 	// ServeAddr is the portmapper's address; "" means ":111".
 	ServeAddr string

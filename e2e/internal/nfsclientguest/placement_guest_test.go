@@ -23,8 +23,8 @@ import (
 // the buffer once and placed every READ, and that the copying one placed
 // none; it reports the throughput ratio and the client process's CPU time
 // per READ (getrusage: user and system, rxe's transmit path included),
-// not a target (TCG timing is noisy; a 256 KiB READ takes milliseconds
-// end to end here, the copy saved about 0.1 ms).
+// not a target (TCG timing is noisy, and the copy saved is small against
+// a READ's round trip).
 func TestKnfsdPlacement(t *testing.T) {
 	direct := mount(t, nil)
 	copying := mount(t, func(o *client.MountOptions) { o.Client.Transport.DirectPlacementMin = -1 })

@@ -293,8 +293,7 @@ func TestWorkload(t *testing.T) {
 	for _, l := range s.acceptLines() {
 		t.Logf("RDMANFSD server: %s", l)
 	}
-	// failed_marshal_count is the client's own (2 in the README's run): it
-	// retries those calls. Logged above, not checked.
+	// failed_marshal_count is the client's own: it retries those calls. Logged above, not checked.
 	for _, k := range []string{"bad_xids", "bad_reply_count"} {
 		if x[k] != 0 {
 			t.Errorf("kernel: %s = %d", k, x[k])
