@@ -238,7 +238,11 @@ func (m *MountClient) call(ctx context.Context, proc uint32, args []byte) (*xdr.
 	bctx, cancel, d := boundCtx(ctx, m.Timeout)
 	defer cancel()
 	r, err := m.rpc.call(bctx, nfs.ProgMount, proc, args)
-	return r, noReply(ctx, bctx, d, "nfs: "+nfs.ProcName(nfs.ProgMount, 3, proc), err)
+	what := "nfs: " + nfs.ProcName(nfs.ProgMount, 3, proc)
+	if a := m.RemoteAddr(); a != nil {
+		what = "nfs: mount " + a.String() + ": " + nfs.ProcName(nfs.ProgMount, 3, proc)
+	}
+	return r, noReply(ctx, bctx, d, what, err)
 }
 
 // NewMountClientCaller returns a MountClient making its calls with rpc,
