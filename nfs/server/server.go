@@ -131,7 +131,9 @@ type Config struct {
 //	mount -t nfs -o vers=3,proto=rdma,port=20049 server:/export /mnt
 //
 // and sends MNT over TCP (never over RDMA) to the port rpcbind gives, or to
-// mountport=.
+// mountport=. MOUNT is answered on the RPC-over-RDMA connections too, as
+// go-nfs answers it on its NFS connection: the Go client (package
+// nfs/client) sends it there when no portmapper answers.
 //
 // The Server executes every procedure of both programs itself, on the
 // exported directory: NFSv3 NULL to COMMIT (RFC 1813 §3.3.0 to §3.3.21)
