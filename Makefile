@@ -28,7 +28,7 @@ test: deps tools lint unit fuzz
 # deps installs the host packages the tests need (idempotent, quiet, fast when
 # present): qemu-system-x86 and xz-utils for the VM harness.
 deps:
-	sh e2e/vm/install-host-deps.sh
+	sh internal/vm/install-host-deps.sh
 
 # vm builds (or refreshes from the cache) the Soft-RoCE VM image.
 vm: deps

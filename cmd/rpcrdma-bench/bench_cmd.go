@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 

@@ -7,7 +7,7 @@
 //	rpcrdma-bench matrix [flags]       the interoperability matrix (in the VM)
 //	rpcrdma-bench report [flags] FILE  the table, CSV, Markdown or chart of a -json report
 //
-// The VM is the Soft-RoCE VM of e2e/vm (a Debian 6.1 kernel under qemu
+// The VM is the Soft-RoCE VM of internal/vm (a Debian 6.1 kernel under qemu
 // TCG, rdma_rxe on a veth pair); the command installs what it needs,
 // builds the image once, builds cmd/rdma-nfsd and itself for the guest and
 // runs "rpcrdma-bench guest" there. It runs from the go-rpcrdma checkout.

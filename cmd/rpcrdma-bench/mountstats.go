@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
+	"github.com/go-rpcrdma/rpcrdma/internal/mountstats"
 )
 
 // parseXprt returns the "xprt: rdma" numbers of the mount on mnt from the

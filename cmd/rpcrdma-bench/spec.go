@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 

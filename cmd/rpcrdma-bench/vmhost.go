@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // vmRun is one boot of the VM running "rpcrdma-bench guest".
@@ -59,10 +59,10 @@ func moduleRoot() (string, error) {
 // builds or loads the VM image (downloaded once, cached).
 func prepareHost(ctx context.Context, root string, log io.Writer) (*vm.Image, error) {
 	t0 := time.Now()
-	cmd := exec.CommandContext(ctx, "sh", filepath.Join(root, "e2e/vm/install-host-deps.sh"))
+	cmd := exec.CommandContext(ctx, "sh", filepath.Join(root, "internal/vm/install-host-deps.sh"))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("installing the host packages (e2e/vm/install-host-deps.sh): %w", err)
+		return nil, fmt.Errorf("installing the host packages (internal/vm/install-host-deps.sh): %w", err)
 	}
 	img, err := vm.Build(ctx, vm.BuildOptions{Log: prefixWriter(log, "  vm: ")})
 	if err != nil {

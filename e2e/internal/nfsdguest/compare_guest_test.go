@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
+	"github.com/go-rpcrdma/rpcrdma/internal/mountstats"
 	"github.com/go-rpcrdma/rpcrdma/internal/stats"
 )
 

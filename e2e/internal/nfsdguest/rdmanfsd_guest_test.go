@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/nfsworkload"
-	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
+	"github.com/go-rpcrdma/rpcrdma/internal/mountstats"
 )
 
 // The VM's addresses (e2e/README.md): rxe0 on 10.0.0.1 serves, the kernel

@@ -1,5 +1,5 @@
 #!/bin/sh
-# install-host-deps.sh: install what the e2e VM harness (e2e/vm) needs on a
+# install-host-deps.sh: install what the e2e VM harness (internal/vm) needs on a
 # Debian or Ubuntu host, and nothing else:
 #   qemu-system-x86  the emulator (the VM runs under TCG; KVM is never used)
 #   xz-utils         unpacks the xz-compressed kernel payload of the bzImage

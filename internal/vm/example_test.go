@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // ExampleRun builds the image (cached after the first time), boots the VM

@@ -15,7 +15,7 @@ import (
 
 // errNoAptLists reports that apt knows no packages: `apt-get update` has not
 // been run on this machine.
-var errNoAptLists = errors.New("vm: apt knows no linux-image-amd64: run `apt-get update` (or e2e/vm/install-host-deps.sh) first")
+var errNoAptLists = errors.New("vm: apt knows no linux-image-amd64: run `apt-get update` (or internal/vm/install-host-deps.sh) first")
 
 // aptCache runs apt-cache with args and returns its standard output.
 func aptCache(ctx context.Context, args ...string) ([]byte, error) {
