@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
 	"github.com/go-rpcrdma/rpcrdma/internal/bench"
 )
@@ -25,17 +26,9 @@ func newBenchLog(t *testing.T, name string) *benchLog {
 	l := &benchLog{}
 	t0 := time.Now()
 	t.Cleanup(func() {
-		t.Logf("%s (%.0f s):\n%s\nlog:\n%s", name, time.Since(t0).Seconds(), l.out.String(), lastN(l.log.String(), 30))
+		t.Logf("%s (%.0f s):\n%s\nlog:\n%s", name, time.Since(t0).Seconds(), l.out.String(), guesttest.Tail(l.log.String(), 30))
 	})
 	return l
-}
-
-func lastN(s string, n int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return strings.Join(ls, "\n")
 }
 
 // TestDemo runs make demo's path (bench.Demo, as rpcrdma-demo) so that it cannot
