@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
 	"github.com/go-rpcrdma/rpcrdma/internal/stats"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // perftestMiB converts perftest's MB/sec, which are MiB/s (perftest

@@ -39,8 +39,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 func usage() {
