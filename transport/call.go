@@ -204,7 +204,7 @@ func (s *requester) cancelPlacedLocked(slot int) {
 		return // invalidations on their way release it
 	}
 	call.invPending += n
-	ep.post()
+	s.c.postLocked(ep)
 }
 
 // errPlacedTooLarge fails a CallInto whose reply carries a larger

@@ -443,7 +443,7 @@ func (c *Conn) Close() error {
 	}
 	c.unlock()
 	if ep != nil {
-		ep.shutdown()
+		c.shutdown(ep)
 		if c.role == cmpriv.Requester {
 			// The callers' buffers registered on ep went with it.
 			c.mu.Lock()
@@ -609,7 +609,7 @@ func (c *Conn) unlock() {
 	c.dones = nil
 	c.mu.Unlock()
 	if ep != nil {
-		ep.flush(false)
+		c.flush(ep, false)
 	}
 	if dones != nil {
 		runDones(dones)

@@ -109,7 +109,7 @@ func (c *Conn) deferDoneLocked(done func()) {
 
 // doneAfterCloseLocked has done run once ep's connection is closed (its
 // queue pair destroyed: nothing can read the caller's memory any more),
-// by ep.shutdown, or by the next unlock if that already happened.
+// by Conn.shutdown, or by the next unlock if that already happened.
 func (c *Conn) doneAfterCloseLocked(ep *endpoint, done func()) {
 	if ep == nil || ep.vcClosed {
 		c.deferDoneLocked(done)

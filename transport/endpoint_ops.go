@@ -96,7 +96,7 @@ func (ep *endpoint) registerCaller(x *exposure, r *verbs.Region, off *int, p []b
 		return err
 	}
 	if !cached {
-		ep.c.stats.directRegs.Add(1)
+		ep.stats.directRegs.Add(1)
 	}
 	*r, *off = region, o
 	return nil
@@ -118,7 +118,7 @@ func (ep *endpoint) releaseCaller(x *exposure, r *verbs.Region) {
 		return
 	}
 	if err := ep.regs.put(*r); err != nil {
-		ep.c.cfg.Logger.Warn("rpcrdma: deregistering the caller's memory", "err", err)
+		ep.log.Warn("rpcrdma: deregistering the caller's memory", "err", err)
 	}
 	*r = nil
 }

@@ -231,7 +231,7 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 		return fmt.Errorf("rpcrdma: internal error: planned call of %d bytes exceeds the inline threshold %d", len(b), ep.settings.SendInline)
 	}
 	ep.appendSend(wrID(wrSend, slot, buf), verbs.OpSend, buf, len(b), 0)
-	ep.post()
+	c.postLocked(ep)
 	ep.sendPosted(buf)
 	call.sendBuf, call.sending = buf, true
 	if c.cfg.Reconnect.CallTimeout > 0 {
@@ -501,7 +501,7 @@ func (s *requester) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Compl
 		}
 	}
 	if call.invPending > 0 {
-		ep.post()
+		c.postLocked(ep)
 		c.stats.localInv.Add(1)
 		return nil
 	}
@@ -748,7 +748,7 @@ func (s *requester) reconnect() {
 		if c.closed {
 			c.unlock()
 			// ep was never started: it has no poll loop to stop, so
-			// ep.shutdown (which cancels and waits for it) must not run.
+			// Conn.shutdown (which cancels and waits for it) must not run.
 			_ = ep.vc.Close()
 			return
 		}
@@ -756,7 +756,7 @@ func (s *requester) reconnect() {
 		s.credits.Reset()
 		c.stats.reconnects.Add(1)
 		c.cfg.Logger.Info("rpcrdma: reconnected", "negotiated", fmt.Sprintf("%+v", negotiated(ep.settings)))
-		ep.start()
+		c.startEndpoint(ep)
 		s.pumpResendLocked()
 		c.wakeAllLocked()
 		c.unlock()

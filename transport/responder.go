@@ -271,10 +271,10 @@ func (s *responder) pullLocked(ep *endpoint, slot int) {
 		call.readsSent++
 		call.reads++
 		if ep.batchFull() {
-			ep.post()
+			c.postLocked(ep)
 		}
 	}
-	ep.post()
+	c.postLocked(ep)
 }
 
 // rejectCallLocked answers a call whose header was unusable: ERR_VERS,
@@ -309,7 +309,7 @@ func (s *responder) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, pe
 	}
 	// RDMA_ERROR never uses Send With Invalidate (svcrdma does the same).
 	ep.appendSend(wrID(wrSend, noSlot, sb), verbs.OpSend, sb, len(b), 0)
-	ep.post()
+	c.postLocked(ep)
 	ep.sendPosted(sb)
 	return nil
 }
@@ -878,7 +878,7 @@ func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg
 // finishReplyLocked queues the reply's batch and marks slot's call as
 // replying.
 func (s *responder) finishReplyLocked(ep *endpoint, slot, sb int) {
-	ep.post()
+	s.c.postLocked(ep)
 	ep.sendPosted(sb)
 	s.checkAgeLocked(&s.calls[slot], "replied")
 	s.calls[slot].state = svcReplying

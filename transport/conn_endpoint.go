@@ -1,0 +1,202 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+)
+
+// The Conn's side of its endpoints: it makes them, runs their goroutines,
+// acts on what they report (a batch to post, a lost connection, a trim
+// due) and shuts them down. The endpoint itself holds no reference to the
+// Conn.
+
+// newEndpoint returns an endpoint for c with the negotiated settings, to
+// be set up (endpoint.setup) and then started (startEndpoint).
+func (c *Conn) newEndpoint(settings cmpriv.Settings) *endpoint {
+	ep := &endpoint{settings: settings, stats: &c.stats, log: c.cfg.Logger,
+		postAsyncMin: c.cfg.PostAsyncMin, maxRPC: c.cfg.MaxRPCSize}
+	ep.regs.limit = max(c.cfg.DirectPlacementCache, 0)
+	if c.role == cmpriv.Responder {
+		ep.regs.max, ep.regs.shared = c.cfg.Memory.Registered, c.svcState.listenerRegs
+	}
+	return ep
+}
+
+// startEndpoint starts ep's poll loop and endpoint loop. Called with c.mu
+// held, ep just made c.ep.
+func (c *Conn) startEndpoint(ep *endpoint) {
+	ep.begin()
+	go c.pollLoop(ep)
+	go c.endpointLoop(ep)
+}
+
+// postLocked queues ep's batch (endpoint.post); the next unlock posts it.
+func (c *Conn) postLocked(ep *endpoint) {
+	if ep.post() {
+		c.flushEP = ep
+	}
+}
+
+// flush posts ep's queued batches (endpoint.flush); a post that fails
+// ends the connection. Called without c.mu.
+func (c *Conn) flush(ep *endpoint, mayBulk bool) {
+	if err := ep.flush(mayBulk); err != nil {
+		c.endpointDied(ep, err)
+	}
+}
+
+// pollLoop is ep's poll loop: it hands ep's completions to the role under
+// c.mu until ep is shut down or its connection is lost.
+func (c *Conn) pollLoop(ep *endpoint) {
+	defer close(ep.loopDone)
+	err := ep.poll(func(cs []verbs.Completion) error {
+		c.mu.Lock()
+		for i := range cs {
+			if c.ep != ep {
+				break
+			}
+			if err := c.handleCompletionLocked(ep, &cs[i]); err != nil {
+				c.unlock()
+				return err
+			}
+		}
+		c.unlock()
+		return nil
+	})
+	if err != nil {
+		c.endpointDied(ep, err)
+	}
+}
+
+// endpointLoop is ep's endpoint loop: it posts the queue when a bulk batch
+// is in it (see postQueue) and trims ep's chunk pool and registration
+// cache when their timers fire, until ep is shut down.
+func (c *Conn) endpointLoop(ep *endpoint) {
+	defer close(ep.postDone)
+	for {
+		select {
+		case <-ep.postWake:
+			c.flush(ep, true)
+		case <-ep.trimWake:
+			c.trimPool(ep)
+		case <-ep.regTrimWake:
+			c.trimRegs(ep)
+		case <-ep.ctx.Done():
+			return
+		}
+	}
+}
+
+// trimPool runs when ep's chunk pool's trim timer fires: it frees what a
+// burst left in the cache, and in the responder's cache of call buffers,
+// once the pool is idle: down to poolKeepIdle after one idle period, all
+// of it after the next.
+func (c *Conn) trimPool(ep *endpoint) {
+	c.mu.Lock()
+	defer c.unlock()
+	if c.ep != ep {
+		return // the connection's close frees the regions
+	}
+	idle := !ep.pool.used
+	again := ep.pool.trimIdle()
+	if again {
+		ep.armTrim()
+	}
+	if c.role == cmpriv.Responder {
+		switch {
+		case idle && !again:
+			c.svcState.msgs.trim(0)
+		case idle || !again:
+			c.svcState.msgs.trim(poolKeepIdle)
+		}
+	}
+}
+
+// trimRegs runs when ep's registration cache's trim timer fires: it
+// deregisters the callers' buffers not used for a whole period.
+func (c *Conn) trimRegs(ep *endpoint) {
+	c.mu.Lock()
+	defer c.unlock()
+	if c.ep != ep {
+		return // the connection's close deregisters them
+	}
+	if ep.regs.trimIdle() {
+		ep.armRegTrim()
+	}
+}
+
+// shutdown disconnects and frees ep; safe to call more than once and from
+// ep's own loops' failure paths. Called without c.mu.
+func (c *Conn) shutdown(ep *endpoint) {
+	ep.once.Do(func() {
+		c.mu.Lock()
+		ep.stopTimers()
+		c.unlock()
+		ep.disconnect()
+		// The replies written from their callers' memory can no longer
+		// be read by the queue pair: their buffers go back.
+		c.mu.Lock()
+		for _, done := range ep.closed() {
+			c.deferDoneLocked(done)
+		}
+		c.unlock()
+	})
+}
+
+// handleCompletionLocked dispatches one completion to the role's handler.
+func (c *Conn) handleCompletionLocked(ep *endpoint, wc *verbs.Completion) error {
+	kind, slot, buf := wrSplit(wc.ID)
+	if kind != wrRecv {
+		ep.sqOut--
+		defer wake(c.writeWake)
+	}
+	if wc.Status != verbs.StatusSuccess {
+		if wc.Status == verbs.StatusFlushed {
+			return verbs.ErrDisconnected
+		}
+		return fmt.Errorf("rpcrdma: %v work request failed: %w", wc.Op, wc.Err())
+	}
+	if c.role == cmpriv.Requester {
+		return c.reqState.completionLocked(ep, kind, slot, buf, wc)
+	}
+	return c.svcState.completionLocked(ep, kind, slot, buf, wc)
+}
+
+// endpointDied handles the loss of ep's connection.
+func (c *Conn) endpointDied(ep *endpoint, err error) {
+	if err == nil {
+		err = verbs.ErrDisconnected
+	}
+	c.mu.Lock()
+	if c.ep != ep {
+		c.unlock()
+		go c.shutdown(ep)
+		return
+	}
+	c.ep = nil
+	c.keepSettingsLocked(ep)
+	c.cfg.Logger.Debug("rpcrdma: connection lost", "role", c.role.String(), "err", err)
+	if c.role == cmpriv.Requester {
+		// Copy the replies' data out of ep's chunk memory, then close
+		// ep's connection before its calls are failed or resent: that
+		// deregisters the callers' buffers registered on it (CallInto),
+		// so that no late RDMA Write of the peer reaches a buffer whose
+		// call has returned. The queue pair may still be alive (a call
+		// timeout): only closing it stops the peer. With c.ep nil, no
+		// completion of ep is handled meanwhile.
+		c.reqState.materializeLocked()
+		c.unlock()
+		_ = ep.vc.Close()
+		c.mu.Lock()
+		c.reqState.lostLocked(ep, err)
+	} else {
+		c.svcState.releaseAllMemLocked(ep)
+		c.eof = errors.Is(err, verbs.ErrDisconnected)
+		c.failLocked(err)
+	}
+	c.unlock()
+	go c.shutdown(ep)
+}
