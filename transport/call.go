@@ -102,7 +102,7 @@ func (c *Conn) CallInto(ctx context.Context, msg, reply, data []byte) ([]byte, D
 
 // call is Call and, with dst not nil, CallInto.
 func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataItem, error) {
-	if c.role != cmpriv.Requester {
+	if c.role.kind() != cmpriv.Requester {
 		return reply[:0], DataItem{}, c.opError("call", ErrNotRequester)
 	}
 	if len(msg) > c.cfg.MaxRPCSize {

@@ -23,7 +23,7 @@ import (
 // calls go out at once.
 type Conn struct {
 	cfg   Config
-	role  cmpriv.Role
+	role  connRole // &reqState or &svcState, chosen by newConn
 	laddr net.Addr
 	raddr net.Addr
 	dial  func() (*endpoint, error) // requester: makes a new connection
@@ -58,7 +58,6 @@ type Conn struct {
 func newConn(cfg Config, role cmpriv.Role) *Conn {
 	c := &Conn{
 		cfg:       cfg,
-		role:      role,
 		cur:       -1,
 		readWake:  make(chan struct{}, 1),
 		writeWake: make(chan struct{}, 1),
@@ -67,6 +66,11 @@ func newConn(cfg Config, role cmpriv.Role) *Conn {
 		wd:        makeDeadline(),
 	}
 	c.reqState.c, c.svcState.c = c, c
+	if role == cmpriv.Requester {
+		c.role = &c.reqState
+	} else {
+		c.role = &c.svcState
+	}
 	c.deframer.MaxRecord = cfg.MaxRPCSize
 	c.deframer.SkipOversized = true
 	return c
@@ -117,12 +121,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if c.cur < 0 {
 			if idx, ok := c.readQ.pop(); ok {
 				c.cur, c.curOff = idx, 0
-				v := c.slotViewLocked(idx)
+				v := c.role.slotViewLocked(idx)
 				binary.BigEndian.PutUint32(c.curHdr[:], xdr.LastFragment|uint32(v.len()))
 			}
 		}
 		if c.cur >= 0 {
-			v := c.slotViewLocked(c.cur)
+			v := c.role.slotViewLocked(c.cur)
 			n := 0
 			if c.curOff < 4 {
 				n = copy(p, c.curHdr[c.curOff:])
@@ -132,7 +136,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 			}
 			c.curOff += n
 			if c.curOff == 4+v.len() {
-				c.releaseSlotLocked(c.cur)
+				c.role.releaseSlotLocked(c.cur)
 				c.cur = -1
 			}
 			c.unlock()
@@ -194,17 +198,17 @@ func (c *Conn) readMsg(buf []byte, get func(n int) []byte) ([]byte, error) {
 			return buf[:0], c.opError("read", errors.New("rpcrdma: ReadMsg during a partial Read"))
 		}
 		if idx, ok := c.readQ.pop(); ok {
-			if m, owned := c.takeOwnedLocked(idx, get != nil); owned {
+			if m, owned := c.role.takeOwnedLocked(idx, get != nil); owned {
 				buf = m // assembled in a buffer of Config.CallBuffers: handed over
 			} else {
-				v := c.slotViewLocked(idx)
+				v := c.role.slotViewLocked(idx)
 				if get != nil {
 					buf = get(v.len())
 				}
 				buf = v.appendTo(buf[:0])
 			}
-			err := c.slotErrLocked(idx)
-			c.releaseSlotLocked(idx)
+			err := c.role.slotErrLocked(idx)
+			c.role.releaseSlotLocked(idx)
 			if c.readQ.size > 0 {
 				// One wake-up may stand for several messages: pass it
 				// on to another reader waiting.
@@ -270,7 +274,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			return n, c.opError("write", err)
 		}
 		for rec, ok := c.deframer.Next(); ok; rec, ok = c.deframer.Next() {
-			if err := c.send(rec); err != nil {
+			if err := c.role.send(rec); err != nil {
 				// The complete records after it are dropped too: a
 				// later Write must not send them behind the back of a
 				// caller told that this one failed.
@@ -282,7 +286,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			}
 		}
 		for sk, ok := c.deframer.NextSkipped(); ok; sk, ok = c.deframer.NextSkipped() {
-			if err := c.sendSkipped(sk); err != nil {
+			if err := c.role.sendSkipped(sk); err != nil {
 				for _, more := c.deframer.NextSkipped(); more; _, more = c.deframer.NextSkipped() {
 				}
 				return n, err
@@ -301,16 +305,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // memory before it returns, so the caller may reuse msg at once; only
 // Call and CallInto, which own their message until the reply, and
 // WriteMsgDirect, which owns it until its done, may expose it in place.
-func (c *Conn) WriteMsg(msg []byte) error {
-	if c.role == cmpriv.Requester {
-		c.wmu.Lock()
-		defer c.wmu.Unlock()
-	}
-	if err := c.writeCheck(); err != nil {
-		return err
-	}
-	return c.send(msg)
-}
+func (c *Conn) WriteMsg(msg []byte) error { return c.role.writeMsg(msg) }
 
 // WriteMsgDirect is WriteMsg for a responder's reply whose DDP-eligible
 // result (RFC 8166 §3.5.4: an NFS READ's data) may go to the requester's
@@ -333,16 +328,7 @@ func (c *Conn) WriteMsg(msg []byte) error {
 //
 // A requester's WriteMsgDirect is WriteMsg followed by done.
 func (c *Conn) WriteMsgDirect(msg []byte, done func()) error {
-	if c.role == cmpriv.Requester {
-		err := c.WriteMsg(msg)
-		done()
-		return err
-	}
-	if err := c.writeCheck(); err != nil {
-		done()
-		return err
-	}
-	return c.svcState.sendReplyDirect(msg, done)
+	return c.role.writeMsgDirect(msg, done)
 }
 
 // writeErrLocked is the error a write fails with once the Conn is closed
@@ -367,27 +353,6 @@ func (c *Conn) writeCheck() error {
 		return c.opError("write", errDeadline)
 	}
 	return nil
-}
-
-func (c *Conn) send(msg []byte) error {
-	if c.role == cmpriv.Requester {
-		if len(msg) > c.cfg.MaxRPCSize {
-			return c.opError("write", ErrMessageTooLarge)
-		}
-		_, err := c.reqState.sendCall(msg, &c.reqState.scratchH, false, nil, false, nil)
-		return err
-	}
-	return c.svcState.sendReply(msg)
-}
-
-// sendSkipped handles a record the deframer discarded for exceeding
-// MaxRPCSize: a requester's call fails with ErrMessageTooLarge; a
-// responder's reply becomes ERR_CHUNK for its call (see sendOversizedReply).
-func (c *Conn) sendSkipped(s xdr.Skipped) error {
-	if c.role == cmpriv.Requester || s.HeadN < 4 {
-		return c.opError("write", ErrMessageTooLarge)
-	}
-	return c.svcState.sendOversizedReply(binary.BigEndian.Uint32(s.Head[:]))
 }
 
 // waitWrite blocks a writer until state changes, the deadline passes or the
@@ -424,32 +389,17 @@ func (c *Conn) Close() error {
 	c.closed = true
 	close(c.done)
 	c.failLocked(net.ErrClosed)
-	if c.ep != nil && c.role == cmpriv.Responder {
-		c.lingerLocked(c.ep)
-	}
+	c.role.lingerLocked()
 	ep := c.ep
 	c.ep = nil
 	if ep != nil {
 		c.keepSettingsLocked(ep)
 	}
-	if c.role == cmpriv.Responder {
-		c.svcState.releaseAllMemLocked(ep)
-	} else {
-		// A reply that arrived before Close is still the Call's to
-		// take (its goroutine may be about to): copy its data out of
-		// ep's chunk memory, which shutdown unmaps, as endpointDied
-		// does.
-		c.reqState.materializeLocked()
-	}
+	c.role.closeLocked(ep)
 	c.unlock()
 	if ep != nil {
 		c.shutdown(ep)
-		if c.role == cmpriv.Requester {
-			// The callers' buffers registered on ep went with it.
-			c.mu.Lock()
-			c.reqState.forgetPlacedLocked(ep)
-			c.unlock()
-		}
+		c.role.closed(ep)
 	}
 	// A reconnection in progress sees c.done (its dial is cancelled too)
 	// and ends; wait for it so that nothing of the Conn outlives Close.
@@ -516,51 +466,9 @@ func (c *Conn) Stats() Stats {
 	} else if c.last != nil {
 		s.Negotiated = negotiated(*c.last)
 	}
-	if c.role == cmpriv.Requester {
-		s.Negotiated.Credits = c.reqState.credits.Limit()
-	} else {
-		s.Negotiated.Credits = c.svcState.lastGrant
-	}
+	s.Negotiated.Credits = c.role.creditsLocked()
 	c.unlock()
 	return s
-}
-
-// slotViewLocked returns the message a queued slot holds.
-func (c *Conn) slotViewLocked(idx int) msgView {
-	if c.role == cmpriv.Requester {
-		return c.reqState.calls[idx].view()
-	}
-	if call := &c.svcState.calls[idx]; call.inPlace {
-		return call.view
-	}
-	return msgView{head: c.svcState.calls[idx].msg}
-}
-
-// slotErrLocked returns what reading a queued slot's message reports with
-// it.
-func (c *Conn) slotErrLocked(idx int) error {
-	if c.role == cmpriv.Requester {
-		return c.reqState.calls[idx].err
-	}
-	return nil
-}
-
-// takeOwnedLocked hands a responder's call assembled in a buffer of
-// Config.CallBuffers over to ReadMsgAlloc (alloc); ReadMsg and Read copy it.
-func (c *Conn) takeOwnedLocked(idx int, alloc bool) ([]byte, bool) {
-	if !alloc || c.role == cmpriv.Requester {
-		return nil, false
-	}
-	return c.svcState.takeOwnedLocked(idx)
-}
-
-// releaseSlotLocked is called once a queued message has been read.
-func (c *Conn) releaseSlotLocked(idx int) {
-	if c.role == cmpriv.Requester {
-		c.reqState.replyConsumedLocked(idx)
-	} else {
-		c.svcState.callConsumedLocked(idx)
-	}
 }
 
 // ring is a fixed-capacity FIFO of slot indices.

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
@@ -19,9 +18,7 @@ func (c *Conn) newEndpoint(settings cmpriv.Settings) *endpoint {
 	ep := &endpoint{settings: settings, stats: &c.stats, log: c.cfg.Logger,
 		postAsyncMin: c.cfg.PostAsyncMin, maxRPC: c.cfg.MaxRPCSize}
 	ep.regs.limit = max(c.cfg.DirectPlacementCache, 0)
-	if c.role == cmpriv.Responder {
-		ep.regs.max, ep.regs.shared = c.cfg.Memory.Registered, c.svcState.listenerRegs
-	}
+	c.role.setupEndpoint(ep)
 	return ep
 }
 
@@ -105,14 +102,7 @@ func (c *Conn) trimPool(ep *endpoint) {
 	if again {
 		ep.armTrim()
 	}
-	if c.role == cmpriv.Responder {
-		switch {
-		case idle && !again:
-			c.svcState.msgs.trim(0)
-		case idle || !again:
-			c.svcState.msgs.trim(poolKeepIdle)
-		}
-	}
+	c.role.trimLocked(idle, again)
 }
 
 // trimRegs runs when ep's registration cache's trim timer fires: it
@@ -159,10 +149,7 @@ func (c *Conn) handleCompletionLocked(ep *endpoint, wc *verbs.Completion) error 
 		}
 		return fmt.Errorf("rpcrdma: %v work request failed: %w", wc.Op, wc.Err())
 	}
-	if c.role == cmpriv.Requester {
-		return c.reqState.completionLocked(ep, kind, slot, buf, wc)
-	}
-	return c.svcState.completionLocked(ep, kind, slot, buf, wc)
+	return c.role.completionLocked(ep, kind, slot, buf, wc)
 }
 
 // endpointDied handles the loss of ep's connection.
@@ -178,25 +165,8 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 	}
 	c.ep = nil
 	c.keepSettingsLocked(ep)
-	c.cfg.Logger.Debug("rpcrdma: connection lost", "role", c.role.String(), "err", err)
-	if c.role == cmpriv.Requester {
-		// Copy the replies' data out of ep's chunk memory, then close
-		// ep's connection before its calls are failed or resent: that
-		// deregisters the callers' buffers registered on it (CallInto),
-		// so that no late RDMA Write of the peer reaches a buffer whose
-		// call has returned. The queue pair may still be alive (a call
-		// timeout): only closing it stops the peer. With c.ep nil, no
-		// completion of ep is handled meanwhile.
-		c.reqState.materializeLocked()
-		c.unlock()
-		_ = ep.vc.Close()
-		c.mu.Lock()
-		c.reqState.lostLocked(ep, err)
-	} else {
-		c.svcState.releaseAllMemLocked(ep)
-		c.eof = errors.Is(err, verbs.ErrDisconnected)
-		c.failLocked(err)
-	}
+	c.cfg.Logger.Debug("rpcrdma: connection lost", "role", c.role.kind().String(), "err", err)
+	c.role.connLostLocked(ep, err)
 	c.unlock()
 	go c.shutdown(ep)
 }

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
@@ -822,4 +823,83 @@ func isDone(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// The requester's connRole.
+
+func (s *requester) kind() cmpriv.Role { return cmpriv.Requester }
+
+// writeMsg sends one call under Conn.wmu: a requester's WriteMsgs are
+// serialised, as its Writes.
+func (s *requester) writeMsg(msg []byte) error {
+	c := s.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.writeCheck(); err != nil {
+		return err
+	}
+	return s.send(msg)
+}
+
+// writeMsgDirect is writeMsg followed by done: a call has no reply data
+// to place from the caller's memory.
+func (s *requester) writeMsgDirect(msg []byte, done func()) error {
+	err := s.writeMsg(msg)
+	done()
+	return err
+}
+
+// send sends one call of the record stream.
+func (s *requester) send(msg []byte) error {
+	if len(msg) > s.c.cfg.MaxRPCSize {
+		return s.c.opError("write", ErrMessageTooLarge)
+	}
+	_, err := s.sendCall(msg, &s.scratchH, false, nil, false, nil)
+	return err
+}
+
+// sendSkipped fails a call the deframer discarded for exceeding
+// MaxRPCSize with ErrMessageTooLarge.
+func (s *requester) sendSkipped(xdr.Skipped) error {
+	return s.c.opError("write", ErrMessageTooLarge)
+}
+
+func (s *requester) slotViewLocked(idx int) msgView { return s.calls[idx].view() }
+func (s *requester) slotErrLocked(idx int) error    { return s.calls[idx].err }
+
+// takeOwnedLocked: a reply is never in a buffer of the caller's.
+func (s *requester) takeOwnedLocked(int, bool) ([]byte, bool) { return nil, false }
+
+func (s *requester) releaseSlotLocked(idx int) { s.replyConsumedLocked(idx) }
+func (s *requester) creditsLocked() uint32     { return s.credits.Limit() }
+func (s *requester) setupEndpoint(*endpoint)   {}
+func (s *requester) trimLocked(bool, bool)     {}
+func (s *requester) lingerLocked()             {}
+
+// connLostLocked copies the replies' data out of ep's chunk memory, then
+// closes ep's connection before its calls are failed or resent: that
+// deregisters the callers' buffers registered on it (CallInto), so that
+// no late RDMA Write of the peer reaches a buffer whose call has
+// returned. The queue pair may still be alive (a call timeout): only
+// closing it stops the peer. With Conn.ep nil, no completion of ep is
+// handled meanwhile.
+func (s *requester) connLostLocked(ep *endpoint, err error) {
+	c := s.c
+	s.materializeLocked()
+	c.unlock()
+	_ = ep.vc.Close()
+	c.mu.Lock()
+	s.lostLocked(ep, err)
+}
+
+// closeLocked: a reply that arrived before Close is still the Call's to
+// take (its goroutine may be about to): its data is copied out of ep's
+// chunk memory, which shutdown unmaps, as connLostLocked does.
+func (s *requester) closeLocked(*endpoint) { s.materializeLocked() }
+
+// closed forgets the callers' buffers registered on ep: they went with it.
+func (s *requester) closed(ep *endpoint) {
+	s.c.mu.Lock()
+	s.forgetPlacedLocked(ep)
+	s.c.unlock()
 }

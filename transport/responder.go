@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
@@ -984,3 +986,96 @@ func singleRKey(h *chunks.Header) (uint32, bool) {
 	}
 	return rkey, seen
 }
+
+// The responder's connRole.
+
+func (s *responder) kind() cmpriv.Role { return cmpriv.Responder }
+
+// writeMsg sends one reply; a responder's WriteMsgs are not serialised.
+func (s *responder) writeMsg(msg []byte) error {
+	if err := s.c.writeCheck(); err != nil {
+		return err
+	}
+	return s.sendReply(msg)
+}
+
+func (s *responder) writeMsgDirect(msg []byte, done func()) error {
+	if err := s.c.writeCheck(); err != nil {
+		done()
+		return err
+	}
+	return s.sendReplyDirect(msg, done)
+}
+
+// send sends one reply of the record stream.
+func (s *responder) send(msg []byte) error { return s.sendReply(msg) }
+
+// sendSkipped answers the call of a reply the deframer discarded for
+// exceeding MaxRPCSize with ERR_CHUNK (see sendOversizedReply); a record
+// too short to name its XID fails the Write with ErrMessageTooLarge.
+func (s *responder) sendSkipped(sk xdr.Skipped) error {
+	if sk.HeadN < 4 {
+		return s.c.opError("write", ErrMessageTooLarge)
+	}
+	return s.sendOversizedReply(binary.BigEndian.Uint32(sk.Head[:]))
+}
+
+func (s *responder) slotViewLocked(idx int) msgView {
+	if call := &s.calls[idx]; call.inPlace {
+		return call.view
+	}
+	return msgView{head: s.calls[idx].msg}
+}
+
+func (s *responder) slotErrLocked(int) error { return nil }
+
+// takeOwnedLocked hands a call assembled in a buffer of
+// Config.CallBuffers over to ReadMsgAlloc (alloc); ReadMsg and Read copy
+// it.
+func (s *responder) takeOwnedLocked(idx int, alloc bool) ([]byte, bool) {
+	if !alloc {
+		return nil, false
+	}
+	return s.takeOwnedCallLocked(idx)
+}
+
+func (s *responder) releaseSlotLocked(idx int) { s.callConsumedLocked(idx) }
+func (s *responder) creditsLocked() uint32     { return s.lastGrant }
+
+// setupEndpoint bounds the callers' buffers ep may hold registered
+// (MemoryLimits.Registered and ListenerRegistered).
+func (s *responder) setupEndpoint(ep *endpoint) {
+	ep.regs.max, ep.regs.shared = s.c.cfg.Memory.Registered, s.listenerRegs
+}
+
+// trimLocked trims the cache of call buffers with the chunk pool: down to
+// poolKeepIdle after one idle period, all of it after the next.
+func (s *responder) trimLocked(idle, again bool) {
+	switch {
+	case idle && !again:
+		s.msgs.trim(0)
+	case idle || !again:
+		s.msgs.trim(poolKeepIdle)
+	}
+}
+
+// connLostLocked gives back the memory the calls hold and fails the Conn:
+// a responder does not reconnect; reads drain what was received, then
+// return io.EOF if the peer disconnected.
+func (s *responder) connLostLocked(ep *endpoint, err error) {
+	c := s.c
+	s.releaseAllMemLocked(ep)
+	c.eof = errors.Is(err, verbs.ErrDisconnected)
+	c.failLocked(err)
+}
+
+// lingerLocked waits for the Sends of the replies written before Close
+// (Conn.lingerLocked).
+func (s *responder) lingerLocked() {
+	if ep := s.c.ep; ep != nil {
+		s.c.lingerLocked(ep)
+	}
+}
+
+func (s *responder) closeLocked(ep *endpoint) { s.releaseAllMemLocked(ep) }
+func (s *responder) closed(*endpoint)         {}
