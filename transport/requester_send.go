@@ -1,10 +1,10 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
-	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
@@ -12,6 +12,10 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
+
+// The requester's send path (RFC 8166 §3.5, §4.3): a call takes a credit
+// and a slot, its chunks are exposed through the slot's windows, and its
+// Send is posted.
 
 // requester is the requester's part of a Conn: its call slots, credits and
 // the logic of RFC 8166's requester role, guarded by Conn.mu (as crypto/tls
@@ -75,25 +79,6 @@ type reqCall struct {
 	done              chan struct{}
 }
 
-// view returns the call's reply as pieces.
-func (call *reqCall) view() msgView {
-	if call.data == nil {
-		return msgView{head: call.reply}
-	}
-	return msgView{head: call.reply[:call.dataOff], data: call.data, tail: call.reply[call.dataOff:]}
-}
-
-// materialize copies the reply's data out of the chunk memory, which is
-// about to be freed.
-func (call *reqCall) materialize() {
-	if call.data == nil {
-		return
-	}
-	v := call.view()
-	call.reply = v.appendTo(nil)
-	call.data = nil
-}
-
 func (s *requester) init() {
 	c := s.c
 	n := int(c.cfg.Credits)
@@ -108,6 +93,49 @@ func (s *requester) init() {
 	s.credits = credits.NewRequester(c.cfg.Credits)
 	s.resend = newRing(n)
 	c.readQ = newRing(n)
+}
+
+func (s *requester) kind() cmpriv.Role { return cmpriv.Requester }
+
+func (s *requester) setupEndpoint(*endpoint) {}
+
+func (s *requester) trimLocked(bool, bool) {}
+
+func (s *requester) creditsLocked() uint32 { return s.credits.Limit() }
+
+// writeMsg sends one call under Conn.wmu: a requester's WriteMsgs are
+// serialised, as its Writes.
+func (s *requester) writeMsg(msg []byte) error {
+	c := s.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.writeCheck(); err != nil {
+		return err
+	}
+	return s.send(msg)
+}
+
+// writeMsgDirect is writeMsg followed by done: a call has no reply data
+// to place from the caller's memory.
+func (s *requester) writeMsgDirect(msg []byte, done func()) error {
+	err := s.writeMsg(msg)
+	done()
+	return err
+}
+
+// send sends one call of the record stream.
+func (s *requester) send(msg []byte) error {
+	if len(msg) > s.c.cfg.MaxRPCSize {
+		return s.c.opError("write", ErrMessageTooLarge)
+	}
+	_, err := s.sendCall(msg, &s.scratchH, false, nil, false, nil)
+	return err
+}
+
+// sendSkipped fails a call the deframer discarded for exceeding
+// MaxRPCSize with ErrMessageTooLarge.
+func (s *requester) sendSkipped(xdr.Skipped) error {
+	return s.c.opError("write", ErrMessageTooLarge)
 }
 
 // sendCall sends one RPC call (RFC 8166 §3.5): it waits for a credit and a
@@ -374,532 +402,4 @@ func (s *requester) exposeChunksLocked(ep *endpoint, slot int, hdr *chunks.Heade
 	}
 	c.stats.chunksOffered.Add(uint64(total))
 	return nil
-}
-
-// ErrCallTimeout is the cause of a connection dropped because a call had no
-// reply within ReconnectPolicy.CallTimeout.
-var ErrCallTimeout = errors.New("rpcrdma: call timed out: dropping the connection")
-
-// watchCalls drops the connection when a call sent on it has had no reply
-// for CallTimeout, so that the reconnection retransmits or fails it.
-func (s *requester) watchCalls() {
-	c := s.c
-	defer c.bg.Done()
-	timeout := c.cfg.Reconnect.CallTimeout
-	t := time.NewTicker(max(timeout/4, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-c.done:
-			return
-		case now := <-t.C:
-			c.mu.Lock()
-			ep := c.ep
-			stuck := false
-			for i := range s.calls {
-				call := &s.calls[i]
-				// Calls sent on an earlier connection wait for their
-				// retransmission; only this connection's count.
-				if ep != nil && call.busy && !call.replied &&
-					!call.sentAt.Before(ep.started) && now.Sub(call.sentAt) > timeout {
-					stuck = true
-					break
-				}
-			}
-			c.unlock()
-			if stuck {
-				c.stats.callTimeouts.Add(1)
-				c.cfg.Logger.Warn("rpcrdma: call without reply: reconnecting", "timeout", timeout)
-				c.endpointDied(ep, ErrCallTimeout)
-			}
-		}
-	}
-}
-
-// requesterCompletionLocked handles one successful completion.
-func (s *requester) completionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
-	c := s.c
-	switch kind {
-	case wrSend:
-		ep.sendDone(buf)
-		s.calls[slot].sending = false
-		s.maybeFreeCallLocked(slot)
-	case wrLocalInv:
-		call := &s.calls[slot]
-		call.invPending--
-		ep.unbind(slot, buf)
-		s.releasedLocked(ep, slot)
-		s.queueReplyLocked(slot)
-	case wrRecv:
-		c.stats.recvs.Add(1)
-		err := s.handleReplyLocked(ep, ep.recvBuf(buf)[:wc.ByteLen], wc)
-		if rerr := ep.repost(buf); rerr != nil && err == nil {
-			err = rerr
-		}
-		s.pumpResendLocked()
-		return err
-	}
-	return nil
-}
-
-// handleReplyLocked processes one received reply (RFC 8166 §3.5.4-§3.5.6,
-// §4.5). A reply that breaks the protocol in a way that leaves a call's
-// memory exposed (a Send With Invalidate for an rkey that is not the
-// call's) kills the connection; a malformed reply to a known call fails that
-// call; anything else is dropped and counted.
-func (s *requester) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion) error {
-	c := s.c
-	h := &ep.hdr
-	n, perr := h.ParseReply(data, &c.cfg.Limits)
-	if perr != nil && chunks.ReplyOutcomeOf(perr) == chunks.OutcomeDrop {
-		c.stats.badReplies.Add(1)
-		if wc.Invalidated {
-			return fmt.Errorf("%w: Send With Invalidate on an unparsable reply", ErrProtocol)
-		}
-		return nil
-	}
-	slot, ok := s.byXID[h.XID]
-	if !ok || s.calls[slot].replied {
-		c.stats.badXIDs.Add(1)
-		if wc.Invalidated {
-			return fmt.Errorf("%w: Send With Invalidate with unknown xid %#x", ErrProtocol, h.XID)
-		}
-		return nil
-	}
-	call := &s.calls[slot]
-	if wc.Invalidated {
-		// RFC 8166 §3.4.4 / RFC 8797 §4.1: the rkey invalidated must be
-		// one of this call's; Linux checks the same (rpcrdma_reply_handler).
-		if !ep.remoteInvalidated(slot, wc.InvalidatedRKey) {
-			return fmt.Errorf("%w: Send With Invalidate of rkey %#x, not the call's", ErrProtocol, wc.InvalidatedRKey)
-		}
-		c.stats.remoteInv.Add(1)
-	}
-	if _, err := s.credits.Complete(h.Credits); err != nil {
-		return fmt.Errorf("rpcrdma: credit accounting: %w", err)
-	}
-	call.replied = true
-	delete(s.byXID, call.xid)
-
-	if perr != nil {
-		c.stats.badReplies.Add(1)
-		s.failCallLocked(call, fmt.Errorf("%w for xid %#x: %v", ErrBadReply, h.XID, perr))
-	} else if h.Proc == chunks.ProcError {
-		c.stats.remoteErrors.Add(1)
-		s.failCallLocked(call, &RemoteError{XID: h.XID, Code: uint32(h.ErrCode), Low: h.VersLow, High: h.VersHigh})
-	} else if err := s.buildReplyLocked(ep, slot, data[n:]); err != nil {
-		c.stats.badReplies.Add(1)
-		c.cfg.Logger.Debug("rpcrdma: bad reply", "xid", h.XID, "err", err)
-		s.failCallLocked(call, fmt.Errorf("%w for xid %#x: %v", ErrBadReply, h.XID, err))
-	}
-
-	// What the responder did not invalidate, we invalidate ourselves
-	// before the call completes, so the peer cannot touch the memory again.
-	s.releasedLocked(ep, slot) // by the Send With Invalidate
-	for which := range numExposures {
-		if ep.appendLocalInv(slot, which) {
-			call.invPending++
-		}
-	}
-	if call.invPending > 0 {
-		c.postLocked(ep)
-		c.stats.localInv.Add(1)
-		return nil
-	}
-	s.queueReplyLocked(slot)
-	return nil
-}
-
-// buildReplyLocked reconstructs the reply of slot's call from the inline part
-// and the chunks the responder wrote into the slot's memory.
-func (s *requester) buildReplyLocked(ep *endpoint, slot int, inline []byte) error {
-	c := s.c
-	call := &s.calls[slot]
-	h := &ep.hdr
-	var mem []byte
-	if cb := &ep.chunkMem[slot]; cb.region != nil {
-		mem = cb.region.Bytes()
-	}
-	msg := inline
-	if h.Proc == chunks.ProcNoMsg {
-		// The reply came through the Reply chunk (RFC 8166 §3.5.6).
-		n := h.ReplyChunk.Length()
-		if call.plan.Reply&marshal.ReplyLong == 0 || n > uint64(call.plan.ReplyLen) {
-			return errors.New("reply chunk not offered or overrun")
-		}
-		msg = mem[call.replyOff : call.replyOff+int(n)]
-	}
-	switch len(h.WriteList) {
-	case 0:
-	case 1:
-		written := h.WriteList[0].Length()
-		if call.plan.Reply&marshal.ReplyWrite == 0 || written > uint64(call.plan.WriteLen) {
-			return errors.New("write chunk not offered or overrun")
-		}
-		if written == 0 {
-			// Nothing placed: an error reply, a READ of 0 bytes, or a
-			// result the responder returned inline. A DDP-eligible item
-			// whose length word claims bytes that are neither placed nor
-			// inline is a lie; passing the reply up would hand the RPC
-			// layer a truncated message instead of a failed call.
-			var rh xdr.ReplyHeader
-			if results, err := rh.Unmarshal(msg); err == nil {
-				if item := c.cfg.Binding.ReplyData(&call.hdr, msg, results); item.Present && item.N > 0 && (item.Off < 0 || item.Off+item.N > len(msg)) {
-					return errors.New("write chunk reports no data and the reply's DDP-eligible item is not inline")
-				}
-			}
-			break
-		}
-		var rh xdr.ReplyHeader
-		results, err := rh.Unmarshal(msg)
-		if err != nil {
-			return err
-		}
-		item := c.cfg.Binding.ReplyData(&call.hdr, msg, results)
-		if !item.Present || item.Off < 0 || item.Off > len(msg) || uint64(xdr.RoundUp(item.N)) < written || uint64(item.N) > written {
-			return errors.New("write chunk data does not match the reply's DDP-eligible item")
-		}
-		// The data stays where the responder placed it until the reply
-		// is read (the slot and its memory are the call's until then),
-		// or it is in the caller's buffer already.
-		call.reply = append(call.reply[:0], msg...)
-		if call.placed {
-			call.data = call.dst[:item.N:item.N]
-		} else {
-			call.data = mem[call.writeOff : call.writeOff+item.N : call.writeOff+item.N]
-		}
-		call.dataOff = item.Off
-		return nil
-	default:
-		return errors.New("more than one write chunk in a reply")
-	}
-	call.reply = append(call.reply[:0], msg...)
-	call.data = nil
-	return nil
-}
-
-// failCallLocked makes slot's reply a synthesized RPC reply that fails the
-// call: MSG_ACCEPTED with SYSTEM_ERR (RFC 5531 §9), which any RPC client
-// reports as an error for that XID. err is what ReadMsg and Call report
-// with it: a *RemoteError, or an error wrapping ErrCallLost or
-// ErrBadReply.
-func (s *requester) failCallLocked(call *reqCall, err error) {
-	call.err = err
-	call.data = nil
-	rh := xdr.ReplyHeader{XID: call.xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSystemErr}
-	call.reply = rh.Append(call.reply[:0])
-}
-
-// releasedLocked notes that the caller's buffer of slot's call is no
-// longer exposed on ep (its window was invalidated and the buffer
-// deregistered), and wakes a cancelled CallInto waiting for that.
-func (s *requester) releasedLocked(ep *endpoint, slot int) {
-	call := &s.calls[slot]
-	if call.placedOn == ep && !ep.chunkMem[slot].callerMemory() {
-		call.placedOn = nil
-		if call.cancelling {
-			wake(call.done)
-		}
-	}
-}
-
-// queueReplyLocked hands slot's reply to Read, or to the Call waiting for
-// it; the reply of an abandoned Call is dropped.
-func (s *requester) queueReplyLocked(slot int) {
-	c := s.c
-	call := &s.calls[slot]
-	if !call.replied || call.invPending > 0 || call.queued {
-		return
-	}
-	call.queued = true
-	switch {
-	case call.abandoned:
-		s.replyConsumedLocked(slot)
-	case call.direct:
-		wake(call.done)
-	default:
-		c.readQ.push(slot)
-		wake(c.readWake)
-	}
-}
-
-// replyConsumedLocked: Read took slot's reply.
-func (s *requester) replyConsumedLocked(slot int) {
-	call := &s.calls[slot]
-	call.queued, call.busy = false, false
-	call.direct, call.abandoned = false, false
-	call.data, call.err = nil, nil
-	call.dst, call.placed, call.cancelling = nil, false, false
-	call.callerMsg = nil
-	s.maybeFreeCallLocked(slot)
-}
-
-// maybeFreeCallLocked returns slot to the free list once its reply was read
-// and its Send completed.
-func (s *requester) maybeFreeCallLocked(slot int) {
-	c := s.c
-	call := &s.calls[slot]
-	if call.busy || call.sending || call.invPending > 0 || call.free {
-		return
-	}
-	call.free, call.replied = true, false
-	s.free = append(s.free, slot)
-	wake(c.writeWake)
-}
-
-// materializeLocked copies the data of every reply still in the chunk
-// memory out of it, before the connection and its memory go; data placed
-// in the caller's buffer stays there.
-func (s *requester) materializeLocked() {
-	for slot := range s.calls {
-		if call := &s.calls[slot]; !call.placed {
-			call.materialize()
-		}
-	}
-}
-
-// forgetPlacedLocked forgets the callers' buffers registered on ep, whose
-// connection is closed (which deregistered them), and wakes the CallIntos
-// waiting for that.
-func (s *requester) forgetPlacedLocked(ep *endpoint) {
-	for slot := range s.calls {
-		if call := &s.calls[slot]; call.placedOn == ep {
-			call.placedOn = nil
-			wake(call.done)
-		}
-		ep.chunkMem[slot].dataRegion, ep.chunkMem[slot].argRegion = nil, nil
-	}
-	ep.regs.forget()
-}
-
-// requesterLostLocked handles the loss of the requester's connection.
-func (s *requester) lostLocked(ep *endpoint, err error) {
-	c := s.c
-	// Conn.endpointDied closed ep's connection, which deregistered the
-	// callers' buffers registered on it.
-	s.forgetPlacedLocked(ep)
-	for slot := range s.calls {
-		call := &s.calls[slot]
-		call.sending = false
-		// A reply's data still in the chunk memory was copied out
-		// (materializeLocked): the memory goes with the connection.
-		if call.busy && call.replied && !call.queued {
-			// Its reply is complete but waits for a Local Invalidate, or
-			// never got one because posting it failed: the connection is
-			// gone and its memory with it, so the reply goes to Read now.
-			call.invPending = 0
-			s.queueReplyLocked(slot)
-		}
-		if !call.busy {
-			s.maybeFreeCallLocked(slot)
-		}
-	}
-	if !c.cfg.Reconnect.Enabled || c.closed {
-		c.eof = errors.Is(err, verbs.ErrDisconnected)
-		c.failLocked(err)
-		s.failDirectCallsLocked(err)
-		return
-	}
-	// Calls in flight: retransmit them on the new connection, or fail them.
-	// Every call still waiting for a retransmission from an earlier loss
-	// is busy and unanswered, so it is queued again below: start from an
-	// empty queue, or such a call would be queued (and sent) twice.
-	s.resend.reset()
-	for slot := range s.calls {
-		call := &s.calls[slot]
-		if !call.busy || call.replied {
-			continue
-		}
-		if c.cfg.Reconnect.Retransmit && !call.abandoned {
-			s.resend.push(slot)
-			continue
-		}
-		call.replied = true
-		delete(s.byXID, call.xid)
-		s.failCallLocked(call, callLost(call.xid, err))
-		s.queueReplyLocked(slot)
-	}
-	// Close waits for the reconnection goroutine (c.bg): it is added here,
-	// under c.mu with c.closed false, so always before Close's Wait.
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		s.reconnect()
-	}()
-}
-
-// reconnect dials again with backoff and installs the new endpoint.
-func (s *requester) reconnect() {
-	c := s.c
-	backoff := c.cfg.Reconnect.Backoff
-	var err error
-	for attempt := 0; attempt < c.cfg.Reconnect.MaxAttempts; attempt++ {
-		select {
-		case <-c.done:
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, c.cfg.Reconnect.MaxBackoff)
-		var ep *endpoint
-		if ep, err = c.dial(); err != nil {
-			c.cfg.Logger.Debug("rpcrdma: reconnect failed", "attempt", attempt+1, "err", err)
-			continue
-		}
-		c.mu.Lock()
-		if c.closed {
-			c.unlock()
-			// ep was never started: it has no poll loop to stop, so
-			// Conn.shutdown (which cancels and waits for it) must not run.
-			_ = ep.vc.Close()
-			return
-		}
-		c.ep = ep
-		s.credits.Reset()
-		c.stats.reconnects.Add(1)
-		c.cfg.Logger.Info("rpcrdma: reconnected", "negotiated", fmt.Sprintf("%+v", negotiated(ep.settings)))
-		c.startEndpoint(ep)
-		s.pumpResendLocked()
-		c.wakeAllLocked()
-		c.unlock()
-		return
-	}
-	c.mu.Lock()
-	c.eof = false
-	err = fmt.Errorf("rpcrdma: reconnect failed after %d attempts: %w", c.cfg.Reconnect.MaxAttempts, err)
-	c.failLocked(err)
-	s.failDirectCallsLocked(err)
-	c.unlock()
-}
-
-// pumpResendLocked retransmits calls queued by a reconnect while credits
-// allow.
-func (s *requester) pumpResendLocked() {
-	c := s.c
-	ep := c.ep
-	for ep != nil && s.resend.size > 0 && ep.canSend(callWRs) {
-		slot, _ := s.resend.peek()
-		call := &s.calls[slot]
-		if call.abandoned {
-			// Its Call returned (its context ended) while it waited:
-			// its message is the caller's again, and nobody wants the
-			// reply.
-			s.resend.pop()
-			call.replied = true
-			delete(s.byXID, call.xid)
-			s.queueReplyLocked(slot)
-			continue
-		}
-		if !s.credits.TryAcquire() {
-			break
-		}
-		s.resend.pop()
-		msg := call.msg
-		if call.callerMsg != nil {
-			msg = call.callerMsg
-		}
-		var h xdr.CallHeader
-		args, err := h.Unmarshal(msg)
-		if err == nil {
-			err = s.postCallLocked(ep, slot, msg, c.cfg.Binding.Call(&h, msg, args))
-		}
-		if err != nil {
-			_ = s.credits.Release()
-			call.replied = true
-			delete(s.byXID, call.xid)
-			s.failCallLocked(call, callLost(call.xid, err))
-			s.queueReplyLocked(slot)
-		}
-	}
-	if s.resend.size == 0 {
-		wake(c.writeWake)
-	}
-}
-
-// isDone reports whether ch is closed.
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// The requester's connRole.
-
-func (s *requester) kind() cmpriv.Role { return cmpriv.Requester }
-
-// writeMsg sends one call under Conn.wmu: a requester's WriteMsgs are
-// serialised, as its Writes.
-func (s *requester) writeMsg(msg []byte) error {
-	c := s.c
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if err := c.writeCheck(); err != nil {
-		return err
-	}
-	return s.send(msg)
-}
-
-// writeMsgDirect is writeMsg followed by done: a call has no reply data
-// to place from the caller's memory.
-func (s *requester) writeMsgDirect(msg []byte, done func()) error {
-	err := s.writeMsg(msg)
-	done()
-	return err
-}
-
-// send sends one call of the record stream.
-func (s *requester) send(msg []byte) error {
-	if len(msg) > s.c.cfg.MaxRPCSize {
-		return s.c.opError("write", ErrMessageTooLarge)
-	}
-	_, err := s.sendCall(msg, &s.scratchH, false, nil, false, nil)
-	return err
-}
-
-// sendSkipped fails a call the deframer discarded for exceeding
-// MaxRPCSize with ErrMessageTooLarge.
-func (s *requester) sendSkipped(xdr.Skipped) error {
-	return s.c.opError("write", ErrMessageTooLarge)
-}
-
-func (s *requester) slotViewLocked(idx int) msgView { return s.calls[idx].view() }
-func (s *requester) slotErrLocked(idx int) error    { return s.calls[idx].err }
-
-// takeOwnedLocked: a reply is never in a buffer of the caller's.
-func (s *requester) takeOwnedLocked(int, bool) ([]byte, bool) { return nil, false }
-
-func (s *requester) releaseSlotLocked(idx int) { s.replyConsumedLocked(idx) }
-func (s *requester) creditsLocked() uint32     { return s.credits.Limit() }
-func (s *requester) setupEndpoint(*endpoint)   {}
-func (s *requester) trimLocked(bool, bool)     {}
-func (s *requester) lingerLocked()             {}
-
-// connLostLocked copies the replies' data out of ep's chunk memory, then
-// closes ep's connection before its calls are failed or resent: that
-// deregisters the callers' buffers registered on it (CallInto), so that
-// no late RDMA Write of the peer reaches a buffer whose call has
-// returned. The queue pair may still be alive (a call timeout): only
-// closing it stops the peer. With Conn.ep nil, no completion of ep is
-// handled meanwhile.
-func (s *requester) connLostLocked(ep *endpoint, err error) {
-	c := s.c
-	s.materializeLocked()
-	c.unlock()
-	_ = ep.vc.Close()
-	c.mu.Lock()
-	s.lostLocked(ep, err)
-}
-
-// closeLocked: a reply that arrived before Close is still the Call's to
-// take (its goroutine may be about to): its data is copied out of ep's
-// chunk memory, which shutdown unmaps, as connLostLocked does.
-func (s *requester) closeLocked(*endpoint) { s.materializeLocked() }
-
-// closed forgets the callers' buffers registered on ep: they went with it.
-func (s *requester) closed(ep *endpoint) {
-	s.c.mu.Lock()
-	s.forgetPlacedLocked(ep)
-	s.c.unlock()
 }

@@ -1,11 +1,11 @@
 package transport
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
@@ -13,6 +13,10 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
+
+// The responder's receive path (RFC 8166 §4.5, §3.5): a call is parsed,
+// its Read chunks pulled (responder_rw.go), and it is rebuilt and handed
+// to Read; as svcrdma's svc_rdma_recvfrom.c.
 
 // responder is the responder's part of a Conn: its call slots, credits,
 // memory budgets and the logic of RFC 8166's responder role, guarded by
@@ -130,6 +134,14 @@ func (s *responder) init(nRecv, nSend int, lcalls, lreplies *sharedBudget, lregs
 	s.pulling = newRing(n)
 }
 
+func (s *responder) kind() cmpriv.Role { return cmpriv.Responder }
+
+// setupEndpoint bounds the callers' buffers ep may hold registered
+// (MemoryLimits.Registered and ListenerRegistered).
+func (s *responder) setupEndpoint(ep *endpoint) {
+	ep.regs.max, ep.regs.shared = s.c.cfg.Memory.Registered, s.listenerRegs
+}
+
 // responderCompletionLocked handles one successful completion.
 func (s *responder) completionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
 	c := s.c
@@ -221,62 +233,6 @@ func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *ver
 	c.stats.readChunks.Add(uint64(call.hdr.NumReadChunks()))
 	s.pulling.push(slot)
 	return s.pumpReadsLocked(ep)
-}
-
-// pumpReadsLocked posts the RDMA Reads of the calls waiting in s.pulling,
-// in arrival order, while the send queue has room for them and the memory
-// budgets (MemoryLimits.Calls, ListenerCalls) have room for their data.
-func (s *responder) pumpReadsLocked(ep *endpoint) error {
-	for s.pulling.size > 0 {
-		slot := s.pulling.buf[s.pulling.head]
-		if call := &s.calls[slot]; call.mem == nil && call.pullReg == nil {
-			ok, err := s.reserveCallMemLocked(ep, call)
-			if !ok || err != nil {
-				return err
-			}
-		}
-		s.pullLocked(ep, slot)
-		if call := &s.calls[slot]; call.readsSent < call.readOps {
-			return nil
-		}
-		s.pulling.pop()
-	}
-	return nil
-}
-
-// pullLocked posts the RDMA Reads of slot's Read chunks not yet posted, in
-// list order into the slot's chunk memory (RFC 8166 §3.4.5), as far as the
-// send queue has room: Reads may fill half of it, so that replies and
-// RDMA_ERRORs always find room. A call with more segments than that, or
-// many calls of many segments (a peer may offer Limits.MaxSegments per
-// chunk), are pulled in rounds as completions free the queue, never
-// refused for the size of our queue.
-func (s *responder) pullLocked(ep *endpoint, slot int) {
-	c := s.c
-	call := &s.calls[slot]
-	region, base := call.mem, 0
-	if call.pullReg != nil {
-		region, base = call.pullReg, call.pullOff
-	}
-	s.ops = s.ops[:0]
-	off := 0
-	for rc := range call.hdr.ReadChunks() {
-		s.ops = marshal.AppendReadOps(s.ops, off, rc)
-		off += int(rc.Length())
-	}
-	for _, op := range s.ops[call.readsSent:] {
-		if !ep.readRoom() {
-			break
-		}
-		ep.appendRDMA(wrID(wrRead, slot, 0), verbs.OpRDMARead, region, base+op.Local, op.Len, op.Offset, op.Handle)
-		c.stats.rdmaReadBytes.Add(uint64(op.Len))
-		call.readsSent++
-		call.reads++
-		if ep.batchFull() {
-			c.postLocked(ep)
-		}
-	}
-	c.postLocked(ep)
 }
 
 // rejectCallLocked answers a call whose header was unusable: ERR_VERS,
@@ -428,6 +384,27 @@ func (s *responder) repostFreeLocked(ep *endpoint) error {
 	return s.credits.Post(1)
 }
 
+func (s *responder) slotViewLocked(idx int) msgView {
+	if call := &s.calls[idx]; call.inPlace {
+		return call.view
+	}
+	return msgView{head: s.calls[idx].msg}
+}
+
+func (s *responder) slotErrLocked(int) error { return nil }
+
+// takeOwnedLocked hands a call assembled in a buffer of
+// Config.CallBuffers over to ReadMsgAlloc (alloc); ReadMsg and Read copy
+// it.
+func (s *responder) takeOwnedLocked(idx int, alloc bool) ([]byte, bool) {
+	if !alloc {
+		return nil, false
+	}
+	return s.takeOwnedCallLocked(idx)
+}
+
+func (s *responder) releaseSlotLocked(idx int) { s.callConsumedLocked(idx) }
+
 // callConsumedLocked: Read took slot's call. Its share of the Calls budget
 // is released, and calls that waited for it are pulled.
 func (s *responder) callConsumedLocked(slot int) {
@@ -461,431 +438,6 @@ func (s *responder) callConsumedLocked(slot int) {
 	}
 }
 
-// reserveCallMemLocked takes the budgets and a registered buffer for the
-// Read chunk data of call (one of Config.CallBuffers, or of the endpoint's
-// pool); false (and no error) when a budget is full: the
-// call waits for calls to be read (this connection's budget) or for
-// retryPulls (the listener's).
-func (s *responder) reserveCallMemLocked(ep *endpoint, call *svcCall) (bool, error) {
-	c := s.c
-	n := call.pullLen
-	if !s.callMem.fits(n) {
-		// This connection's own calls must be read first: it does not
-		// hold up the listener's queue meanwhile.
-		s.listenerCalls.forget(c)
-		return false, nil
-	}
-	if !s.listenerCalls.acquire(c, s.callMem.used, n, s.retryFn) {
-		return false, nil
-	}
-	if s.pullDirectLocked(ep, call) {
-		s.callMem.used += n
-		call.callHeld = n
-		return true, nil
-	}
-	r, err := ep.pool.get(n)
-	if err != nil {
-		s.listenerCalls.release(n)
-		return false, err
-	}
-	s.callMem.used += n
-	call.callHeld, call.mem = n, r
-	return true, nil
-}
-
-// releaseCallMemLocked gives back call's share of the Calls budgets and
-// reports whether it held any.
-func (s *responder) releaseCallMemLocked(call *svcCall) bool {
-	n := call.callHeld
-	if n == 0 {
-		return false
-	}
-	call.callHeld = 0
-	s.callMem.used -= n
-	s.listenerCalls.release(n)
-	return true
-}
-
-// retryPulls runs when the listener's Calls budget had room again.
-func (s *responder) retryPulls() {
-	c := s.c
-	c.mu.Lock()
-	ep := c.ep
-	if ep == nil || c.closed {
-		s.listenerCalls.forget(c)
-		c.unlock()
-		return
-	}
-	err := s.pumpReadsLocked(ep)
-	c.unlock()
-	if err != nil {
-		c.endpointDied(ep, err)
-	}
-}
-
-// releaseReplyMemLocked frees call's reply staging once its Send completed.
-func (s *responder) releaseReplyMemLocked(ep *endpoint, call *svcCall) {
-	c := s.c
-	if call.mem != nil {
-		ep.pool.put(call.mem)
-		call.mem = nil
-	}
-	if call.direct != nil {
-		s.releaseDirectLocked(ep, call)
-		c.deferDoneLocked(call.directDone)
-		call.directDone = nil
-	}
-	if n := call.replyHeld; n > 0 {
-		call.replyHeld = 0
-		s.replyMem.used -= n
-		s.listenerReplies.release(n)
-		wake(c.writeWake)
-	}
-}
-
-// releaseAllMemLocked gives back every budget the connection's calls
-// hold: its endpoint ep is gone (the connection's close frees the
-// registered memory itself). The dones of replies sent from the caller's
-// memory (WriteMsgDirect) run once ep's connection is closed.
-func (s *responder) releaseAllMemLocked(ep *endpoint) {
-	c := s.c
-	s.endLocked()
-	s.materializeLocked()
-	for i := range s.calls {
-		call := &s.calls[i]
-		call.mem = nil
-		// A call buffer the RDMA Reads may still write until the queue
-		// pair is destroyed is not given back (CallBuffers); its
-		// registration goes with the connection, which keeps it alive
-		// until then.
-		call.pullBuf, call.pullReg = nil, nil
-		if call.directDone != nil {
-			call.direct = nil
-			c.doneAfterCloseLocked(ep, call.directDone)
-			call.directDone = nil
-		}
-		s.releaseCallMemLocked(call)
-		if n := call.replyHeld; n > 0 {
-			call.replyHeld = 0
-			s.replyMem.used -= n
-			s.listenerReplies.release(n)
-		}
-	}
-	s.listenerCalls.forget(c)
-	s.listenerReplies.forget(c)
-}
-
-// errWaitMemory: a reply's staging does not fit the Replies budgets yet.
-var errWaitMemory = errors.New("rpcrdma: waiting for reply memory")
-
-// sendReply sends one RPC reply for a call received on this Conn (RFC 8166
-// §3.5.4-§3.5.6): its DDP-eligible result by RDMA Write into the call's
-// Write chunk, the rest inline or through the Reply chunk, with Send With
-// Invalidate when both peers allow it and the call carried one rkey.
-func (s *responder) sendReply(msg []byte) error { return s.sendReplyDirect(msg, nil) }
-
-// sendReplyDirect is sendReply that may write the DDP-eligible result from
-// msg in place (WriteMsgDirect) and calls done, if not nil, once msg is
-// the caller's again.
-func (s *responder) sendReplyDirect(msg []byte, done func()) error {
-	c := s.c
-	xid, mt, err := xdr.PeekXID(msg)
-	if err != nil || mt != xdr.MsgReply {
-		callDone(done)
-		return c.opError("write", ErrNotReply)
-	}
-	if len(msg) > c.cfg.MaxRPCSize {
-		callDone(done)
-		return s.sendOversizedReply(xid)
-	}
-	return s.sendReplyXID(xid, msg, done)
-}
-
-// sendOversizedReply answers the call xid, whose reply exceeds MaxRPCSize,
-// with ERR_CHUNK, as svcrdma does for a reply it cannot convey: the
-// requester's call fails at once instead of waiting for a reply that will
-// never come. The Write that carried the reply succeeds: the reply was
-// conveyed, as an error; the event is logged and counted (ErrChunkSent).
-func (s *responder) sendOversizedReply(xid uint32) error {
-	c := s.c
-	c.cfg.Logger.Warn("rpcrdma: reply exceeds MaxRPCSize: answering ERR_CHUNK", "xid", xid, "max", c.cfg.MaxRPCSize)
-	return s.sendReplyXID(xid, nil, nil)
-}
-
-// sendReplyXID sends msg as the reply to call xid; a nil msg sends
-// ERR_CHUNK. done, if not nil, is WriteMsgDirect's: msg may be written
-// from in place, and done is called once it is the caller's again.
-//
-// Several goroutines may reply at once (WriteMsg). One wake-up of
-// writeWake may stand for room for several of them, so a reply that
-// waited passes it on once it is posted.
-func (s *responder) sendReplyXID(xid uint32, msg []byte, done func()) error {
-	c := s.c
-	waited := false
-	for {
-		c.mu.Lock()
-		if err := c.writeErrLocked(); err != nil {
-			c.unlock()
-			callDone(done)
-			return err
-		}
-		s := s
-		slot, ok := s.byXID[xid]
-		if !ok || s.calls[slot].state != svcDelivered {
-			c.unlock()
-			callDone(done)
-			return c.opError("write", ErrUnknownXID)
-		}
-		ep := c.ep
-		if ep != nil && ep.canSend(replyWRs(&s.calls[slot].hdr)) {
-			kept, err := s.postReplyLocked(ep, slot, msg, done)
-			if err == errWaitMemory {
-				c.unlock()
-				if err := c.waitWrite(); err != nil {
-					s.listenerReplies.forget(c)
-					callDone(done)
-					return err
-				}
-				waited = true
-				continue
-			}
-			c.unlock()
-			if !kept {
-				callDone(done)
-			}
-			if err != nil {
-				c.endpointDied(ep, err)
-				return c.opError("write", err)
-			}
-			if waited {
-				wake(c.writeWake)
-			}
-			return nil
-		}
-		c.unlock()
-		if err := c.waitWrite(); err != nil {
-			callDone(done)
-			return err
-		}
-		waited = true
-	}
-}
-
-// postReplyLocked plans and posts the reply of slot's call (RFC 8166
-// §3.5.4-§3.5.6), or returns errWaitMemory, having changed nothing, while
-// the Replies budgets have no room for what must go by RDMA Write. kept
-// reports that the call holds msg, to be written from in place, and done
-// (WriteMsgDirect's, or nil), which is then called when the reply's Send
-// completed or the endpoint's connection is closed.
-func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte, done func()) (kept bool, err error) {
-	c := s.c
-	call := &s.calls[slot]
-	plan, perr := s.planReply(ep, call, msg)
-	if perr == nil {
-		if done != nil {
-			s.registerDirectLocked(ep, call, msg, plan, done)
-		}
-		if err := s.stageReplyLocked(ep, call, plan); err != nil {
-			if call.direct != nil {
-				s.releaseDirectLocked(ep, call)
-				call.directDone = nil
-			}
-			return false, err
-		}
-	}
-	if kept = call.direct != nil; kept {
-		c.stats.directPlacements.Add(1)
-	}
-
-	// Post a Receive for the one this call used before granting credits.
-	delete(s.byXID, call.xid)
-	if err := s.repostFreeLocked(ep); err != nil {
-		return kept, err
-	}
-	grant, err := s.credits.Reply(call.requested)
-	if err != nil {
-		return kept, fmt.Errorf("rpcrdma: credit accounting: %w", err)
-	}
-	s.lastGrant = grant
-	sb, b := ep.nextSendBuf()
-
-	if perr != nil {
-		// The requester did not provide room for the reply: ERR_CHUNK
-		// (RFC 8166 §4.5.3), as svcrdma does.
-		c.cfg.Logger.Debug("rpcrdma: reply does not fit", "xid", call.xid, "err", perr)
-		b = chunks.AppendErrChunk(b, call.xid, grant)
-		c.stats.errChunk.Add(1)
-		ep.appendSend(wrID(wrSend, slot, sb), verbs.OpSend, sb, len(b), 0)
-		s.finishReplyLocked(ep, slot, sb)
-		return false, nil
-	}
-
-	h := ep.header()
-	h.XID, h.Vers, h.Credits, h.Proc = call.xid, chunks.Version1, grant, plan.Proc
-	if err := s.appendReplyChunksLocked(h, call, msg, plan); err != nil {
-		return kept, err
-	}
-	b = h.Append(b)
-	if plan.Proc == chunks.ProcMsg {
-		if plan.Data.Present {
-			b = marshal.AppendReduced(b, msg, plan.Data)
-		} else {
-			b = append(b, msg...)
-		}
-	}
-	if len(b) > ep.sendSize {
-		return kept, fmt.Errorf("rpcrdma: internal error: reply of %d bytes exceeds the send buffer", len(b))
-	}
-	for i, op := range s.ops {
-		r := call.mem
-		if i < s.dataOps && call.direct != nil {
-			r = call.direct
-		}
-		ep.appendRDMA(wrID(wrWrite, slot, 0), verbs.OpRDMAWrite, r, op.Local, op.Len, op.Offset, op.Handle)
-		c.stats.rdmaWriteBytes.Add(uint64(op.Len))
-	}
-	op, inv := verbs.OpSend, uint32(0)
-	if rkey, one := singleRKey(&call.hdr); one && ep.settings.SendWithInvalidate {
-		op, inv = verbs.OpSendWithInvalidate, rkey
-		c.stats.remoteInv.Add(1)
-	}
-	ep.appendSend(wrID(wrSend, slot, sb), op, sb, len(b), inv)
-	s.finishReplyLocked(ep, slot, sb)
-	return kept, nil
-}
-
-// planReply decides how call's reply msg travels (RFC 8166 §3.5.4): its
-// DDP-eligible result, which the binding locates in a successful reply, in
-// the call's Write chunk, and the rest inline or through the Reply chunk. A
-// nil msg (a reply over MaxRPCSize) cannot travel at all.
-func (s *responder) planReply(ep *endpoint, call *svcCall, msg []byte) (marshal.ReplyPlan, error) {
-	var item marshal.DataItem
-	if len(call.hdr.WriteList) > 0 && msg != nil {
-		var rh xdr.ReplyHeader
-		if results, err := rh.Unmarshal(msg); err == nil && rh.Stat == xdr.MsgAccepted && rh.AcceptStat == xdr.AcceptSuccess {
-			item = s.c.cfg.Binding.ReplyData(&call.ch, msg, results)
-			if item.Present && (item.Off < 0 || item.N < 0 || item.Off+xdr.RoundUp(item.N) > len(msg)) {
-				item = marshal.DataItem{}
-			}
-		}
-	}
-	plan, perr := marshal.PlanReply(marshal.ReplyInput{MsgLen: len(msg), Data: item, Call: &call.hdr,
-		InlineWhenFits: s.c.cfg.InlineReplies}, ep.settings.SendInline)
-	if msg == nil {
-		perr = ErrMessageTooLarge
-	}
-	return plan, perr
-}
-
-// stageReplyLocked takes the registered memory (and its share of the
-// Replies budgets) for what plan sends by RDMA Write: the result, then the
-// (reduced) reply for the Reply chunk. A result written from the caller's
-// memory (call.direct) takes no staging memory but its share of the
-// budgets all the same: they bound the bytes of replies in motion, where
-// they are. errWaitMemory while a budget is full.
-func (s *responder) stageReplyLocked(ep *endpoint, call *svcCall, plan marshal.ReplyPlan) error {
-	dataLen := 0
-	if plan.Data.Present {
-		dataLen = plan.Data.N
-	}
-	held := xdr.RoundUp(dataLen) + plan.ReplyLen
-	stage := held
-	if call.direct != nil {
-		stage = plan.ReplyLen
-	}
-	if held == 0 {
-		return nil
-	}
-	if !s.replyMem.fits(held) {
-		s.listenerReplies.forget(s.c) // woken by this connection's Send completions
-		return errWaitMemory
-	}
-	if !s.listenerReplies.acquire(s.c, s.replyMem.used, held, s.wakeFn) {
-		return errWaitMemory
-	}
-	if stage > 0 {
-		r, err := ep.pool.get(stage)
-		if err != nil {
-			s.listenerReplies.release(held)
-			return err
-		}
-		call.mem = r
-	}
-	s.replyMem.used += held
-	call.replyHeld = held
-	return nil
-}
-
-// appendReplyChunksLocked fills h's Write list and Reply chunk, the chunks
-// of call echoed with the lengths written (RFC 8166 §3.5.5, §3.5.6), copies
-// what goes by RDMA Write into call.mem (the result only unless it goes
-// from the caller's memory, call.direct) and leaves those Writes in s.ops,
-// the result's first (s.dataOps).
-func (s *responder) appendReplyChunksLocked(h *chunks.Header, call *svcCall, msg []byte, plan marshal.ReplyPlan) error {
-	s.echo, s.echoList, s.ops = s.echo[:0], s.echoList[:0], s.ops[:0]
-	dataLen := 0
-	if plan.Data.Present {
-		dataLen = plan.Data.N
-	}
-	var err error
-	for i, wc := range call.hdr.WriteList {
-		n := 0
-		if i == 0 && dataLen > 0 {
-			// An empty result (a READ at end of file) is written nowhere:
-			// the echoed chunk reports 0 bytes, and nothing was staged.
-			n = dataLen
-			local := 0
-			if call.direct != nil {
-				local = call.directOff + plan.Data.Off
-			} else {
-				copy(call.mem.Bytes(), msg[plan.Data.Off:plan.Data.Off+dataLen])
-			}
-			if s.ops, err = marshal.AppendWriteOps(s.ops, local, n, wc); err != nil {
-				return err
-			}
-			s.c.stats.writeChunks.Add(1)
-		}
-		start := len(s.echo)
-		s.echo = marshal.AppendEchoChunk(s.echo, wc, n)
-		s.echoList = append(s.echoList, s.echo[start:len(s.echo):len(s.echo)])
-	}
-	h.WriteList = s.echoList
-	s.dataOps = len(s.ops)
-	if plan.Proc != chunks.ProcNoMsg {
-		return nil
-	}
-	// The reply, reduced when its result went to the Write chunk, through
-	// the Reply chunk (RDMA_NOMSG), staged after the result (if that was
-	// staged too).
-	roff := 0
-	if call.direct == nil {
-		roff = xdr.RoundUp(dataLen)
-	}
-	rmem := call.mem.Bytes()[roff:roff]
-	if plan.Data.Present {
-		rmem = marshal.AppendReduced(rmem, msg, plan.Data)
-	} else {
-		rmem = append(rmem, msg...)
-	}
-	if s.ops, err = marshal.AppendWriteOps(s.ops, roff, len(rmem), call.hdr.ReplyChunk); err != nil {
-		return err
-	}
-	start := len(s.echo)
-	s.echo = marshal.AppendEchoChunk(s.echo, call.hdr.ReplyChunk, len(rmem))
-	h.HasReplyChunk, h.ReplyChunk = true, s.echo[start:len(s.echo):len(s.echo)]
-	s.c.stats.replyChunks.Add(1)
-	return nil
-}
-
-// finishReplyLocked queues the reply's batch and marks slot's call as
-// replying.
-func (s *responder) finishReplyLocked(ep *endpoint, slot, sb int) {
-	s.c.postLocked(ep)
-	ep.sendPosted(sb)
-	s.checkAgeLocked(&s.calls[slot], "replied")
-	s.calls[slot].state = svcReplying
-}
-
 // checkAgeLocked counts and logs call if it waited longer than
 // Config.SlowReply from its arrival; what is what became of it.
 func (s *responder) checkAgeLocked(call *svcCall, what string) {
@@ -913,6 +465,28 @@ func (s *responder) warnLocked(msg string, args ...any) {
 	s.warned = now
 	s.c.cfg.Logger.Warn(msg, append([]any{"remote", s.c.RemoteAddr()}, args...)...)
 }
+
+// connLostLocked gives back the memory the calls hold and fails the Conn:
+// a responder does not reconnect; reads drain what was received, then
+// return io.EOF if the peer disconnected.
+func (s *responder) connLostLocked(ep *endpoint, err error) {
+	c := s.c
+	s.releaseAllMemLocked(ep)
+	c.eof = errors.Is(err, verbs.ErrDisconnected)
+	c.failLocked(err)
+}
+
+// lingerLocked waits for the Sends of the replies written before Close
+// (Conn.lingerLocked).
+func (s *responder) lingerLocked() {
+	if ep := s.c.ep; ep != nil {
+		s.c.lingerLocked(ep)
+	}
+}
+
+func (s *responder) closeLocked(ep *endpoint) { s.releaseAllMemLocked(ep) }
+
+func (s *responder) closed(*endpoint) {}
 
 // endLocked counts and logs, once, the calls the connection ends with
 // unanswered: received, and their replies not posted.
@@ -942,140 +516,3 @@ func (s *responder) endLocked() {
 	c.cfg.Logger.Warn("rpcrdma: connection ends with calls unanswered", "remote", c.RemoteAddr(),
 		"unanswered", n, "oldest_xid", xid, "oldest_waited", oldest.Round(time.Millisecond))
 }
-
-// replyWRs bounds the work requests a reply to the call h may post: an
-// RDMA Write per segment of the first Write chunk and of the Reply chunk,
-// and the Send.
-func replyWRs(h *chunks.Header) int {
-	n := 1 + len(h.ReplyChunk)
-	if len(h.WriteList) > 0 {
-		n += len(h.WriteList[0])
-	}
-	return n
-}
-
-// singleRKey reports whether every segment of the call's chunks names the
-// same rkey, and which: the condition for Send With Invalidate (RFC 8797
-// §4.1; svcrdma's svc_rdma_get_inv_rkey).
-func singleRKey(h *chunks.Header) (uint32, bool) {
-	var rkey uint32
-	seen := false
-	check := func(handle uint32) bool {
-		if !seen {
-			rkey, seen = handle, true
-			return true
-		}
-		return handle == rkey
-	}
-	for _, rs := range h.ReadList {
-		if !check(rs.Handle) {
-			return 0, false
-		}
-	}
-	for _, wc := range h.WriteList {
-		for _, sg := range wc {
-			if !check(sg.Handle) {
-				return 0, false
-			}
-		}
-	}
-	for _, sg := range h.ReplyChunk {
-		if !check(sg.Handle) {
-			return 0, false
-		}
-	}
-	return rkey, seen
-}
-
-// The responder's connRole.
-
-func (s *responder) kind() cmpriv.Role { return cmpriv.Responder }
-
-// writeMsg sends one reply; a responder's WriteMsgs are not serialised.
-func (s *responder) writeMsg(msg []byte) error {
-	if err := s.c.writeCheck(); err != nil {
-		return err
-	}
-	return s.sendReply(msg)
-}
-
-func (s *responder) writeMsgDirect(msg []byte, done func()) error {
-	if err := s.c.writeCheck(); err != nil {
-		done()
-		return err
-	}
-	return s.sendReplyDirect(msg, done)
-}
-
-// send sends one reply of the record stream.
-func (s *responder) send(msg []byte) error { return s.sendReply(msg) }
-
-// sendSkipped answers the call of a reply the deframer discarded for
-// exceeding MaxRPCSize with ERR_CHUNK (see sendOversizedReply); a record
-// too short to name its XID fails the Write with ErrMessageTooLarge.
-func (s *responder) sendSkipped(sk xdr.Skipped) error {
-	if sk.HeadN < 4 {
-		return s.c.opError("write", ErrMessageTooLarge)
-	}
-	return s.sendOversizedReply(binary.BigEndian.Uint32(sk.Head[:]))
-}
-
-func (s *responder) slotViewLocked(idx int) msgView {
-	if call := &s.calls[idx]; call.inPlace {
-		return call.view
-	}
-	return msgView{head: s.calls[idx].msg}
-}
-
-func (s *responder) slotErrLocked(int) error { return nil }
-
-// takeOwnedLocked hands a call assembled in a buffer of
-// Config.CallBuffers over to ReadMsgAlloc (alloc); ReadMsg and Read copy
-// it.
-func (s *responder) takeOwnedLocked(idx int, alloc bool) ([]byte, bool) {
-	if !alloc {
-		return nil, false
-	}
-	return s.takeOwnedCallLocked(idx)
-}
-
-func (s *responder) releaseSlotLocked(idx int) { s.callConsumedLocked(idx) }
-func (s *responder) creditsLocked() uint32     { return s.lastGrant }
-
-// setupEndpoint bounds the callers' buffers ep may hold registered
-// (MemoryLimits.Registered and ListenerRegistered).
-func (s *responder) setupEndpoint(ep *endpoint) {
-	ep.regs.max, ep.regs.shared = s.c.cfg.Memory.Registered, s.listenerRegs
-}
-
-// trimLocked trims the cache of call buffers with the chunk pool: down to
-// poolKeepIdle after one idle period, all of it after the next.
-func (s *responder) trimLocked(idle, again bool) {
-	switch {
-	case idle && !again:
-		s.msgs.trim(0)
-	case idle || !again:
-		s.msgs.trim(poolKeepIdle)
-	}
-}
-
-// connLostLocked gives back the memory the calls hold and fails the Conn:
-// a responder does not reconnect; reads drain what was received, then
-// return io.EOF if the peer disconnected.
-func (s *responder) connLostLocked(ep *endpoint, err error) {
-	c := s.c
-	s.releaseAllMemLocked(ep)
-	c.eof = errors.Is(err, verbs.ErrDisconnected)
-	c.failLocked(err)
-}
-
-// lingerLocked waits for the Sends of the replies written before Close
-// (Conn.lingerLocked).
-func (s *responder) lingerLocked() {
-	if ep := s.c.ep; ep != nil {
-		s.c.lingerLocked(ep)
-	}
-}
-
-func (s *responder) closeLocked(ep *endpoint) { s.releaseAllMemLocked(ep) }
-func (s *responder) closed(*endpoint)         {}
