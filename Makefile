@@ -42,10 +42,12 @@ $(STATICCHECK):
 lint: vet staticcheck fmt-check
 
 # Both also check the guest-only files (build tag e2eguest: the tests that
-# run inside the VM), which a plain build leaves out.
+# run inside the VM), which a plain build leaves out; and the transport's
+# debug build (build tag rpcrdmadebug: its lock-order checks).
 vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags e2eguest $(PKGS)
+	$(GO) vet -tags rpcrdmadebug ./transport/
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)

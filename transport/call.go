@@ -124,7 +124,7 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 	if err != nil {
 		return reply[:0], DataItem{}, err
 	}
-	c.mu.Lock()
+	c.lock()
 	call := &c.reqState.calls[slot]
 	done := call.done
 	c.unlock()
@@ -135,7 +135,7 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 		case <-cancel:
 		case <-closed:
 		}
-		c.mu.Lock()
+		c.lock()
 		if call.placedOn != nil {
 			// The peer may still access the caller's memory (dst, or
 			// msg in place): wait until its windows are invalidated

@@ -22,17 +22,51 @@ import (
 // responder's WriteMsg calls are not serialised: replies to different
 // calls go out at once.
 type Conn struct {
+	// Ownership and lock order. Each field says what owns it. Most of the
+	// state, the role's (reqState, svcState) and the current endpoint's
+	// included, is guarded by mu. The goroutines that take mu are the
+	// callers' (Read, ReadMsg, Write, WriteMsg, Call, Close, Stats), each
+	// endpoint's poll loop (pollLoop: the only one that handles its
+	// completions) and endpoint loop (endpointLoop: bulk posts and the trim
+	// timers), a requester's reconnection and call watchdog goroutines, and
+	// the responder's retries when a Listener's budget has room
+	// (retryPulls).
+	//
+	// Lock wmu BEFORE mu. Lock mu BEFORE the Listener's budgets
+	// (sharedBudget.mu), the deadlines (deadline.mu) and an endpoint's post
+	// queue (postQueue.mu); those never take another lock. Never post send
+	// work requests (postQueue's posting, verbs.Conn.PostSend) or shut an
+	// endpoint down with mu held: work requests are queued under mu and
+	// posted by unlock once mu is released. Listener.mu is never held with
+	// mu. Callbacks run without mu (WriteMsgDirect's done; the budgets'
+	// retries, on goroutines of their own), except ReadMsgAlloc's get,
+	// which must not call the Conn.
+	//
+	// Debug builds (-tags rpcrdmadebug, lockcheck_debug.go) check this:
+	// lock and lockW record the holder and panic on a lock taken out of
+	// order or twice, assertLocked panics in a ...Locked function called
+	// without mu, flush and shutdown panic when called with mu held, and an
+	// endpoint's completions and trims panic off the goroutine that owns
+	// them (endpoint.pollG, endpoint.loopG). Normal builds compile the
+	// checks to nothing.
+
+	// Set before the Conn is returned by Dial or Accept; read-only after.
 	cfg   Config
 	role  connRole // &reqState or &svcState, chosen by newConn
 	laddr net.Addr
 	raddr net.Addr
 	dial  func() (*endpoint, error) // requester: makes a new connection
-	bg    sync.WaitGroup            // requester: the reconnection goroutine, waited for by Close
+	// bg counts the goroutines Close waits for (a requester's
+	// reconnection and call watchdog, the responder's Listener
+	// accounting); added to under mu while closed is false.
+	bg sync.WaitGroup
 
-	wmu      sync.Mutex // serialises writers: the record stream
-	deframer xdr.Deframer
+	wmu      sync.Mutex   // serialises writers of the record stream
+	wmuCheck lockCheck    // debug builds: wmu's holder
+	deframer xdr.Deframer // owned by wmu's holder
 
 	mu       sync.Mutex
+	muCheck  lockCheck        // debug builds: mu's holder
 	flushEP  *endpoint        // has batches queued under mu: unlock posts them
 	dones    *[]func()        // WriteMsgDirect dones due: unlock runs them
 	ep       *endpoint        // the current connection; nil while reconnecting
@@ -44,15 +78,17 @@ type Conn struct {
 	cur      int              // slot being read, -1 for none
 	curHdr   [4]byte          // its record mark
 	curOff   int              // bytes of record mark + message already read
-	reqState requester
-	svcState responder
+	reqState requester        // the requester's state, guarded by mu
+	svcState responder        // the responder's state, guarded by mu
 
+	// Made by newConn. The wake channels are sent to (wake) by any
+	// goroutine, under mu or not; done is closed by Close under mu.
 	readWake  chan struct{} // a message or an error arrived
 	writeWake chan struct{} // a slot, a credit or an error arrived
 	done      chan struct{} // closed by Close
-	rd, wd    deadline
+	rd, wd    deadline      // own lock (deadline.mu)
 
-	stats counters
+	stats counters // atomic
 }
 
 func newConn(cfg Config, role cmpriv.Role) *Conn {
@@ -85,12 +121,14 @@ func wake(ch chan struct{}) {
 
 // wakeAllLocked wakes readers and writers, after state changed under c.mu.
 func (c *Conn) wakeAllLocked() {
+	c.assertLocked("wakeAllLocked")
 	wake(c.readWake)
 	wake(c.writeWake)
 }
 
 // failLocked records a terminal error: the Conn is unusable from now on.
 func (c *Conn) failLocked(err error) {
+	c.assertLocked("failLocked")
 	if c.err == nil {
 		c.err = err
 	}
@@ -107,7 +145,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	for {
-		c.mu.Lock()
+		c.lock()
 		if c.closed {
 			c.unlock()
 			return 0, c.opError("read", net.ErrClosed)
@@ -184,7 +222,7 @@ func (c *Conn) ReadMsgAlloc(get func(n int) []byte) ([]byte, error) { return c.r
 // readMsg is ReadMsg, with get (if not nil) choosing the buffer.
 func (c *Conn) readMsg(buf []byte, get func(n int) []byte) ([]byte, error) {
 	for {
-		c.mu.Lock()
+		c.lock()
 		if c.closed {
 			c.unlock()
 			return buf[:0], c.opError("read", net.ErrClosed)
@@ -231,6 +269,7 @@ func (c *Conn) readMsg(buf []byte, get func(n int) []byte) ([]byte, error) {
 
 // readErrLocked is the error a read returns when no message is queued.
 func (c *Conn) readErrLocked() error {
+	c.assertLocked("readErrLocked")
 	switch {
 	case c.err != nil && c.eof:
 		return io.EOF
@@ -259,8 +298,8 @@ func (c *Conn) waitRead() error {
 // error with n counting the bytes it consumed; that record and the complete
 // records after it in p are not sent.
 func (c *Conn) Write(p []byte) (int, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	c.lockW()
+	defer c.unlockW()
 	if err := c.writeCheck(); err != nil {
 		return 0, err
 	}
@@ -334,6 +373,7 @@ func (c *Conn) WriteMsgDirect(msg []byte, done func()) error {
 // writeErrLocked is the error a write fails with once the Conn is closed
 // or failed, or nil.
 func (c *Conn) writeErrLocked() error {
+	c.assertLocked("writeErrLocked")
 	if c.closed {
 		return c.opError("write", net.ErrClosed)
 	}
@@ -344,7 +384,7 @@ func (c *Conn) writeErrLocked() error {
 }
 
 func (c *Conn) writeCheck() error {
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	if err := c.writeErrLocked(); err != nil {
 		return err
@@ -381,7 +421,7 @@ func (c *Conn) waitWriteOr(cancel <-chan struct{}) error {
 // the requester (as TCP delivers what was written before a close). It is
 // idempotent and safe from any goroutine.
 func (c *Conn) Close() error {
-	c.mu.Lock()
+	c.lock()
 	if c.closed {
 		c.unlock()
 		return nil
@@ -417,6 +457,7 @@ const closeLinger = time.Second
 // closeLinger has passed. Reads and writes already fail with
 // net.ErrClosed.
 func (c *Conn) lingerLocked(ep *endpoint) {
+	c.assertLocked("lingerLocked")
 	deadline := time.Now().Add(closeLinger)
 	for c.ep == ep && len(ep.sendFree) < ep.nSend && time.Now().Before(deadline) {
 		c.unlock()
@@ -426,13 +467,14 @@ func (c *Conn) lingerLocked(ep *endpoint) {
 		case <-t.C:
 		}
 		t.Stop()
-		c.mu.Lock()
+		c.lock()
 	}
 }
 
 // keepSettingsLocked remembers ep's negotiated settings for Stats, once ep
 // is no longer the current connection.
 func (c *Conn) keepSettingsLocked(ep *endpoint) {
+	c.assertLocked("keepSettingsLocked")
 	settings := ep.settings
 	c.last = &settings
 }
@@ -459,7 +501,7 @@ func (c *Conn) SetWriteDeadline(t time.Time) error { c.wd.set(t); return nil }
 // Stats returns the connection's counters and its negotiated settings.
 func (c *Conn) Stats() Stats {
 	s := c.stats.snapshot()
-	c.mu.Lock()
+	c.lock()
 	if ep := c.ep; ep != nil {
 		s.Negotiated = negotiated(ep.settings)
 		s.Registered = int64(ep.regs.total())
@@ -504,6 +546,31 @@ func (r *ring) peek() (int, bool) {
 	return r.buf[r.head], true
 }
 
+// lock takes c.mu.
+func (c *Conn) lock() {
+	c.muCheck.mustNotHold("Conn.mu taken")
+	c.mu.Lock()
+	c.muCheck.acquired()
+}
+
+// assertLocked panics in debug builds unless the caller holds c.mu; what
+// names the function that needs it.
+func (c *Conn) assertLocked(what string) { c.muCheck.mustHold(what) }
+
+// lockW takes c.wmu, which is locked before c.mu, never after.
+func (c *Conn) lockW() {
+	c.muCheck.mustNotHold("Conn.wmu taken (lock wmu BEFORE mu)")
+	c.wmuCheck.mustNotHold("Conn.wmu taken")
+	c.wmu.Lock()
+	c.wmuCheck.acquired()
+}
+
+// unlockW releases c.wmu.
+func (c *Conn) unlockW() {
+	c.wmuCheck.releasing()
+	c.wmu.Unlock()
+}
+
 // unlock releases c.mu and then posts the work requests queued under it
 // (see postQueue): every release of c.mu goes through it, so that nothing
 // queued is left unposted.
@@ -515,6 +582,7 @@ func (c *Conn) unlock() {
 	c.flushEP = nil
 	dones := c.dones
 	c.dones = nil
+	c.muCheck.releasing()
 	c.mu.Unlock()
 	if ep != nil {
 		c.flush(ep, false)

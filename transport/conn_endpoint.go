@@ -32,6 +32,7 @@ func (c *Conn) startEndpoint(ep *endpoint) {
 
 // postLocked queues ep's batch (endpoint.post); the next unlock posts it.
 func (c *Conn) postLocked(ep *endpoint) {
+	c.assertLocked("postLocked")
 	if ep.post() {
 		c.flushEP = ep
 	}
@@ -40,6 +41,7 @@ func (c *Conn) postLocked(ep *endpoint) {
 // flush posts ep's queued batches (endpoint.flush); a post that fails
 // ends the connection. Called without c.mu.
 func (c *Conn) flush(ep *endpoint, mayBulk bool) {
+	c.muCheck.mustNotHold("posting work requests")
 	if err := ep.flush(mayBulk); err != nil {
 		c.endpointDied(ep, err)
 	}
@@ -49,8 +51,9 @@ func (c *Conn) flush(ep *endpoint, mayBulk bool) {
 // c.mu until ep is shut down or its connection is lost.
 func (c *Conn) pollLoop(ep *endpoint) {
 	defer close(ep.loopDone)
+	ep.pollG.set()
 	err := ep.poll(func(cs []verbs.Completion) error {
-		c.mu.Lock()
+		c.lock()
 		for i := range cs {
 			if c.ep != ep {
 				break
@@ -73,6 +76,7 @@ func (c *Conn) pollLoop(ep *endpoint) {
 // cache when their timers fire, until ep is shut down.
 func (c *Conn) endpointLoop(ep *endpoint) {
 	defer close(ep.postDone)
+	ep.loopG.set()
 	for {
 		select {
 		case <-ep.postWake:
@@ -92,7 +96,8 @@ func (c *Conn) endpointLoop(ep *endpoint) {
 // once the pool is idle: down to poolKeepIdle after one idle period, all
 // of it after the next.
 func (c *Conn) trimPool(ep *endpoint) {
-	c.mu.Lock()
+	ep.loopG.check("trimPool")
+	c.lock()
 	defer c.unlock()
 	if c.ep != ep {
 		return // the connection's close frees the regions
@@ -108,7 +113,8 @@ func (c *Conn) trimPool(ep *endpoint) {
 // trimRegs runs when ep's registration cache's trim timer fires: it
 // deregisters the callers' buffers not used for a whole period.
 func (c *Conn) trimRegs(ep *endpoint) {
-	c.mu.Lock()
+	ep.loopG.check("trimRegs")
+	c.lock()
 	defer c.unlock()
 	if c.ep != ep {
 		return // the connection's close deregisters them
@@ -121,14 +127,15 @@ func (c *Conn) trimRegs(ep *endpoint) {
 // shutdown disconnects and frees ep; safe to call more than once and from
 // ep's own loops' failure paths. Called without c.mu.
 func (c *Conn) shutdown(ep *endpoint) {
+	c.muCheck.mustNotHold("shutting an endpoint down")
 	ep.once.Do(func() {
-		c.mu.Lock()
+		c.lock()
 		ep.stopTimers()
 		c.unlock()
 		ep.disconnect()
 		// The replies written from their callers' memory can no longer
 		// be read by the queue pair: their buffers go back.
-		c.mu.Lock()
+		c.lock()
 		for _, done := range ep.closed() {
 			c.deferDoneLocked(done)
 		}
@@ -138,6 +145,8 @@ func (c *Conn) shutdown(ep *endpoint) {
 
 // handleCompletionLocked dispatches one completion to the role's handler.
 func (c *Conn) handleCompletionLocked(ep *endpoint, wc *verbs.Completion) error {
+	ep.pollG.check("handleCompletionLocked")
+	c.assertLocked("handleCompletionLocked")
 	kind, slot, buf := wrSplit(wc.ID)
 	if kind != wrRecv {
 		ep.sqOut--
@@ -157,7 +166,7 @@ func (c *Conn) endpointDied(ep *endpoint, err error) {
 	if err == nil {
 		err = verbs.ErrDisconnected
 	}
-	c.mu.Lock()
+	c.lock()
 	if c.ep != ep {
 		c.unlock()
 		go c.shutdown(ep)

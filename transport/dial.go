@@ -43,7 +43,7 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "rdma", Addr: stringAddr(addr), Err: err}
 	}
 	c.laddr, c.raddr = ep.vc.LocalAddr(), ep.vc.RemoteAddr()
-	c.mu.Lock()
+	c.lock()
 	c.ep = ep
 	c.startEndpoint(ep)
 	if c.cfg.Reconnect.CallTimeout > 0 {

@@ -112,6 +112,11 @@ type endpoint struct {
 	cancel   context.CancelFunc
 	loopDone chan struct{} // closed when the poll loop ends
 	once     sync.Once     // Conn.shutdown runs once
+
+	// Debug builds: the goroutines of the poll loop, the only one that
+	// handles ep's completions, and of the endpoint loop, the only one
+	// that trims its caches.
+	pollG, loopG goroutineLock
 }
 
 // setupEndpoint allocates and registers the endpoint's memory and posts its

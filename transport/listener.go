@@ -362,7 +362,7 @@ func (l *Listener) accept(ctx context.Context, req verbs.ConnRequest) (*Conn, er
 		"send_inline", settings.SendInline, "recv_inline", settings.RecvInline,
 		"send_with_invalidate", settings.SendWithInvalidate)
 	c.laddr, c.raddr = vc.LocalAddr(), vc.RemoteAddr()
-	c.mu.Lock()
+	c.lock()
 	c.ep = ep
 	c.startEndpoint(ep)
 	c.unlock()

@@ -30,7 +30,7 @@ func (s *requester) watchCalls() {
 		case <-c.done:
 			return
 		case now := <-t.C:
-			c.mu.Lock()
+			c.lock()
 			ep := c.ep
 			stuck := false
 			for i := range s.calls {
@@ -65,7 +65,7 @@ func (s *requester) connLostLocked(ep *endpoint, err error) {
 	s.materializeLocked()
 	c.unlock()
 	_ = ep.vc.Close()
-	c.mu.Lock()
+	c.lock()
 	s.lostLocked(ep, err)
 }
 
@@ -167,7 +167,7 @@ func (s *requester) reconnect() {
 			c.cfg.Logger.Debug("rpcrdma: reconnect failed", "attempt", attempt+1, "err", err)
 			continue
 		}
-		c.mu.Lock()
+		c.lock()
 		if c.closed {
 			c.unlock()
 			// ep was never started: it has no poll loop to stop, so
@@ -185,7 +185,7 @@ func (s *requester) reconnect() {
 		c.unlock()
 		return
 	}
-	c.mu.Lock()
+	c.lock()
 	c.eof = false
 	err = fmt.Errorf("rpcrdma: reconnect failed after %d attempts: %w", c.cfg.Reconnect.MaxAttempts, err)
 	c.failLocked(err)
@@ -246,7 +246,7 @@ func (s *requester) closeLocked(*endpoint) { s.materializeLocked() }
 
 // closed forgets the callers' buffers registered on ep: they went with it.
 func (s *requester) closed(ep *endpoint) {
-	s.c.mu.Lock()
+	s.c.lock()
 	s.forgetPlacedLocked(ep)
 	s.c.unlock()
 }

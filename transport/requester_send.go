@@ -107,8 +107,8 @@ func (s *requester) creditsLocked() uint32 { return s.credits.Limit() }
 // serialised, as its Writes.
 func (s *requester) writeMsg(msg []byte) error {
 	c := s.c
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	c.lockW()
+	defer c.unlockW()
 	if err := c.writeCheck(); err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *requester) sendCall(msg []byte, h *xdr.CallHeader, direct bool, dst []b
 	h.Cred, h.Verf = xdr.OpaqueAuth{}, xdr.OpaqueAuth{}
 	stalled := false
 	for {
-		c.mu.Lock()
+		c.lock()
 		if err := c.writeErrLocked(); err != nil {
 			c.unlock()
 			return 0, err

@@ -116,7 +116,7 @@ func (s *responder) releaseCallMemLocked(call *svcCall) bool {
 // retryPulls runs when the listener's Calls budget had room again.
 func (s *responder) retryPulls() {
 	c := s.c
-	c.mu.Lock()
+	c.lock()
 	ep := c.ep
 	if ep == nil || c.closed {
 		s.listenerCalls.forget(c)

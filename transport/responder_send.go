@@ -94,7 +94,7 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte, done func()) error {
 	c := s.c
 	waited := false
 	for {
-		c.mu.Lock()
+		c.lock()
 		if err := c.writeErrLocked(); err != nil {
 			c.unlock()
 			callDone(done)
