@@ -58,9 +58,10 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 # RPCRDMA_VM=1 makes the VM tests mandatory: they fail, not skip, if the VM
-# cannot boot.
+# cannot boot. TestLockCheck runs in the transport's debug build.
 unit:
 	RPCRDMA_VM=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -tags rpcrdmadebug -count=1 -run TestLockCheck ./transport/
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-all.sh

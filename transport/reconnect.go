@@ -94,10 +94,12 @@ func (s *requester) forgetPlacedLocked(ep *endpoint) {
 	ep.regs.forget()
 }
 
-// requesterLostLocked handles the loss of the requester's connection.
+// lostLocked handles the loss of the requester's connection ep: the calls
+// in flight are queued for retransmission on a new connection, which a
+// goroutine of its own dials (reconnect), or failed with err.
 func (s *requester) lostLocked(ep *endpoint, err error) {
 	c := s.c
-	// Conn.endpointDied closed ep's connection, which deregistered the
+	// connLostLocked closed ep's connection, which deregistered the
 	// callers' buffers registered on it.
 	s.forgetPlacedLocked(ep)
 	for slot := range s.calls {

@@ -14,7 +14,8 @@ import (
 // matched to its call by XID, its chunks are invalidated, and it is handed
 // to Read or to the Call waiting for it.
 
-// requesterCompletionLocked handles one successful completion.
+// completionLocked handles one successful completion of ep: a call's Send,
+// a Local Invalidate of its windows, or a reply's Receive.
 func (s *requester) completionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
 	c := s.c
 	switch kind {

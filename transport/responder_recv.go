@@ -142,7 +142,8 @@ func (s *responder) setupEndpoint(ep *endpoint) {
 	ep.regs.max, ep.regs.shared = s.c.cfg.Memory.Registered, s.listenerRegs
 }
 
-// responderCompletionLocked handles one successful completion.
+// completionLocked handles one successful completion of ep: a reply's
+// Send, an RDMA Read of a call's Read chunk, or a call's Receive.
 func (s *responder) completionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error {
 	c := s.c
 	switch kind {
