@@ -15,7 +15,7 @@ import (
 // newEndpoint returns an endpoint for c with the negotiated settings, to
 // be set up (endpoint.setup) and then started (startEndpoint).
 func (c *Conn) newEndpoint(settings cmpriv.Settings) *endpoint {
-	ep := &endpoint{settings: settings, stats: &c.stats, log: c.cfg.Logger,
+	ep := &endpoint{settings: settings, log: c.cfg.Logger,
 		postAsyncMin: c.cfg.PostAsyncMin, maxRPC: c.cfg.MaxRPCSize}
 	ep.regs.limit = max(c.cfg.DirectPlacementCache, 0)
 	c.role.setupEndpoint(ep)
@@ -33,8 +33,25 @@ func (c *Conn) startEndpoint(ep *endpoint) {
 // postLocked queues ep's batch (endpoint.post); the next unlock posts it.
 func (c *Conn) postLocked(ep *endpoint) {
 	c.assertLocked("postLocked")
+	// Count before queuing: once posted, a Send may be answered, and the
+	// peer's caller may read both sides' Stats, before PostSend returns.
+	c.countPosted(ep.wrs)
 	if ep.post() {
 		c.flushEP = ep
+	}
+}
+
+// countPosted counts a batch's work requests in Stats.
+func (c *Conn) countPosted(wrs []verbs.WorkRequest) {
+	for i := range wrs {
+		switch wrs[i].Op {
+		case verbs.OpSend, verbs.OpSendWithInvalidate:
+			c.stats.sends.Add(1)
+		case verbs.OpRDMARead:
+			c.stats.rdmaReads.Add(1)
+		case verbs.OpRDMAWrite:
+			c.stats.rdmaWrites.Add(1)
+		}
 	}
 }
 

@@ -50,7 +50,6 @@ type endpoint struct {
 	settings cmpriv.Settings
 
 	// Set when the endpoint is made (Conn.newEndpoint), then read-only.
-	stats        *counters    // the Conn's counters
 	log          *slog.Logger // Config.Logger
 	postAsyncMin int          // Config.PostAsyncMin
 	maxRPC       int          // Config.MaxRPCSize
@@ -194,9 +193,6 @@ func (ep *endpoint) post() bool {
 	if len(ep.wrs) == 0 {
 		return false
 	}
-	// Count before posting: once posted, a Send may be answered, and the
-	// peer's caller may read both sides' Stats, before PostSend returns.
-	ep.countPosted()
 	ep.sqOut += len(ep.wrs)
 	b := sendBatch{wrs: ep.wrs, sges: ep.sges}
 	b.bulk = ep.postAsyncMin > 0 && batchBytes(b) >= ep.postAsyncMin
@@ -218,20 +214,6 @@ func (ep *endpoint) flush(mayBulk bool) error {
 		wake(ep.postWake)
 	}
 	return nil
-}
-
-// countPosted counts the batch's work requests in Stats.
-func (ep *endpoint) countPosted() {
-	for i := range ep.wrs {
-		switch ep.wrs[i].Op {
-		case verbs.OpSend, verbs.OpSendWithInvalidate:
-			ep.stats.sends.Add(1)
-		case verbs.OpRDMARead:
-			ep.stats.rdmaReads.Add(1)
-		case verbs.OpRDMAWrite:
-			ep.stats.rdmaWrites.Add(1)
-		}
-	}
 }
 
 // sgl appends one SGE to the scratch list and returns a slice of it.

@@ -294,7 +294,11 @@ func (s *requester) placeDirect(ep *endpoint, slot int) bool {
 		plan.WriteLen < c.cfg.DirectPlacementMin || len(call.dst) < plan.WriteLen {
 		return false
 	}
-	if err := ep.registerData(slot, call.dst[:plan.WriteLen]); err != nil {
+	fresh, err := ep.registerData(slot, call.dst[:plan.WriteLen])
+	if fresh {
+		c.stats.directRegs.Add(1)
+	}
+	if err != nil {
 		c.stats.directErr.Add(1)
 		c.cfg.Logger.Debug("rpcrdma: registering the caller's buffer", "xid", call.xid, "err", err)
 		return false
@@ -314,7 +318,11 @@ func (s *requester) argInPlace(ep *endpoint, slot int, arg []byte) bool {
 	if !call.direct || !call.mayExpose || len(arg) == 0 || c.cfg.DirectPlacementMin < 0 || len(arg) < c.cfg.DirectPlacementMin {
 		return false
 	}
-	if err := ep.registerArg(slot, arg); err != nil {
+	fresh, err := ep.registerArg(slot, arg)
+	if fresh {
+		c.stats.directRegs.Add(1)
+	}
+	if err != nil {
 		c.stats.directErr.Add(1)
 		c.cfg.Logger.Debug("rpcrdma: registering the caller's message", "xid", call.xid, "err", err)
 		return false
