@@ -42,10 +42,12 @@ $(STATICCHECK):
 lint: vet staticcheck fmt-check
 
 # Both also check the guest-only files (build tag e2eguest: the tests that
-# run inside the VM), which a plain build leaves out.
+# run inside the VM), which a plain build leaves out; and the transport's
+# debug build (build tag rpcrdmadebug: its lock-order checks).
 vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags e2eguest $(PKGS)
+	$(GO) vet -tags rpcrdmadebug ./transport/
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
@@ -56,9 +58,10 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 # RPCRDMA_VM=1 makes the VM tests mandatory: they fail, not skip, if the VM
-# cannot boot.
+# cannot boot. TestLockCheck runs in the transport's debug build.
 unit:
 	RPCRDMA_VM=1 $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -tags rpcrdmadebug -count=1 -run TestLockCheck ./transport/
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz-all.sh

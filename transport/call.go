@@ -96,7 +96,7 @@ func (c *Conn) CallInto(ctx context.Context, msg, reply, data []byte) ([]byte, D
 
 // call is Call and, with dst not nil, CallInto.
 func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataItem, error) {
-	if c.role != cmpriv.Requester {
+	if c.role.kind() != cmpriv.Requester {
 		return reply[:0], DataItem{}, c.opError("call", ErrNotRequester)
 	}
 	if len(msg) > c.cfg.MaxRPCSize {
@@ -118,7 +118,7 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 	if err != nil {
 		return reply[:0], DataItem{}, err
 	}
-	c.mu.Lock()
+	c.lock()
 	call := &c.reqState.calls[slot]
 	done := call.done
 	c.unlock()
@@ -129,7 +129,7 @@ func (c *Conn) call(ctx context.Context, msg, reply, dst []byte) ([]byte, DataIt
 		case <-cancel:
 		case <-closed:
 		}
-		c.mu.Lock()
+		c.lock()
 		if call.placedOn != nil {
 			// The peer may still access the caller's memory (dst, or
 			// msg in place): wait until its windows are invalidated
@@ -198,7 +198,7 @@ func (s *requester) cancelPlacedLocked(slot int) {
 		return // invalidations on their way release it
 	}
 	call.invPending += n
-	ep.post()
+	s.c.postLocked(ep)
 }
 
 // errPlacedTooLarge fails a CallInto whose reply carries a larger

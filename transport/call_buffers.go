@@ -73,7 +73,7 @@ func (s *responder) pullDirectLocked(ep *endpoint, call *svcCall) bool {
 // registration given back to the cache, and the Receive buffer freed (to
 // be posted again when a call is answered, as freeInPlaceLocked does).
 // The message is then call.msg, owned by the call until ReadMsgAlloc takes
-// it (takeOwnedLocked) or it goes back to CallBuffers.
+// it (takeOwnedCallLocked) or it goes back to CallBuffers.
 func (s *responder) assembleLocked(ep *endpoint, call *svcCall, inline []byte) {
 	marshal.AssembleCall(call.pullBuf, inline, call.layout)
 	if err := ep.regs.put(call.pullReg); err != nil {
@@ -94,9 +94,9 @@ func (s *responder) putOwnedLocked(call *svcCall) {
 	call.msg = nil
 }
 
-// takeOwnedLocked hands slot's assembled message over to a ReadMsgAlloc, if
-// the call has one.
-func (s *responder) takeOwnedLocked(slot int) ([]byte, bool) {
+// takeOwnedCallLocked hands slot's assembled message over to a
+// ReadMsgAlloc, if the call has one.
+func (s *responder) takeOwnedCallLocked(slot int) ([]byte, bool) {
 	call := &s.calls[slot]
 	if !call.owned {
 		return nil, false

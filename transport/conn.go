@@ -22,17 +22,51 @@ import (
 // responder's WriteMsg calls are not serialised: replies to different
 // calls go out at once.
 type Conn struct {
+	// Ownership and lock order. Each field says what owns it. Most of the
+	// state, the role's (reqState, svcState) and the current endpoint's
+	// included, is guarded by mu. The goroutines that take mu are the
+	// callers' (Read, ReadMsg, Write, WriteMsg, Call, Close, Stats), each
+	// endpoint's poll loop (pollLoop: the only one that handles its
+	// completions) and endpoint loop (endpointLoop: bulk posts and the trim
+	// timers), a requester's reconnection and call watchdog goroutines, and
+	// the responder's retries when a Listener's budget has room
+	// (retryPulls).
+	//
+	// Lock wmu BEFORE mu. Lock mu BEFORE the Listener's budgets
+	// (sharedBudget.mu), the deadlines (deadline.mu) and an endpoint's post
+	// queue (postQueue.mu); those never take another lock. Never post send
+	// work requests (postQueue's posting, verbs.Conn.PostSend) or shut an
+	// endpoint down with mu held: work requests are queued under mu and
+	// posted by unlock once mu is released. Listener.mu is never held with
+	// mu. Callbacks run without mu (WriteMsgDirect's done; the budgets'
+	// retries, on goroutines of their own), except ReadMsgAlloc's get,
+	// which must not call the Conn.
+	//
+	// Debug builds (-tags rpcrdmadebug, lockcheck_debug.go) check this:
+	// lock and lockW record the holder and panic on a lock taken out of
+	// order or twice, assertLocked panics in a ...Locked function called
+	// without mu, flush and shutdown panic when called with mu held, and an
+	// endpoint's completions and trims panic off the goroutine that owns
+	// them (endpoint.pollG, endpoint.loopG). Normal builds compile the
+	// checks to nothing.
+
+	// Set before the Conn is returned by Dial or Accept; read-only after.
 	cfg   Config
-	role  cmpriv.Role
+	role  connRole // &reqState or &svcState, chosen by newConn
 	laddr net.Addr
 	raddr net.Addr
 	dial  func() (*endpoint, error) // requester: makes a new connection
-	bg    sync.WaitGroup            // requester: the reconnection goroutine, waited for by Close
+	// bg counts the goroutines Close waits for (a requester's
+	// reconnection and call watchdog, the responder's Listener
+	// accounting); added to under mu while closed is false.
+	bg sync.WaitGroup
 
-	wmu      sync.Mutex // serialises writers: the record stream
-	deframer xdr.Deframer
+	wmu      sync.Mutex   // serialises writers of the record stream
+	wmuCheck lockCheck    // debug builds: wmu's holder
+	deframer xdr.Deframer // owned by wmu's holder
 
 	mu       sync.Mutex
+	muCheck  lockCheck        // debug builds: mu's holder
 	flushEP  *endpoint        // has batches queued under mu: unlock posts them
 	dones    *[]func()        // WriteMsgDirect dones due: unlock runs them
 	ep       *endpoint        // the current connection; nil while reconnecting
@@ -44,21 +78,22 @@ type Conn struct {
 	cur      int              // slot being read, -1 for none
 	curHdr   [4]byte          // its record mark
 	curOff   int              // bytes of record mark + message already read
-	reqState requester
-	svcState responder
+	reqState requester        // the requester's state, guarded by mu
+	svcState responder        // the responder's state, guarded by mu
 
+	// Made by newConn. The wake channels are sent to (wake) by any
+	// goroutine, under mu or not; done is closed by Close under mu.
 	readWake  chan struct{} // a message or an error arrived
 	writeWake chan struct{} // a slot, a credit or an error arrived
 	done      chan struct{} // closed by Close
-	rd, wd    deadline
+	rd, wd    deadline      // own lock (deadline.mu)
 
-	stats counters
+	stats counters // atomic
 }
 
 func newConn(cfg Config, role cmpriv.Role) *Conn {
 	c := &Conn{
 		cfg:       cfg,
-		role:      role,
 		cur:       -1,
 		readWake:  make(chan struct{}, 1),
 		writeWake: make(chan struct{}, 1),
@@ -67,6 +102,11 @@ func newConn(cfg Config, role cmpriv.Role) *Conn {
 		wd:        makeDeadline(),
 	}
 	c.reqState.c, c.svcState.c = c, c
+	if role == cmpriv.Requester {
+		c.role = &c.reqState
+	} else {
+		c.role = &c.svcState
+	}
 	c.deframer.MaxRecord = cfg.MaxRPCSize
 	c.deframer.SkipOversized = true
 	return c
@@ -81,12 +121,14 @@ func wake(ch chan struct{}) {
 
 // wakeAllLocked wakes readers and writers, after state changed under c.mu.
 func (c *Conn) wakeAllLocked() {
+	c.assertLocked("wakeAllLocked")
 	wake(c.readWake)
 	wake(c.writeWake)
 }
 
 // failLocked records a terminal error: the Conn is unusable from now on.
 func (c *Conn) failLocked(err error) {
+	c.assertLocked("failLocked")
 	if c.err == nil {
 		c.err = err
 	}
@@ -103,7 +145,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	for {
-		c.mu.Lock()
+		c.lock()
 		if c.closed {
 			c.unlock()
 			return 0, c.opError("read", net.ErrClosed)
@@ -117,12 +159,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if c.cur < 0 {
 			if idx, ok := c.readQ.pop(); ok {
 				c.cur, c.curOff = idx, 0
-				v := c.slotViewLocked(idx)
+				v := c.role.slotViewLocked(idx)
 				binary.BigEndian.PutUint32(c.curHdr[:], xdr.LastFragment|uint32(v.len()))
 			}
 		}
 		if c.cur >= 0 {
-			v := c.slotViewLocked(c.cur)
+			v := c.role.slotViewLocked(c.cur)
 			n := 0
 			if c.curOff < 4 {
 				n = copy(p, c.curHdr[c.curOff:])
@@ -132,7 +174,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 			}
 			c.curOff += n
 			if c.curOff == 4+v.len() {
-				c.releaseSlotLocked(c.cur)
+				c.role.releaseSlotLocked(c.cur)
 				c.cur = -1
 			}
 			c.unlock()
@@ -180,7 +222,7 @@ func (c *Conn) ReadMsgAlloc(get func(n int) []byte) ([]byte, error) { return c.r
 // readMsg is ReadMsg, with get (if not nil) choosing the buffer.
 func (c *Conn) readMsg(buf []byte, get func(n int) []byte) ([]byte, error) {
 	for {
-		c.mu.Lock()
+		c.lock()
 		if c.closed {
 			c.unlock()
 			return buf[:0], c.opError("read", net.ErrClosed)
@@ -194,17 +236,17 @@ func (c *Conn) readMsg(buf []byte, get func(n int) []byte) ([]byte, error) {
 			return buf[:0], c.opError("read", errors.New("rpcrdma: ReadMsg during a partial Read"))
 		}
 		if idx, ok := c.readQ.pop(); ok {
-			if m, owned := c.takeOwnedLocked(idx, get != nil); owned {
+			if m, owned := c.role.takeOwnedLocked(idx, get != nil); owned {
 				buf = m // assembled in a buffer of Config.CallBuffers: handed over
 			} else {
-				v := c.slotViewLocked(idx)
+				v := c.role.slotViewLocked(idx)
 				if get != nil {
 					buf = get(v.len())
 				}
 				buf = v.appendTo(buf[:0])
 			}
-			err := c.slotErrLocked(idx)
-			c.releaseSlotLocked(idx)
+			err := c.role.slotErrLocked(idx)
+			c.role.releaseSlotLocked(idx)
 			if c.readQ.size > 0 {
 				// One wake-up may stand for several messages: pass it
 				// on to another reader waiting.
@@ -227,6 +269,7 @@ func (c *Conn) readMsg(buf []byte, get func(n int) []byte) ([]byte, error) {
 
 // readErrLocked is the error a read returns when no message is queued.
 func (c *Conn) readErrLocked() error {
+	c.assertLocked("readErrLocked")
 	switch {
 	case c.err != nil && c.eof:
 		return io.EOF
@@ -255,8 +298,8 @@ func (c *Conn) waitRead() error {
 // error with n counting the bytes it consumed; that record and the complete
 // records after it in p are not sent.
 func (c *Conn) Write(p []byte) (int, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	c.lockW()
+	defer c.unlockW()
 	if err := c.writeCheck(); err != nil {
 		return 0, err
 	}
@@ -270,7 +313,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			return n, c.opError("write", err)
 		}
 		for rec, ok := c.deframer.Next(); ok; rec, ok = c.deframer.Next() {
-			if err := c.send(rec); err != nil {
+			if err := c.role.send(rec); err != nil {
 				// The complete records after it are dropped too: a
 				// later Write must not send them behind the back of a
 				// caller told that this one failed.
@@ -282,7 +325,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 			}
 		}
 		for sk, ok := c.deframer.NextSkipped(); ok; sk, ok = c.deframer.NextSkipped() {
-			if err := c.sendSkipped(sk); err != nil {
+			if err := c.role.sendSkipped(sk); err != nil {
 				for _, more := c.deframer.NextSkipped(); more; _, more = c.deframer.NextSkipped() {
 				}
 				return n, err
@@ -301,16 +344,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // memory before it returns, so the caller may reuse msg at once; only
 // Call and CallInto, which own their message until the reply, and
 // WriteMsgDirect, which owns it until its done, may expose it in place.
-func (c *Conn) WriteMsg(msg []byte) error {
-	if c.role == cmpriv.Requester {
-		c.wmu.Lock()
-		defer c.wmu.Unlock()
-	}
-	if err := c.writeCheck(); err != nil {
-		return err
-	}
-	return c.send(msg)
-}
+func (c *Conn) WriteMsg(msg []byte) error { return c.role.writeMsg(msg) }
 
 // WriteMsgDirect is WriteMsg for a responder's reply whose DDP-eligible
 // result (RFC 8166 §3.5.4: an NFS READ's data) may go to the requester's
@@ -333,21 +367,13 @@ func (c *Conn) WriteMsg(msg []byte) error {
 //
 // A requester's WriteMsgDirect is WriteMsg followed by done.
 func (c *Conn) WriteMsgDirect(msg []byte, done func()) error {
-	if c.role == cmpriv.Requester {
-		err := c.WriteMsg(msg)
-		done()
-		return err
-	}
-	if err := c.writeCheck(); err != nil {
-		done()
-		return err
-	}
-	return c.svcState.sendReplyDirect(msg, done)
+	return c.role.writeMsgDirect(msg, done)
 }
 
 // writeErrLocked is the error a write fails with once the Conn is closed
 // or failed, or nil.
 func (c *Conn) writeErrLocked() error {
+	c.assertLocked("writeErrLocked")
 	if c.closed {
 		return c.opError("write", net.ErrClosed)
 	}
@@ -358,7 +384,7 @@ func (c *Conn) writeErrLocked() error {
 }
 
 func (c *Conn) writeCheck() error {
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	if err := c.writeErrLocked(); err != nil {
 		return err
@@ -367,27 +393,6 @@ func (c *Conn) writeCheck() error {
 		return c.opError("write", errDeadline)
 	}
 	return nil
-}
-
-func (c *Conn) send(msg []byte) error {
-	if c.role == cmpriv.Requester {
-		if len(msg) > c.cfg.MaxRPCSize {
-			return c.opError("write", ErrMessageTooLarge)
-		}
-		_, err := c.reqState.sendCall(msg, &c.reqState.scratchH, false, nil, false, nil)
-		return err
-	}
-	return c.svcState.sendReply(msg)
-}
-
-// sendSkipped handles a record the deframer discarded for exceeding
-// MaxRPCSize: a requester's call fails with ErrMessageTooLarge; a
-// responder's reply becomes ERR_CHUNK for its call (see sendOversizedReply).
-func (c *Conn) sendSkipped(s xdr.Skipped) error {
-	if c.role == cmpriv.Requester || s.HeadN < 4 {
-		return c.opError("write", ErrMessageTooLarge)
-	}
-	return c.svcState.sendOversizedReply(binary.BigEndian.Uint32(s.Head[:]))
 }
 
 // waitWrite blocks a writer until state changes, the deadline passes or the
@@ -416,7 +421,7 @@ func (c *Conn) waitWriteOr(cancel <-chan struct{}) error {
 // the requester (as TCP delivers what was written before a close). It is
 // idempotent and safe from any goroutine.
 func (c *Conn) Close() error {
-	c.mu.Lock()
+	c.lock()
 	if c.closed {
 		c.unlock()
 		return nil
@@ -424,32 +429,17 @@ func (c *Conn) Close() error {
 	c.closed = true
 	close(c.done)
 	c.failLocked(net.ErrClosed)
-	if c.ep != nil && c.role == cmpriv.Responder {
-		c.lingerLocked(c.ep)
-	}
+	c.role.lingerLocked()
 	ep := c.ep
 	c.ep = nil
 	if ep != nil {
 		c.keepSettingsLocked(ep)
 	}
-	if c.role == cmpriv.Responder {
-		c.svcState.releaseAllMemLocked(ep)
-	} else {
-		// A reply that arrived before Close is still the Call's to
-		// take (its goroutine may be about to): copy its data out of
-		// ep's chunk memory, which shutdown unmaps, as endpointDied
-		// does.
-		c.reqState.materializeLocked()
-	}
+	c.role.closeLocked(ep)
 	c.unlock()
 	if ep != nil {
-		ep.shutdown()
-		if c.role == cmpriv.Requester {
-			// The callers' buffers registered on ep went with it.
-			c.mu.Lock()
-			c.reqState.forgetPlacedLocked(ep)
-			c.unlock()
-		}
+		c.shutdown(ep)
+		c.role.closed(ep)
 	}
 	// A reconnection in progress sees c.done (its dial is cancelled too)
 	// and ends; wait for it so that nothing of the Conn outlives Close.
@@ -467,6 +457,7 @@ const closeLinger = time.Second
 // closeLinger has passed. Reads and writes already fail with
 // net.ErrClosed.
 func (c *Conn) lingerLocked(ep *endpoint) {
+	c.assertLocked("lingerLocked")
 	deadline := time.Now().Add(closeLinger)
 	for c.ep == ep && len(ep.sendFree) < ep.nSend && time.Now().Before(deadline) {
 		c.unlock()
@@ -476,13 +467,14 @@ func (c *Conn) lingerLocked(ep *endpoint) {
 		case <-t.C:
 		}
 		t.Stop()
-		c.mu.Lock()
+		c.lock()
 	}
 }
 
 // keepSettingsLocked remembers ep's negotiated settings for Stats, once ep
 // is no longer the current connection.
 func (c *Conn) keepSettingsLocked(ep *endpoint) {
+	c.assertLocked("keepSettingsLocked")
 	settings := ep.settings
 	c.last = &settings
 }
@@ -509,58 +501,16 @@ func (c *Conn) SetWriteDeadline(t time.Time) error { c.wd.set(t); return nil }
 // Stats returns the connection's counters and its negotiated settings.
 func (c *Conn) Stats() Stats {
 	s := c.stats.snapshot()
-	c.mu.Lock()
+	c.lock()
 	if ep := c.ep; ep != nil {
 		s.Negotiated = negotiated(ep.settings)
 		s.Registered = int64(ep.regs.total())
 	} else if c.last != nil {
 		s.Negotiated = negotiated(*c.last)
 	}
-	if c.role == cmpriv.Requester {
-		s.Negotiated.Credits = c.reqState.credits.Limit()
-	} else {
-		s.Negotiated.Credits = c.svcState.lastGrant
-	}
+	s.Negotiated.Credits = c.role.creditsLocked()
 	c.unlock()
 	return s
-}
-
-// slotViewLocked returns the message a queued slot holds.
-func (c *Conn) slotViewLocked(idx int) msgView {
-	if c.role == cmpriv.Requester {
-		return c.reqState.calls[idx].view()
-	}
-	if call := &c.svcState.calls[idx]; call.inPlace {
-		return call.view
-	}
-	return msgView{head: c.svcState.calls[idx].msg}
-}
-
-// slotErrLocked returns what reading a queued slot's message reports with
-// it.
-func (c *Conn) slotErrLocked(idx int) error {
-	if c.role == cmpriv.Requester {
-		return c.reqState.calls[idx].err
-	}
-	return nil
-}
-
-// takeOwnedLocked hands a responder's call assembled in a buffer of
-// Config.CallBuffers over to ReadMsgAlloc (alloc); ReadMsg and Read copy it.
-func (c *Conn) takeOwnedLocked(idx int, alloc bool) ([]byte, bool) {
-	if !alloc || c.role == cmpriv.Requester {
-		return nil, false
-	}
-	return c.svcState.takeOwnedLocked(idx)
-}
-
-// releaseSlotLocked is called once a queued message has been read.
-func (c *Conn) releaseSlotLocked(idx int) {
-	if c.role == cmpriv.Requester {
-		c.reqState.replyConsumedLocked(idx)
-	} else {
-		c.svcState.callConsumedLocked(idx)
-	}
 }
 
 // ring is a fixed-capacity FIFO of slot indices.
@@ -596,6 +546,31 @@ func (r *ring) peek() (int, bool) {
 	return r.buf[r.head], true
 }
 
+// lock takes c.mu.
+func (c *Conn) lock() {
+	c.muCheck.mustNotHold("Conn.mu taken")
+	c.mu.Lock()
+	c.muCheck.acquired()
+}
+
+// assertLocked panics in debug builds unless the caller holds c.mu; what
+// names the function that needs it.
+func (c *Conn) assertLocked(what string) { c.muCheck.mustHold(what) }
+
+// lockW takes c.wmu, which is locked before c.mu, never after.
+func (c *Conn) lockW() {
+	c.muCheck.mustNotHold("Conn.wmu taken (lock wmu BEFORE mu)")
+	c.wmuCheck.mustNotHold("Conn.wmu taken")
+	c.wmu.Lock()
+	c.wmuCheck.acquired()
+}
+
+// unlockW releases c.wmu.
+func (c *Conn) unlockW() {
+	c.wmuCheck.releasing()
+	c.wmu.Unlock()
+}
+
 // unlock releases c.mu and then posts the work requests queued under it
 // (see postQueue): every release of c.mu goes through it, so that nothing
 // queued is left unposted.
@@ -607,9 +582,10 @@ func (c *Conn) unlock() {
 	c.flushEP = nil
 	dones := c.dones
 	c.dones = nil
+	c.muCheck.releasing()
 	c.mu.Unlock()
 	if ep != nil {
-		ep.flush(false)
+		c.flush(ep, false)
 	}
 	if dones != nil {
 		runDones(dones)

@@ -43,9 +43,9 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "rdma", Addr: stringAddr(addr), Err: err}
 	}
 	c.laddr, c.raddr = ep.vc.LocalAddr(), ep.vc.RemoteAddr()
-	c.mu.Lock()
+	c.lock()
 	c.ep = ep
-	ep.start()
+	c.startEndpoint(ep)
 	if c.cfg.Reconnect.CallTimeout > 0 {
 		c.bg.Add(1)
 		go c.reqState.watchCalls()
@@ -83,7 +83,7 @@ func (c *Conn) dialEndpoint(ctx context.Context, addr string) (*endpoint, error)
 	n := int(c.cfg.Credits)
 	sendSize := max(local.SendSize, c.cfg.offer().SendSize)
 	recvSize := max(local.RecvSize, c.cfg.offer().RecvSize)
-	ep := &endpoint{c: c}
+	ep := c.newEndpoint(cmpriv.Settings{})
 	caps := c.cfg.caps(n)
 	vc, err := c.cfg.Provider.Dial(ctx, addr, &verbs.ConnOptions{PrivateData: pd, Caps: caps,
 		Setup: func(vc verbs.Conn) error { return ep.setup(vc, n, n, sendSize, n, recvSize, n) }})

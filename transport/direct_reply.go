@@ -12,8 +12,8 @@ import (
 //
 // WriteMsg copies a reply's DDP-eligible result into a registered buffer
 // of the endpoint's pool, under the connection's lock, before its RDMA
-// Writes: for a 64 KiB READ that is a second copy of the data (the first
-// is the server's read of the file into its reply). WriteMsgDirect
+// Writes: for an NFS READ, a second copy of the data (the first is the
+// server's read of the file into its reply). WriteMsgDirect
 // registers the caller's buffer instead, through the endpoint's regCache
 // (the one CallInto uses on the requester side), and posts the Writes
 // from it, as svcrdma maps page-cache pages for the NIC. The registration
@@ -109,7 +109,7 @@ func (c *Conn) deferDoneLocked(done func()) {
 
 // doneAfterCloseLocked has done run once ep's connection is closed (its
 // queue pair destroyed: nothing can read the caller's memory any more),
-// by ep.shutdown, or by the next unlock if that already happened.
+// by Conn.shutdown, or by the next unlock if that already happened.
 func (c *Conn) doneAfterCloseLocked(ep *endpoint, done func()) {
 	if ep == nil || ep.vcClosed {
 		c.deferDoneLocked(done)

@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -37,10 +38,21 @@ func wrSplit(id uint64) (kind uint64, slot, buf int) {
 // endpoint is one RDMA connection of a Conn with the resources registered
 // on it: the Receive buffers, the Send buffers and the per-slot chunk
 // memory. A requester that reconnects gets a new endpoint.
+//
+// An endpoint knows nothing of its Conn: the Conn builds its work requests
+// and reads its completions under Conn.mu, and the endpoint's methods
+// report what the Conn must do instead of doing it (post reports a batch
+// to flush once Conn.mu is released, flush and poll report the failure
+// that ends the connection, the trim timers wake the Conn's endpoint
+// loop). Its fields are guarded by Conn.mu unless they say otherwise.
 type endpoint struct {
-	c        *Conn
 	vc       verbs.Conn
 	settings cmpriv.Settings
+
+	// Set when the endpoint is made (Conn.newEndpoint), then read-only.
+	log          *slog.Logger // Config.Logger
+	postAsyncMin int          // Config.PostAsyncMin
+	maxRPC       int          // Config.MaxRPCSize
 
 	recvRegion verbs.Region
 	recvSize   int
@@ -63,11 +75,11 @@ type endpoint struct {
 	// WriteMsgDirect's (responder).
 	regs regCache
 	// closedDones are WriteMsgDirect dones due once vc is closed
-	// (doneAfterCloseLocked), and vcClosed says it is; guarded by c.mu.
+	// (doneAfterCloseLocked), and vcClosed says it is.
 	closedDones []func()
 	vcClosed    bool
 
-	// scratch, reused under c.mu
+	// scratch, reused under Conn.mu
 	writeSeg  [1]chunks.Segment
 	writeList [1]chunks.WriteChunk
 	replySeg  [1]chunks.Segment
@@ -79,20 +91,31 @@ type endpoint struct {
 	hdr       chunks.Header
 	keys      *rand.ChaCha8 // key bytes of the rkeys we bind
 
-	// posts takes the batches built under c.mu to the goroutine that
-	// posts them once c.mu is released (Conn.unlock), or to postLoop.
+	// posts takes the batches built under Conn.mu to the goroutine that
+	// posts them once Conn.mu is released (Conn.unlock), or to the
+	// endpoint loop (Conn.endpointLoop); it has locks of its own.
 	posts    postQueue
-	postWake chan struct{} // wakes postLoop: a bulk batch is queued
-	postDone chan struct{}
+	postWake chan struct{} // wakes the endpoint loop: a bulk batch is queued
+	postDone chan struct{} // closed when the endpoint loop ends
 
+	// trimWake and regTrimWake wake the endpoint loop to trim the chunk
+	// pool and the registration cache; trimTimer and regTimer send to
+	// them (armTrim, armRegTrim).
+	trimWake, regTrimWake chan struct{}
+	trimTimer, regTimer   *time.Timer
+
+	// Set by begin, before the endpoint's goroutines start; read-only
+	// after.
 	started  time.Time // when polling started
 	ctx      context.Context
 	cancel   context.CancelFunc
-	loopDone chan struct{}
-	once     sync.Once
-	// trimTimer runs trimPool (armTrim), regTimer trimRegs
-	// (armRegTrim); guarded by c.mu.
-	trimTimer, regTimer *time.Timer
+	loopDone chan struct{} // closed when the poll loop ends
+	once     sync.Once     // Conn.shutdown runs once
+
+	// Debug builds: the goroutines of the poll loop, the only one that
+	// handles ep's completions, and of the endpoint loop, the only one
+	// that trims its caches.
+	pollG, loopG goroutineLock
 }
 
 // setupEndpoint allocates and registers the endpoint's memory and posts its
@@ -104,12 +127,8 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 	var seed [32]byte
 	_, _ = crand.Read(seed[:]) // never fails (crypto/rand)
 	ep.keys = rand.NewChaCha8(seed)
-	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.c.cfg.MaxRPCSize, maxBufs: nSlots, armTrim: ep.armTrim}
-	ep.regs.limit = max(ep.c.cfg.DirectPlacementCache, 0)
+	ep.pool = chunkPool{vc: vc, maxIdle: 2 * ep.maxRPC, maxBufs: nSlots, armTrim: ep.armTrim}
 	ep.regs.armTrim = ep.armRegTrim
-	if ep.c.role == cmpriv.Responder {
-		ep.regs.max, ep.regs.shared = ep.c.cfg.Memory.Registered, ep.c.svcState.listenerRegs
-	}
 	var err error
 	if ep.recvRegion, err = vc.AllocRegion(nRecv * recvSize); err != nil {
 		return fmt.Errorf("rpcrdma: receive buffers: %w", err)
@@ -127,6 +146,8 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 	b := newSendBatch()
 	ep.wrs, ep.sges = b.wrs, b.sges
 	ep.postWake = make(chan struct{}, 1)
+	ep.trimWake = make(chan struct{}, 1)
+	ep.regTrimWake = make(chan struct{}, 1)
 	ep.rrs = make([]verbs.RecvRequest, 0, nRecv)
 	ep.recvFree = make([]int, 0, nRecv)
 	for i := post; i < nRecv; i++ {
@@ -164,66 +185,35 @@ func (ep *endpoint) repost(i int) error {
 	return ep.vc.PostRecv(ep.recvRR[:])
 }
 
-// post queues the batch built so far, to be posted when c.mu is released
-// (postQueue, Conn.unlock), and counts it as posted.
-func (ep *endpoint) post() {
+// post queues the batch built so far, to be posted when Conn.mu is
+// released (postQueue), and counts it as posted. It reports whether it
+// queued anything: the Conn must then flush the endpoint once it releases
+// its lock (Conn.postLocked, Conn.unlock).
+func (ep *endpoint) post() bool {
 	if len(ep.wrs) == 0 {
-		return
+		return false
 	}
-	// Count before posting: once posted, a Send may be answered, and the
-	// peer's caller may read both sides' Stats, before PostSend returns.
-	ep.countPosted()
 	ep.sqOut += len(ep.wrs)
 	b := sendBatch{wrs: ep.wrs, sges: ep.sges}
-	b.bulk = ep.c.cfg.PostAsyncMin > 0 && batchBytes(b) >= ep.c.cfg.PostAsyncMin
+	b.bulk = ep.postAsyncMin > 0 && batchBytes(b) >= ep.postAsyncMin
 	next := ep.posts.push(b)
 	ep.wrs, ep.sges = next.wrs, next.sges
-	ep.c.flushEP = ep
+	return true
 }
 
 // flush posts the queued batches, up to the first bulk one unless mayBulk
-// (postLoop), and wakes postLoop for that (see postQueue); a post that
-// fails ends the connection. Called without c.mu.
-func (ep *endpoint) flush(mayBulk bool) {
+// (the endpoint loop), and wakes the endpoint loop for that (see
+// postQueue). A post that fails returns its error: the connection is
+// lost. Called without Conn.mu.
+func (ep *endpoint) flush(mayBulk bool) error {
 	bulk, err := ep.posts.flush(ep.vc, mayBulk)
 	if err != nil {
-		ep.c.endpointDied(ep, err)
-		return
+		return err
 	}
 	if bulk {
-		select {
-		case ep.postWake <- struct{}{}:
-		default: // already woken
-		}
+		wake(ep.postWake)
 	}
-}
-
-// postLoop posts the queue when a bulk batch is in it, until the endpoint
-// is shut down.
-func (ep *endpoint) postLoop() {
-	defer close(ep.postDone)
-	for {
-		select {
-		case <-ep.postWake:
-		case <-ep.ctx.Done():
-			return
-		}
-		ep.flush(true)
-	}
-}
-
-// countPosted counts the batch's work requests in Stats.
-func (ep *endpoint) countPosted() {
-	for i := range ep.wrs {
-		switch ep.wrs[i].Op {
-		case verbs.OpSend, verbs.OpSendWithInvalidate:
-			ep.c.stats.sends.Add(1)
-		case verbs.OpRDMARead:
-			ep.c.stats.rdmaReads.Add(1)
-		case verbs.OpRDMAWrite:
-			ep.c.stats.rdmaWrites.Add(1)
-		}
-	}
+	return nil
 }
 
 // sgl appends one SGE to the scratch list and returns a slice of it.
@@ -233,31 +223,21 @@ func (ep *endpoint) sgl(r verbs.Region, off, n int) []verbs.SGE {
 	return ep.sges[i : i+1 : i+1]
 }
 
-// run polls completions until the connection dies or is shut down, and
-// hands each one to the Conn under its lock.
-func (ep *endpoint) run() {
-	defer close(ep.loopDone)
+// poll polls completions until the connection dies or the endpoint is
+// shut down, and hands each batch to handle (the Conn's, which takes its
+// lock). It returns nil once shut down, otherwise why the connection is
+// lost: a failed poll or wait, the connection's end, or handle's error.
+func (ep *endpoint) poll(handle func([]verbs.Completion) error) error {
 	cs := make([]verbs.Completion, 64)
 	for {
 		n, err := ep.vc.Poll(cs)
 		if err != nil && !errors.Is(err, verbs.ErrDisconnected) {
-			ep.c.endpointDied(ep, err)
-			return
+			return err
 		}
 		if n > 0 {
-			c := ep.c
-			c.mu.Lock()
-			for i := range cs[:n] {
-				if c.ep != ep {
-					break
-				}
-				if herr := c.handleCompletionLocked(ep, &cs[i]); herr != nil {
-					c.unlock()
-					ep.c.endpointDied(ep, herr)
-					return
-				}
+			if herr := handle(cs[:n]); herr != nil {
+				return herr
 			}
-			c.unlock()
 			// Let the goroutines the batch woke (a Call's, a reader's)
 			// run now, on this processor, rather than after the next
 			// Poll and Wait: each hand-off otherwise waits for a
@@ -266,8 +246,7 @@ func (ep *endpoint) run() {
 			continue
 		}
 		if err != nil {
-			ep.c.endpointDied(ep, err)
-			return
+			return err
 		}
 		select {
 		case <-ep.vc.Done():
@@ -275,174 +254,79 @@ func (ep *endpoint) run() {
 			if n, _ := ep.vc.Poll(cs); n > 0 {
 				continue
 			}
-			ep.c.endpointDied(ep, ep.vc.Err())
-			return
+			if err := ep.vc.Err(); err != nil {
+				return err
+			}
+			return verbs.ErrDisconnected
 		default:
 		}
 		if err := ep.vc.Wait(ep.ctx); err != nil {
 			if ep.ctx.Err() != nil {
-				return
+				return nil
 			}
-			ep.c.endpointDied(ep, err)
-			return
+			return err
 		}
 	}
 }
 
-// armTrim runs trimPool poolTrimAfter from now (chunkPool.armTrim). Called
-// with c.mu held.
+// armTrim has the endpoint loop trim the chunk pool poolTrimAfter from now
+// (chunkPool.armTrim). Called with Conn.mu held.
 func (ep *endpoint) armTrim() {
 	if ep.trimTimer == nil {
-		ep.trimTimer = time.AfterFunc(poolTrimAfter, ep.trimPool)
+		ep.trimTimer = time.AfterFunc(poolTrimAfter, func() { wake(ep.trimWake) })
 		return
 	}
 	ep.trimTimer.Reset(poolTrimAfter)
 }
 
-// trimPool runs when the chunk pool's trim timer fires: it frees what a
-// burst left in the cache, and in the responder's cache of call buffers,
-// once the pool is idle: down to poolKeepIdle after one idle period, all
-// of it after the next.
-func (ep *endpoint) trimPool() {
-	c := ep.c
-	c.mu.Lock()
-	defer c.unlock()
-	if c.ep != ep {
-		return // the connection's close frees the regions
-	}
-	idle := !ep.pool.used
-	again := ep.pool.trimIdle()
-	if again {
-		ep.armTrim()
-	}
-	if c.role == cmpriv.Responder {
-		switch {
-		case idle && !again:
-			c.svcState.msgs.trim(0)
-		case idle || !again:
-			c.svcState.msgs.trim(poolKeepIdle)
-		}
-	}
-}
-
-// armRegTrim runs trimRegs regTrimAfter from now (regCache.armTrim).
-// Called with c.mu held.
+// armRegTrim has the endpoint loop trim the registration cache
+// regTrimAfter from now (regCache.armTrim). Called with Conn.mu held.
 func (ep *endpoint) armRegTrim() {
 	if ep.regTimer == nil {
-		ep.regTimer = time.AfterFunc(regTrimAfter, ep.trimRegs)
+		ep.regTimer = time.AfterFunc(regTrimAfter, func() { wake(ep.regTrimWake) })
 		return
 	}
 	ep.regTimer.Reset(regTrimAfter)
 }
 
-// trimRegs runs when the registration cache's trim timer fires: it
-// deregisters the callers' buffers not used for a whole period.
-func (ep *endpoint) trimRegs() {
-	c := ep.c
-	c.mu.Lock()
-	defer c.unlock()
-	if c.ep != ep {
-		return // the connection's close deregisters them
+// stopTimers stops the trim timers. Called with Conn.mu held.
+func (ep *endpoint) stopTimers() {
+	if ep.trimTimer != nil {
+		ep.trimTimer.Stop()
 	}
-	if ep.regs.trimIdle() {
-		ep.armRegTrim()
+	if ep.regTimer != nil {
+		ep.regTimer.Stop()
 	}
 }
 
-// shutdown disconnects and frees the endpoint; safe to call more than once
-// and from the loop's own failure path.
-func (ep *endpoint) shutdown() {
-	ep.once.Do(func() {
-		ep.c.mu.Lock()
-		if ep.trimTimer != nil {
-			ep.trimTimer.Stop()
-		}
-		if ep.regTimer != nil {
-			ep.regTimer.Stop()
-		}
-		ep.c.unlock()
-		ep.cancel()
-		// What the posting goroutine left (a reply written just before
-		// Close) is posted before the disconnect, as it would have been
-		// had its writer posted it.
-		<-ep.postDone
-		_, _ = ep.posts.flush(ep.vc, true)
-		_ = ep.vc.Close()
-		<-ep.loopDone
-		// The replies written from their callers' memory can no longer
-		// be read by the queue pair: their buffers go back.
-		ep.c.mu.Lock()
-		ep.vcClosed = true
-		ep.regs.forget() // deregistered with the connection
-		for _, done := range ep.closedDones {
-			ep.c.deferDoneLocked(done)
-		}
-		ep.closedDones = nil
-		ep.c.unlock()
-	})
-}
-
-// handleCompletionLocked dispatches one completion to the role's handler.
-func (c *Conn) handleCompletionLocked(ep *endpoint, wc *verbs.Completion) error {
-	kind, slot, buf := wrSplit(wc.ID)
-	if kind != wrRecv {
-		ep.sqOut--
-		defer wake(c.writeWake)
-	}
-	if wc.Status != verbs.StatusSuccess {
-		if wc.Status == verbs.StatusFlushed {
-			return verbs.ErrDisconnected
-		}
-		return fmt.Errorf("rpcrdma: %v work request failed: %w", wc.Op, wc.Err())
-	}
-	if c.role == cmpriv.Requester {
-		return c.reqState.completionLocked(ep, kind, slot, buf, wc)
-	}
-	return c.svcState.completionLocked(ep, kind, slot, buf, wc)
-}
-
-// endpointDied handles the loss of ep's connection.
-func (c *Conn) endpointDied(ep *endpoint, err error) {
-	if err == nil {
-		err = verbs.ErrDisconnected
-	}
-	c.mu.Lock()
-	if c.ep != ep {
-		c.unlock()
-		go ep.shutdown()
-		return
-	}
-	c.ep = nil
-	c.keepSettingsLocked(ep)
-	c.cfg.Logger.Debug("rpcrdma: connection lost", "role", c.role.String(), "err", err)
-	if c.role == cmpriv.Requester {
-		// Copy the replies' data out of ep's chunk memory, then close
-		// ep's connection before its calls are failed or resent: that
-		// deregisters the callers' buffers registered on it (CallInto),
-		// so that no late RDMA Write of the peer reaches a buffer whose
-		// call has returned. The queue pair may still be alive (a call
-		// timeout): only closing it stops the peer. With c.ep nil, no
-		// completion of ep is handled meanwhile.
-		c.reqState.materializeLocked()
-		c.unlock()
-		_ = ep.vc.Close()
-		c.mu.Lock()
-		c.reqState.lostLocked(ep, err)
-	} else {
-		c.svcState.releaseAllMemLocked(ep)
-		c.eof = errors.Is(err, verbs.ErrDisconnected)
-		c.failLocked(err)
-	}
-	c.unlock()
-	go ep.shutdown()
-}
-
-// start begins polling ep.
-func (ep *endpoint) start() {
+// begin readies ep's loops' state; the Conn starts them (Conn.startEndpoint).
+func (ep *endpoint) begin() {
 	ep.started = time.Now()
 	ep.ctx, ep.cancel = context.WithCancel(context.Background())
 	ep.loopDone = make(chan struct{})
 	ep.postDone = make(chan struct{})
-	go ep.run()
-	go ep.postLoop()
+}
+
+// disconnect stops ep's loops and closes its connection, which destroys
+// the queue pair: what the endpoint loop left queued (a reply written just
+// before Close) is posted first, as it would have been had its writer
+// posted it. Called without Conn.mu, once the loops were started.
+func (ep *endpoint) disconnect() {
+	ep.cancel()
+	<-ep.postDone
+	_, _ = ep.posts.flush(ep.vc, true)
+	_ = ep.vc.Close()
+	<-ep.loopDone
+}
+
+// closed records that ep's connection is closed: the callers' buffers it
+// had registered are deregistered with it. It returns the WriteMsgDirect
+// dones that were waiting for that (doneAfterCloseLocked). Called with
+// Conn.mu held.
+func (ep *endpoint) closed() []func() {
+	ep.vcClosed = true
+	ep.regs.forget() // deregistered with the connection
+	dones := ep.closedDones
+	ep.closedDones = nil
+	return dones
 }

@@ -63,43 +63,41 @@ func (cb *chunkBuf) exposure(which int) *exposure {
 }
 
 // registerArg registers p, the Read chunk's bytes in the caller's message,
-// as slot's argument region, exposed by the slot's read window.
-func (ep *endpoint) registerArg(slot int, p []byte) error {
+// as slot's argument region, exposed by the slot's read window; fresh
+// reports a new registration (not found in the cache).
+func (ep *endpoint) registerArg(slot int, p []byte) (fresh bool, err error) {
 	cb := &ep.chunkMem[slot]
 	return ep.registerCaller(&cb.read, &cb.argRegion, &cb.argOff, p)
 }
 
 // registerData registers p, the caller's buffer, as slot's data region,
-// exposed by the slot's data window.
-func (ep *endpoint) registerData(slot int, p []byte) error {
+// exposed by the slot's data window; fresh as registerArg's.
+func (ep *endpoint) registerData(slot int, p []byte) (fresh bool, err error) {
 	cb := &ep.chunkMem[slot]
 	return ep.registerCaller(&cb.data, &cb.dataRegion, &cb.dataOff, p)
 }
 
 // registerCaller registers p, caller memory (verbs.Registrar, through the
 // endpoint's regCache), into *r at *off, and gives x a window to expose
-// it.
-func (ep *endpoint) registerCaller(x *exposure, r *verbs.Region, off *int, p []byte) error {
+// it. fresh reports a new registration (not found in the cache).
+func (ep *endpoint) registerCaller(x *exposure, r *verbs.Region, off *int, p []byte) (fresh bool, err error) {
 	reg, ok := ep.vc.(verbs.Registrar)
 	if !ok {
-		return fmt.Errorf("rpcrdma: provider cannot register the caller's memory: %w", verbs.ErrNotSupported)
+		return false, fmt.Errorf("rpcrdma: provider cannot register the caller's memory: %w", verbs.ErrNotSupported)
 	}
 	if x.win == nil {
 		w, err := ep.vc.AllocWindow()
 		if err != nil {
-			return fmt.Errorf("rpcrdma: memory window: %w", err)
+			return false, fmt.Errorf("rpcrdma: memory window: %w", err)
 		}
 		x.win, x.rkey = w, w.RKey()
 	}
 	region, o, cached, err := ep.regs.get(reg, p)
 	if err != nil {
-		return err
-	}
-	if !cached {
-		ep.c.stats.directRegs.Add(1)
+		return false, err
 	}
 	*r, *off = region, o
-	return nil
+	return !cached, nil
 }
 
 // releaseData gives slot's registrations of caller memory whose windows are
@@ -118,7 +116,7 @@ func (ep *endpoint) releaseCaller(x *exposure, r *verbs.Region) {
 		return
 	}
 	if err := ep.regs.put(*r); err != nil {
-		ep.c.cfg.Logger.Warn("rpcrdma: deregistering the caller's memory", "err", err)
+		ep.log.Warn("rpcrdma: deregistering the caller's memory", "err", err)
 	}
 	*r = nil
 }

@@ -346,7 +346,7 @@ func (l *Listener) accept(ctx context.Context, req verbs.ConnRequest) (*Conn, er
 	nRecv := int(cfg.GrantPolicy.Max)
 	nSend := nRecv
 	c.svcState.init(nRecv, nSend, l.calls, l.replies, l.regs)
-	ep := &endpoint{c: c, settings: settings}
+	ep := c.newEndpoint(settings)
 	caps := cfg.caps(nRecv)
 	sendSize := max(settings.SendInline, local.SendSize)
 	vc, err := req.Accept(ctx, &verbs.ConnOptions{PrivateData: pd, Caps: caps,
@@ -362,9 +362,9 @@ func (l *Listener) accept(ctx context.Context, req verbs.ConnRequest) (*Conn, er
 		"send_inline", settings.SendInline, "recv_inline", settings.RecvInline,
 		"send_with_invalidate", settings.SendWithInvalidate)
 	c.laddr, c.raddr = vc.LocalAddr(), vc.RemoteAddr()
-	c.mu.Lock()
+	c.lock()
 	c.ep = ep
-	ep.start()
+	c.startEndpoint(ep)
 	c.unlock()
 	return c, nil
 }

@@ -35,17 +35,16 @@ func batchBytes(b sendBatch) int {
 // posts them, after Conn.mu is released.
 //
 // Building a batch is cheap and touches the connection's state; posting it
-// may not be: rxe runs a user queue pair's work requests in the poster's
-// thread, so a post lasts as long as the copy of the data it moves.
-// Posted under Conn.mu, it would hold up the poll loop (no call handed
-// over, no reply built) for that long. So a batch is queued under Conn.mu, in the
-// order the protocol needs (an RDMA Write before the Send that reports
-// it), and whoever released Conn.mu after queuing posts the queue, in that
-// order, under posting alone; a goroutine that finds another posting
-// leaves its batch to that one, which looks at the queue again before it
-// stops. A bulk batch (Config.PostAsyncMin) is left to the connection's
-// posting goroutine, and with it what was queued after it: the goroutine
-// that built it goes on. The batch counts as posted from the moment it is
+// may not be (a software provider such as rxe runs a user queue pair's
+// work requests in the poster's thread), and nothing may post under
+// Conn.mu, which would hold up the poll loop for as long. So a batch is
+// queued under Conn.mu, in the order the protocol needs (an RDMA Write
+// before the Send that reports it), and whoever released Conn.mu after
+// queuing posts the queue, in that order, under posting alone; a goroutine
+// that finds another posting leaves its batch to that one, which looks at
+// the queue again before it stops. A bulk batch (Config.PostAsyncMin) is
+// left to the endpoint loop (Conn.endpointLoop), and with it what was
+// queued after it: the goroutine that built it goes on. The batch counts as posted from the moment it is
 // queued (sqOut, Send buffers, Stats): its completions can only come
 // later. A post that fails ends the connection, as a failed work request
 // does.
@@ -88,8 +87,8 @@ func (q *postQueue) pending() (left, bulk bool) {
 
 // flush posts the queued batches on vc, in order, as one work request list,
 // unless another goroutine is posting (it posts them). Unless mayBulk (the
-// posting goroutine), it stops at a bulk batch and reports that one is
-// left (the caller wakes the posting goroutine). It returns the first post
+// endpoint loop), it stops at a bulk batch and reports that one is left
+// (the caller wakes the endpoint loop). It returns the first post
 // error, after which nothing more of the queue is posted; the caller ends
 // the connection. Called without Conn.mu.
 func (q *postQueue) flush(vc verbs.Conn, mayBulk bool) (bulkLeft bool, err error) {

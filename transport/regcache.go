@@ -14,10 +14,10 @@ import (
 // WriteMsgDirect, Config.CallBuffers) on one endpoint for reuse, as UCX's
 // rcache and libfabric's MR cache do: callers reuse their buffers (a
 // File's read-ahead blocks, a loop's buffer, an RPC server's pool), and a
-// registration costs two system calls and the pinning of its pages, more
-// than copying a buffer of a few hundred KiB, where a cached one costs
-// nothing. A buffer inside
-// a cached one (a sub-slice) uses its registration.
+// registration costs two system calls and the pinning of its pages (more
+// than copying a buffer of moderate size), where a cached one costs
+// nothing. A buffer inside a cached one (a sub-slice) uses its
+// registration.
 //
 // A registration exposes nothing to the peer by itself (local write and
 // window binds only: the peer reaches memory only through a window bound
