@@ -31,6 +31,9 @@ type benchFlags struct {
 	clientProfileOut                             string
 	compareFlags                                 string
 	mtu                                          int
+	// -host and its flags (host.go).
+	host, kernel bool
+	device, addr string
 }
 
 func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
@@ -58,11 +61,18 @@ func parseBench(args []string, stderr io.Writer) (Spec, benchFlags, error) {
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the VM's veth pair (default 1500: rxe path MTU 1024; 9000: 4096, as RoCE with jumbo frames)")
 	fs.StringVar(&f.compare, "compare", "", "also run rdma-nfsd built from git revision `REV` (as rdma-nfsd-b, alternating with this checkout's) and print each cell's ratio")
 	fs.StringVar(&f.compareFlags, "compare-flags", "", "more flags for rdma-nfsd-b only; without -compare, rdma-nfsd-b is this checkout's rdma-nfsd run with them")
+	fs.BoolVar(&f.host, "host", false, "run on this host's own RDMA device through rdma-core, without the VM: rdma-nfsd and the Go client (and the kernel client with -kernel)")
+	fs.StringVar(&f.device, "device", "", "with -host: the RDMA device (default the first with an active port that has an IP address)")
+	fs.StringVar(&f.addr, "addr", "", "with -host: the device's IP `address` rdma-nfsd listens on and the clients use (default its first, IPv4 first)")
+	fs.BoolVar(&f.kernel, "kernel", false, "with -host: also measure the Linux kernel client (mount -o proto=rdma; needs root, the rpcrdma module and mount.nfs)")
 	baseline := fs.Bool("baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices before every round, for the issue's goals")
 	if err := cmdline.Parse(fs, args); err != nil {
 		return Spec{}, f, err
 	}
 	s, err := benchSpec(f, fs.Args(), *baseline)
+	if err == nil {
+		s, err = hostSpec(s, f)
+	}
 	if err != nil {
 		err = cmdline.Usage(err)
 	}
@@ -151,6 +161,7 @@ type Report struct {
 	Raw         []Result    `json:"raw,omitempty"`     // every round's result
 	Baseline    *Baseline   `json:"baseline,omitempty"`
 	Matrix      []MatrixRow `json:"matrix,omitempty"`
+	Device      *hostDevice `json:"device,omitempty"` // the port of a -host run
 	Seconds     float64     `json:"seconds"`
 }
 
@@ -177,6 +188,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if rep.Results, err = benchSoft(ctx, spec, prog, stderr); err != nil {
 			return err
 		}
+	} else if f.host {
+		dev, results, err := benchHost(ctx, spec, f, prog, stderr)
+		if err != nil {
+			return err
+		}
+		rep.Provider, rep.Device, rep.Results = hostProvider(dev), &dev, results
 	} else {
 		root, err := moduleRoot()
 		if err != nil {
