@@ -20,9 +20,9 @@ type DeviceInfo struct {
 type PortInfo struct {
 	// Num is the port number, from 1.
 	Num int
-	// State is the port's logical state as libibverbs names it:
-	// "ACTIVE", "DOWN", "INIT", "ARMED", ... Only an active port
-	// carries traffic.
+	// State is the port's logical state (IBA 7.2), named as "rdma link"
+	// names it: "DOWN", "INIT", "ARMED", "ACTIVE" or "ACTIVE_DEFER".
+	// Only an active port carries traffic.
 	State string
 	// LinkLayer is "InfiniBand" or "Ethernet" (RoCE, iWARP). A device
 	// that does not say (IBV_LINK_LAYER_UNSPECIFIED) is InfiniBand.
@@ -57,36 +57,3 @@ type GID struct {
 
 // Active reports whether the port is active (carries traffic).
 func (p PortInfo) Active() bool { return p.State == "ACTIVE" }
-
-// mtuBytes is the size of an enum ibv_mtu (IBV_MTU_256 = 1 to
-// IBV_MTU_4096 = 5), 0 for anything else.
-func mtuBytes(m int) int {
-	if m < 1 || m > 5 {
-		return 0
-	}
-	return 128 << m
-}
-
-// linkLayerName names an IBV_LINK_LAYER_* value.
-func linkLayerName(ll int) string {
-	switch ll {
-	case 2: // IBV_LINK_LAYER_ETHERNET
-		return "Ethernet"
-	case 0, 1: // IBV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_INFINIBAND
-		return "InfiniBand"
-	}
-	return "unknown"
-}
-
-// gidTypeName names an enum ibv_gid_type.
-func gidTypeName(t int) string {
-	switch t {
-	case 0:
-		return "IB"
-	case 1:
-		return "RoCE v1"
-	case 2:
-		return "RoCE v2"
-	}
-	return "unknown"
-}

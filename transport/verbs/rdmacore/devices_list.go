@@ -12,7 +12,6 @@ package rdmacore
 // rc_port is what Devices reads of a port.
 struct rc_port {
 	int32_t state, link_layer, active_mtu, max_mtu, gid_tbl_len;
-	char state_name[32];
 };
 
 // rc_dev_list is ibv_get_device_list; errno, when it returns NULL, goes
@@ -60,8 +59,6 @@ static int rc_dev_port(struct ibv_context *ctx, int port, struct rc_port *out)
 	out->active_mtu = a.active_mtu;
 	out->max_mtu = a.max_mtu;
 	out->gid_tbl_len = a.gid_tbl_len;
-	strncpy(out->state_name, ibv_port_state_str(a.state), sizeof out->state_name - 1);
-	out->state_name[sizeof out->state_name - 1] = 0;
 	return 0;
 }
 
@@ -156,7 +153,7 @@ func queryPorts(d *C.struct_ibv_device) ([]PortInfo, error) {
 		if rc := C.rc_dev_port(ctx, C.int(num), &p); rc != 0 {
 			return nil, fmt.Errorf("ibv_query_port %d: %w", num, syscall.Errno(rc))
 		}
-		ports = append(ports, PortInfo{Num: num, State: C.GoString(&p.state_name[0]),
+		ports = append(ports, PortInfo{Num: num, State: portStateName(int(p.state)),
 			LinkLayer: linkLayerName(int(p.link_layer)), ActiveMTU: mtuBytes(int(p.active_mtu)), MaxMTU: mtuBytes(int(p.max_mtu))})
 		gids += max(0, int(p.gid_tbl_len))
 	}
@@ -220,4 +217,54 @@ func addrPort(ip netip.Addr) (string, int) {
 		return "", 0
 	}
 	return C.GoString(&name[0]), int(port)
+}
+
+// portStateName names an enum ibv_port_state.
+func portStateName(s int) string {
+	switch s {
+	case 1:
+		return "DOWN"
+	case 2:
+		return "INIT"
+	case 3:
+		return "ARMED"
+	case 4:
+		return "ACTIVE"
+	case 5:
+		return "ACTIVE_DEFER"
+	}
+	return "NOP"
+}
+
+// linkLayerName names an IBV_LINK_LAYER_* value.
+func linkLayerName(ll int) string {
+	switch ll {
+	case 2: // IBV_LINK_LAYER_ETHERNET
+		return "Ethernet"
+	case 0, 1: // IBV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_INFINIBAND
+		return "InfiniBand"
+	}
+	return "unknown"
+}
+
+// gidTypeName names an enum ibv_gid_type.
+func gidTypeName(t int) string {
+	switch t {
+	case 0:
+		return "IB"
+	case 1:
+		return "RoCE v1"
+	case 2:
+		return "RoCE v2"
+	}
+	return "unknown"
+}
+
+// mtuBytes is the size of an enum ibv_mtu (IBV_MTU_256 = 1 to
+// IBV_MTU_4096 = 5), 0 for anything else.
+func mtuBytes(m int) int {
+	if m < 1 || m > 5 {
+		return 0
+	}
+	return 128 << m
 }
