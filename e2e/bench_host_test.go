@@ -17,20 +17,27 @@ import (
 // rdmacore.Devices reports of rxe0 and rxe1), then rpcrdma-bench's -host
 // mode on rxe0 as a user with an RDMA NIC runs it, the VM being that
 // host: rdma-nfsd on rxe0's address with the Go client and the kernel
-// client, a short selection of cells.
+// client, a short selection of cells. The kernel client's inline
+// settings, which the bench sets to 1024 for its mount, are set to other
+// values before and read after: the bench must restore them.
 const benchHostScript = `
 cd /host
 ./rdmacore.test -test.v -test.run '^TestDevices$'; echo "DEVICES-STATUS $?"
+modprobe rpcrdma
+echo 2048 > /proc/sys/sunrpc/rdma_max_inline_read
+echo 8192 > /proc/sys/sunrpc/rdma_max_inline_write
 ./rpcrdma-bench bench -host -device rxe0 -kernel -workloads null,read -sizes 4KiB -inflight 1 \
 	-inline 1024 -rounds 1 -d 1s -json /host/report.json > /host/stdout.txt 2> /host/stderr.txt
 echo "BENCH-STATUS $?"
+echo "INLINE-AFTER $(cat /proc/sys/sunrpc/rdma_max_inline_read)/$(cat /proc/sys/sunrpc/rdma_max_inline_write)"
 `
 
 // TestBenchHostMode runs bench -host -device rxe0 -kernel in the VM: the
 // report names rxe0, its link layer (Ethernet: RoCE) and active path MTU
 // (1024 on the VM's 1500-byte veth), in the table's heading and in the
-// JSON, and every cell (the Go client's NULL and 4 KiB READ, the kernel
-// client's 4 KiB READ, against rdma-nfsd) has results and no error.
+// JSON, every cell (the Go client's NULL and 4 KiB READ, the kernel
+// client's 4 KiB READ, against rdma-nfsd) has results and no error, and
+// the kernel client's inline settings are as they were before the run.
 func TestBenchHostMode(t *testing.T) {
 	img := vmtest.Require(t)
 	share := vmtest.ShareDir(t)
@@ -47,6 +54,9 @@ func TestBenchHostMode(t *testing.T) {
 	}
 	if !strings.Contains(console, "BENCH-STATUS 0") {
 		t.Fatalf("rpcrdma-bench bench -host failed in the VM")
+	}
+	if !strings.Contains(console, "INLINE-AFTER 2048/8192") {
+		t.Errorf("the kernel client's inline settings were not restored to 2048/8192:\n%s", r.Tail(5))
 	}
 	const where = "rxe0 port 1 at 10.0.0.1 (Ethernet, active path MTU 1024)"
 	if !strings.Contains(string(stdout), "rdmacore on this host's "+where) {
