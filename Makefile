@@ -1,6 +1,6 @@
 # go-rpcrdma: build, test, benchmark and fuzz.
 #
-#   make demo        the kernel's NFS client mounts rdma-nfsd over RDMA in the VM: copy, compare, settings, a short table
+#   make demo        cmd/rpcrdma-demo: the kernel's NFS client mounts rdma-nfsd over RDMA in the VM: copy, compare, settings, a short table
 #   make test        everything CI runs: tools, vet, staticcheck, gofmt, race tests (VM tests included), bounded fuzz
 #   make bench       cmd/rpcrdma-bench: the NFS over RDMA matrix in the VM (BENCHFLAGS, e.g. -quick or -d 1s -json out.json)
 #   make microbench  the Go micro-benchmarks of every package (ns/op, B/op, allocs/op)
@@ -28,7 +28,7 @@ test: deps tools lint unit fuzz
 # deps installs the host packages the tests need (idempotent, quiet, fast when
 # present): qemu-system-x86 and xz-utils for the VM harness.
 deps:
-	sh e2e/vm/install-host-deps.sh
+	sh internal/vm/install-host-deps.sh
 
 # vm builds (or refreshes from the cache) the Soft-RoCE VM image.
 vm: deps
@@ -66,7 +66,7 @@ fuzz:
 # demo installs what it needs (deps, the VM image), boots the VM and shows
 # the Linux kernel client mounting cmd/rdma-nfsd over RDMA (Soft-RoCE).
 demo: deps
-	$(GO) run ./cmd/rpcrdma-bench demo
+	$(GO) run ./cmd/rpcrdma-demo
 
 # bench runs cmd/rpcrdma-bench in the VM: every workload, size, depth and
 # inline setting against rdma-nfsd and knfsd (long under TCG: see

@@ -2,74 +2,36 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/bench"
 )
 
-// benchReport is the part of rpcrdma-bench's JSON report the tests read.
-type benchReport struct {
-	Results []struct {
-		Client, Server, Workload string
-		Size                     int     `json:"size"`
-		Inline                   int     `json:"inline"`
-		Ops                      uint64  `json:"ops"`
-		Rounds                   int     `json:"rounds"`
-		RPCsPerOp                float64 `json:"rpcs_per_op"`
-		Sends                    float64 `json:"sends_per_rpc"`
-		RDMAReads                float64 `json:"rdma_reads_per_rpc"`
-		RDMAWrites               float64 `json:"rdma_writes_per_rpc"`
-		RemoteInv                float64 `json:"remote_inv_per_rpc"`
-		LocalInv                 float64 `json:"local_inv_per_rpc"`
-		ServerAllocs             float64 `json:"server_allocs_per_rpc"`
-		Err                      string  `json:"error"`
-	} `json:"results"`
+// benchLog collects a bench run's output (out) and its progress lines
+// (log) and logs them when the test ends.
+type benchLog struct {
+	out, log bytes.Buffer
 }
 
-// buildBench builds cmd/rpcrdma-bench for the host into a temporary
-// directory.
-func buildBench(t *testing.T) string {
+func newBenchLog(t *testing.T, name string) *benchLog {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "rpcrdma-bench")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/rpcrdma-bench")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ../cmd/rpcrdma-bench: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// runBench runs the built command from the module root and returns its
-// standard output; its standard error is logged.
-func runBench(t *testing.T, bin string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = ".."
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	l := &benchLog{}
 	t0 := time.Now()
-	err := cmd.Run()
-	t.Logf("rpcrdma-bench %s (%.0f s):\n%s\nstderr:\n%s", strings.Join(args, " "), time.Since(t0).Seconds(),
-		stdout.String(), lastN(stderr.String(), 30))
-	return stdout.String(), err
+	t.Cleanup(func() {
+		t.Logf("%s (%.0f s):\n%s\nlog:\n%s", name, time.Since(t0).Seconds(), l.out.String(), guesttest.Tail(l.log.String(), 30))
+	})
+	return l
 }
 
-func lastN(s string, n int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return strings.Join(ls, "\n")
-}
-
-// TestDemo runs make demo's path (rpcrdma-bench demo) so that it cannot
+// TestDemo runs make demo's path (bench.Demo, as rpcrdma-demo) so that it cannot
 // rot: rdma-nfsd over rxe mounted by the kernel client, a tree copied in
 // and out and compared, the negotiated settings printed, and the short
 // benchmark, whose counted RDMA operations per RPC must be the minimum of
@@ -80,27 +42,19 @@ func lastN(s string, n int) string {
 // NULL two Sends.
 func TestDemo(t *testing.T) {
 	vmtest.Require(t)
-	bin := buildBench(t)
-	report := filepath.Join(t.TempDir(), "demo.json")
-	out, err := runBench(t, bin, "demo", "-json", report,
-		"-console", filepath.Join(os.TempDir(), "rxevm-TestDemo-console.log"))
+	l := newBenchLog(t, "bench.Demo")
+	rep, err := bench.Demo(t.Context(), bench.DemoOptions{Out: &l.out, Log: &l.log,
+		Console: filepath.Join(os.TempDir(), "rxevm-TestDemo-console.log")})
 	if err != nil {
-		t.Fatalf("rpcrdma-bench demo: %v", err)
+		t.Fatalf("the demo: %v", err)
 	}
+	out := l.out.String()
 	for _, want := range []string{"identical (the copy and rdma-nfsd's disk)", "send_inline=4096 recv_inline=4096 send_with_invalidate=true",
 		"neg send/recv=4096/4096", "xprt:\trdma ", "demo done in",
 		"boot ", "copy-out ", "10-cells ", "qemu+power-off "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the demo's output lacks %q", want)
 		}
-	}
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
 	}
 	if len(rep.Results) != 10 {
 		t.Fatalf("%d results, want 10 (NULL, READ and WRITE of 2 and 64 KiB, at 1024 and 4096)", len(rep.Results))

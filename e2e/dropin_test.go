@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // dropinGuestTests are the rdma-core tests of transport/dropin

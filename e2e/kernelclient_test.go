@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // TestKernelClient runs the guest tests of e2e/internal/gonfsd in one boot:

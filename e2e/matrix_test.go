@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/bench"
 )
 
-// TestInteropMatrix runs the interoperability matrix (rpcrdma-bench
-// matrix) in one boot: {Linux kernel client, Go NFS client (package
+// TestInteropMatrix runs the interoperability matrix (bench.Matrix, as
+// rpcrdma-bench matrix) in one boot: {Linux kernel client, Go NFS client (package
 // nfs/client)} × {rdma-nfsd, knfsd} × inline {1024, 4096, 65536} × {R on, off}. Each
 // cell mounts and checks the thresholds both sides negotiated (the
 // kernel's xprtrdma_inline_thresh tracepoint and rdma-nfsd's connection
@@ -28,26 +28,15 @@ import (
 // table is logged.
 func TestInteropMatrix(t *testing.T) {
 	vmtest.Require(t)
-	bin := buildBench(t)
-	report := filepath.Join(t.TempDir(), "matrix.json")
-	out, err := runBench(t, bin, "matrix", "-json", report,
-		"-console", filepath.Join(os.TempDir(), "rxevm-TestInteropMatrix-console.log"))
+	l := newBenchLog(t, "bench.Matrix")
+	rep, err := bench.Matrix(t.Context(), bench.MatrixSpec([]int{1024, 4096, 65536}), bench.MatrixOptions{Log: &l.log,
+		Console: filepath.Join(os.TempDir(), "rxevm-TestInteropMatrix-console.log")})
 	if err != nil {
-		t.Fatalf("rpcrdma-bench matrix: %v", err)
+		t.Fatalf("the matrix: %v", err)
 	}
-	raw, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep struct {
-		Matrix []struct {
-			Client, Server, Status, Checks, Ours string
-			Inline                               int
-			R                                    bool
-		} `json:"matrix"`
-	}
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
+	bench.WriteMatrix(&l.out, rep.Matrix)
+	if err := bench.CheckMatrix(rep); err != nil {
+		t.Error(err)
 	}
 	count := map[string]int{}
 	for _, m := range rep.Matrix {
@@ -69,8 +58,5 @@ func TestInteropMatrix(t *testing.T) {
 	}
 	if len(rep.Matrix) != 24 || count["ok"] != 21 || count["n/a"] != 3 || count["go-nfs"] != 12 {
 		t.Errorf("%d cells: %v; want 24: 21 ok, 3 n/a, 12 of the Go NFS client", len(rep.Matrix), count)
-	}
-	if !strings.Contains(out, "interoperability matrix") {
-		t.Error("no table printed")
 	}
 }

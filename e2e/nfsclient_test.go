@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // nfsClientGuestTests are the tests of e2e/internal/nfsclientguest; each

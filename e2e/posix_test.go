@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // TestPosixVsKnfsd is the differential POSIX test of issue 28

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // smokeScript runs in the guest. Each check prints "SMOKE <name> PASS" or

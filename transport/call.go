@@ -15,8 +15,8 @@ import (
 // call was not retransmitted (ReconnectPolicy.Retransmit off, the
 // reconnection failed, or the retransmission could not be posted). Its
 // outcome is unknown: the responder may or may not have executed it. On the
-// byte stream (Read) such a call gets a synthesized SYSTEM_ERR reply, as
-// before; ReadMsg returns that reply with an error wrapping ErrCallLost, and
+// byte stream (Read) such a call gets a synthesized SYSTEM_ERR reply;
+// ReadMsg returns that reply with an error wrapping ErrCallLost, and
 // Call returns the error.
 var ErrCallLost = errors.New("rpcrdma: connection lost with the call in flight: outcome unknown")
 
@@ -58,41 +58,35 @@ func (c *Conn) Call(ctx context.Context, msg, reply []byte) ([]byte, error) {
 
 // CallInto is Call for a reply whose DDP-eligible result (RFC 8166 §6.1:
 // the data of an NFS READ, as Config.Binding locates it) goes to data
-// rather than into the reply: the RPC layer gets the data where it wants
-// it, with no copy out of the transport's memory when possible.
+// rather than into the reply.
 //
-// When the call offers a Write chunk (the result may not fit inline) of at
-// least Config.DirectPlacementMin bytes and data holds all of it, data
-// itself is registered and exposed as the Write chunk: the responder's RDMA
-// Write places the result straight into data (Stats.DirectPlacements), and
-// the buffer is deregistered before CallInto returns. Otherwise the result
-// is copied once into data, from the call's chunk memory or the inline
-// reply (Stats.PlacementCopies). Either way the result, its XDR pad
-// included, is cut out of the returned reply: item.Present says there was
-// one, its item.N bytes are data[:item.N], and item.Off is where they were:
-// reply[item.Off-4:item.Off] is their length word and the rest of the
-// reply follows from reply[item.Off:]. A result larger than data fails the
-// call.
+// The result, its XDR pad included, is cut out of the returned reply:
+// item.Present says there was one, its item.N bytes are data[:item.N],
+// and item.Off is where they were (reply[item.Off-4:item.Off] is their
+// length word; the rest of the reply follows from reply[item.Off:]). A
+// result larger than data fails the call.
 //
-// Likewise, for Call and CallInto, a Read chunk (a DDP-eligible argument,
-// or the whole message of a Long Call) of at least DirectPlacementMin
-// bytes is exposed read-only where it is, in msg, instead of being copied
-// into the call's chunk memory (Stats.ReadChunksInPlace); with
-// retransmission on, msg is kept by reference, not copied, for a resend.
-// Caller memory is exposed only when ctx cannot end (its Done is nil) or
-// the Conn reconnects and retransmits (ReconnectPolicy.Enabled and
-// Retransmit): cancelling such a call costs a reconnection (below), and
-// the other calls in flight are resent; otherwise everything is copied.
+// Placement: when the call offers a Write chunk of at least
+// Config.DirectPlacementMin bytes and data holds all of it, data itself is
+// the Write chunk and the responder's RDMA Write places the result in it
+// (Stats.DirectPlacements); otherwise the result is copied once into data
+// (Stats.PlacementCopies). Likewise, for Call and CallInto, a Read chunk
+// (a DDP-eligible argument, or the whole message of a Long Call) of at
+// least DirectPlacementMin bytes is exposed read-only where it is, in msg
+// (Stats.ReadChunksInPlace). Caller memory is exposed only when ctx cannot
+// end (its Done is nil) or the Conn reconnects and retransmits
+// (ReconnectPolicy.Enabled and Retransmit); otherwise everything is
+// copied. With retransmission on, msg is kept by reference for a resend.
 //
-// data and msg belong to the call until CallInto returns: the responder
-// may access them at any time before. When ctx ends first, CallInto invalidates the
-// Write chunk's window and waits for that to complete (a local operation)
-// before it returns, as the Linux client does (frwr_unmap_sync); an RDMA
-// access of the responder that comes later fails, as does its Send With
-// Invalidate of that window, and takes the connection down: a reconnection
-// follows. A lost
-// connection is closed, and so data deregistered, before its calls fail or
-// are retransmitted.
+// Ownership: data and msg belong to the call until CallInto returns; the
+// responder may access them at any time before. When ctx ends first,
+// CallInto invalidates the Write chunk's window and waits for that to
+// complete (a local operation) before it returns, as the Linux client does
+// (frwr_unmap_sync); a later RDMA access of the responder, or its Send
+// With Invalidate of that window, fails and takes the connection down: a
+// reconnection follows, and the other calls in flight are resent. A lost
+// connection is closed, and so data deregistered, before its calls fail
+// or are retransmitted.
 func (c *Conn) CallInto(ctx context.Context, msg, reply, data []byte) ([]byte, DataItem, error) {
 	if data == nil {
 		data = []byte{}

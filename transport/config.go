@@ -39,14 +39,21 @@ var ErrNoProvider = errors.New("rpcrdma: no verbs provider (Config.Provider is n
 
 // Config configures a requester (Dial) or a responder (Listen). Provider is
 // required; every other field's zero value gives the defaults a Linux peer
-// uses. Each field's comment states its range: Dial and Listen refuse a
-// Config with a field out of it (Check), with an error that names the
-// field and matches ErrConfig; they never adjust a value silently.
+// uses, as each field's comment says. Each field's comment also states its
+// range: Dial and Listen refuse a Config with a field out of it (Check),
+// with an error that names the field and matches ErrConfig; they never
+// adjust a value silently.
+//
+// The fields come in groups: those of both roles, then those only a
+// requester uses, those only a responder uses, and those of a Listener. A
+// field of the other role is checked all the same, and otherwise not used.
 type Config struct {
 	// Provider is the verbs provider, for example &soft.Provider{}
 	// (transport/verbs/soft) or &rdmacore.Provider{} (transport/verbs/rdmacore).
 	// It is required: Dial and Listen fail with ErrNoProvider without one.
 	Provider verbs.Provider
+
+	// Both roles: what is offered to the peer (RFC 8797, RFC 8166 §3.3).
 
 	// InlineSend and InlineRecv are the inline sizes offered to the peer
 	// in the RFC 8797 private data: multiples of 1024 from 1024 to
@@ -55,22 +62,22 @@ type Config struct {
 	InlineSend, InlineRecv int
 	// NoRemoteInvalidate clears the R bit we send. A requester then hands
 	// out rkeys it invalidates itself; a responder never uses Send With
-	// Invalidate.
+	// Invalidate. false (the zero value) sets it, as the Linux client
+	// does: a requester accepts Send With Invalidate, a responder uses it
+	// when the requester set R too (RFC 8797 §4.1).
 	NoRemoteInvalidate bool
 	// NoPrivateData sends no RFC 8797 private data at all, as NFS-Ganesha
 	// does: both sides then fall back to 1024-byte thresholds and no remote
-	// invalidation (RFC 8797 §5.1).
+	// invalidation (RFC 8797 §5.1). false (the zero value) sends it.
 	NoPrivateData bool
-
 	// Credits is, for a requester, the credits requested in every call
-	// (credits.DefaultRequest, 128, like Linux) and so the most calls in
-	// flight; for a responder, the largest grant (credits.DefaultMaxGrant,
-	// 64, like svcrdma). 0 means that default; at most MaxCredits.
-	// GrantPolicy refines the responder's policy; its Max (at most
-	// MaxCredits) is taken from Credits when 0, its other fields as
-	// credits.Policy documents them.
-	Credits     uint32
-	GrantPolicy credits.Policy
+	// and so the most calls in flight; for a responder, the largest grant
+	// (RFC 8166 §3.3.1). 0 means credits.DefaultRequest (128, like the
+	// Linux client) for a requester and credits.DefaultMaxGrant (64, like
+	// svcrdma) for a responder; at most MaxCredits.
+	Credits uint32
+
+	// Both roles: bounds on what a connection receives and sends.
 
 	// Limits bounds what a received transport header may hold; the zero
 	// value means chunks.DefaultLimits. Otherwise each field is taken as
@@ -85,13 +92,7 @@ type Config struct {
 	// registered for it.
 	MaxRPCSize int
 
-	// InlineReplies makes a responder send a reply inline whenever it fits,
-	// even when the requester offered a Reply chunk (RFC 8166 §3.5.6 lets
-	// it choose). By default an offered Reply chunk is used, as Linux's
-	// svcrdma does: the requester gets the reply where it wants it (the
-	// Linux client copies an inline reply into its pages, counted as
-	// fixup_copy_count) and the Send may invalidate the call's rkey.
-	InlineReplies bool
+	// Both roles: where chunk data is placed, and how work is posted.
 
 	// DirectPlacementMin is, for a requester, the smallest Write chunk for
 	// which CallInto registers the caller's buffer, so that the
@@ -101,28 +102,73 @@ type Config struct {
 	// chunk is exposed from the call's slot memory, registered once, and
 	// copied into the buffer: registering and deregistering the caller's
 	// memory (ibv_reg_mr and ibv_dereg_mr: system calls that pin and
-	// unpin its pages) costs more than copying a few KiB. The provider
-	// must implement verbs.Registrar (both of ours do). For a responder,
-	// it is the smallest DDP-eligible result that WriteMsgDirect writes to
-	// the Write chunk from the caller's buffer rather than through a copy.
-	// 0 means DefaultDirectPlacementMin; negative never registers; any
-	// other value is a size in bytes.
+	// unpin its pages) costs more than copying a small buffer. The
+	// provider must implement verbs.Registrar (both of ours do). For a
+	// responder, it is the smallest DDP-eligible result that
+	// WriteMsgDirect writes to the Write chunk from the caller's buffer
+	// rather than through a copy, and the smallest Read chunk pulled into
+	// a buffer of CallBuffers. 0 means DefaultDirectPlacementMin;
+	// negative never registers; any other value is a size in bytes.
 	DirectPlacementMin int
 	// DirectPlacementCache bounds the bytes of callers' buffers a
 	// connection keeps registered after their calls (CallInto) or replies
-	// (WriteMsgDirect), to reuse the
-	// registration when the same buffer (or a part of it) comes again (a
-	// File's read-ahead blocks, a loop's buffer): registering costs more
-	// than copying a few hundred KiB under TCG (README). A cached buffer
-	// stays pinned, and so alive, until evicted (least recently used
-	// first), unused for two to four seconds (so an idle connection keeps
-	// none), or the connection closes; the peer cannot reach it without
-	// a window bound for a call. A responder also bounds what it holds
-	// registered, in use and cached together (MemoryLimits.Registered,
-	// ListenerRegistered). 0 means DefaultDirectPlacementCache; negative
-	// keeps none; any other value is a size in bytes.
+	// (WriteMsgDirect), to reuse the registration when the same buffer (or
+	// a part of it) comes again (a File's read-ahead blocks, a loop's
+	// buffer). A cached buffer stays pinned, and so alive, until evicted
+	// (least recently used first), unused for two to four seconds (so an
+	// idle connection keeps none), or the connection closes; the peer
+	// cannot reach it without a window bound for a call. A responder also
+	// bounds what it holds registered, in use and cached together
+	// (MemoryLimits.Registered, ListenerRegistered). 0 means
+	// DefaultDirectPlacementCache; negative keeps none; any other value is
+	// a size in bytes.
 	DirectPlacementCache int
+	// PostAsyncMin is the size from which a batch of work requests (the
+	// bytes its Sends, RDMA Writes and RDMA Reads move) is posted by the
+	// connection's posting goroutine rather than by the goroutine that
+	// built it (a responder's WriteMsg, the poll loop pulling Read
+	// chunks), which goes on at once. Software providers move the data
+	// in the posting thread (rxe runs a user queue pair's requests inline
+	// in ibv_post_send), and a server that answers its calls one by one
+	// would otherwise wait for each. Smaller batches are posted inline,
+	// without a goroutine hand-off. 0 means DefaultPostAsyncMin; negative
+	// posts every batch inline; any other value is a size in bytes.
+	PostAsyncMin int
 
+	// Both roles: the upper layer and the log.
+
+	// Binding is the upper-layer binding (RFC 8166 §6), which says which
+	// data items of a message are DDP-eligible; nil means NullBinding
+	// (none: every message goes inline, as a Long Call or through the
+	// Reply chunk).
+	Binding Binding
+	// Logger receives connection events (negotiated settings, protocol
+	// errors); nil discards them.
+	Logger *slog.Logger
+
+	// Requester only (Dial).
+
+	// Reconnect, for a requester, re-establishes a connection that died,
+	// with a fresh RFC 8797 exchange, instead of failing the Conn. The
+	// zero ReconnectPolicy does not reconnect: the Conn fails with its
+	// connection; its CallTimeout still applies (0 means
+	// DefaultCallTimeout).
+	Reconnect ReconnectPolicy
+
+	// Responder only (the connections a Listener accepts).
+
+	// GrantPolicy refines how a responder chooses its grant (RFC 8166
+	// §3.3.1). Its Max, at most MaxCredits, is taken from Credits when 0;
+	// its other fields are as credits.Policy documents them. The zero
+	// Policy grants Credits all the time, as svcrdma does.
+	GrantPolicy credits.Policy
+	// InlineReplies makes a responder send a reply inline whenever it fits,
+	// even when the requester offered a Reply chunk (RFC 8166 §3.5.6 lets
+	// it choose). false (the zero value) uses an offered Reply chunk, as
+	// Linux's svcrdma does: the requester gets the reply where it wants it
+	// (the Linux client copies an inline reply into its pages, counted as
+	// fixup_copy_count) and the Send may invalidate the call's rkey.
+	InlineReplies bool
 	// CallBuffers, if not nil, gives a responder the memory its large
 	// calls are pulled into: a call whose one Read chunk (the data of an
 	// NFS WRITE, a Long Call) holds at least DirectPlacementMin bytes is
@@ -135,38 +181,13 @@ type Config struct {
 	// that pools its buffers registers each once per connection. Other
 	// calls, and any call on a provider that cannot register its caller's
 	// memory (verbs.Registrar), go through the connection's own memory
-	// as without it.
+	// as without it. nil means every call goes through the connection's
+	// own memory.
 	CallBuffers CallBuffers
-
-	// PostAsyncMin is the size from which a batch of work requests (the
-	// bytes its Sends, RDMA Writes and RDMA Reads move) is posted by the
-	// connection's posting goroutine rather than by the goroutine that
-	// built it (a responder's WriteMsg, the poll loop pulling Read
-	// chunks), which goes on at once. Software providers move the data
-	// in the posting thread (rxe runs a user queue pair's requests inline
-	// in ibv_post_send: milliseconds for 64 KiB under TCG), and a server
-	// that answers its calls one by one would otherwise wait for each.
-	// Smaller batches are posted inline, without a goroutine hand-off.
-	// 0 means DefaultPostAsyncMin; negative posts every batch inline;
-	// any other value is a size in bytes.
-	PostAsyncMin int
-
 	// Memory bounds a responder's memory for chunk data (Read chunks
-	// pulled, replies staged for RDMA Write); zero fields take defaults
-	// (see MemoryLimits for the ranges of the others).
+	// pulled, replies staged for RDMA Write); a zero field takes its
+	// default (see MemoryLimits for each field's default and range).
 	Memory MemoryLimits
-
-	// Binding is the upper-layer binding; nil means NullBinding.
-	Binding Binding
-
-	// Logger receives connection events (negotiated settings, protocol
-	// errors); nil discards them.
-	Logger *slog.Logger
-
-	// Reconnect, for a requester, re-establishes a connection that died,
-	// with a fresh RFC 8797 exchange, instead of failing the Conn.
-	Reconnect ReconnectPolicy
-
 	// SlowReply is how long a responder's call may wait, from its
 	// arrival to its reply's posting, before the connection counts it
 	// in Stats.SlowReplies and logs it (at Warn, at most one line a
@@ -177,7 +198,7 @@ type Config struct {
 	// DefaultSlowReply; negative counts and logs no slow reply.
 	SlowReply time.Duration
 
-	// Listener limits (Listen; a requester ignores them). See Listener.
+	// Listener only (Listen). See Listener.
 
 	// AcceptBacklog bounds, as listen(2)'s backlog does, the connections
 	// a Listener holds for Accept: handshakes in progress plus
@@ -213,14 +234,13 @@ const (
 	// (net.core.somaxconn is 4096 since) and the rdma_listen backlog of
 	// the rdmacore provider. It is lower than today's somaxconn because a
 	// handshake in progress holds far more than a SYN: its queue pair
-	// exists and its receive and send buffers are registered and posted
-	// before the accept is sent (RFC 8797 §4.2): 0.5 MiB registered with
-	// the default Credits, plus 0.4 MiB of Go heap with the soft
-	// provider (TestAcceptHalfOpenFlood). The default so bounds what a
-	// flood of half-open peers, of any size, can pin to 128 MiB
-	// registered and some 100 MiB of heap (the resources of at most
-	// 2 x AcceptBacklog handshakes, see Listener); the flood cannot keep
-	// new requests out, each of which evicts its oldest handshake.
+	// exists and its receive and send buffers (a Receive and a Send of
+	// the inline sizes per credit: 0.5 MiB at the defaults) are
+	// registered and posted before the accept is sent (RFC 8797 §4.2).
+	// The default so bounds what a flood of half-open peers, of any size,
+	// can pin to the resources of at most 2 x AcceptBacklog handshakes
+	// (see Listener), 128 MiB registered at the defaults; the flood cannot
+	// keep new requests out, each of which evicts its oldest handshake.
 	DefaultAcceptBacklog = 128
 	// MaxAcceptBacklog is the largest AcceptBacklog: a larger one is
 	// truncated to it, as listen(2) truncates to net.core.somaxconn.
@@ -242,7 +262,9 @@ const (
 // a reconnection in progress, cancelling its connection attempt, and
 // returns once it has ended.
 type ReconnectPolicy struct {
-	// Enabled turns reconnection on.
+	// Enabled turns reconnection on; false (the zero value) fails the
+	// Conn when its connection dies, and the other fields but
+	// CallTimeout are then not used.
 	Enabled bool
 	// Retransmit resends the calls that were in flight on the new
 	// connection, with their original XIDs, as the Linux client does
@@ -294,8 +316,7 @@ type ReconnectPolicy struct {
 // answering our RDMA Reads, or acknowledging our RDMA Writes, until the
 // queue pair's retries run out and the connection fails) so hold at most
 // the other half, and every other connection still finds room for one
-// message: at the defaults it takes some 36 such connections, not 8, to
-// stall the others' large I/O. Extra bytes that do not fit wait, in
+// message. Extra bytes that do not fit wait, in
 // order, until there is room again.
 type MemoryLimits struct {
 	// Calls bounds, per connection, the bytes of Read chunk data of calls

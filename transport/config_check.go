@@ -92,9 +92,6 @@ func (c *Config) Check() error {
 		return rangeError("Credits", c.Credits, "[0, %d] (0: %d for a requester, %d for a responder)",
 			MaxCredits, credits.DefaultRequest, credits.DefaultMaxGrant)
 	}
-	if c.GrantPolicy.Max > MaxCredits {
-		return rangeError("GrantPolicy.Max", c.GrantPolicy.Max, "[0, %d] (0: Credits)", MaxCredits)
-	}
 	if c.Limits != (chunks.Limits{}) {
 		for _, l := range []struct {
 			name  string
@@ -117,10 +114,13 @@ func (c *Config) Check() error {
 	if maxRPC == 0 {
 		maxRPC = DefaultMaxRPCSize
 	}
-	if err := c.Memory.check(maxRPC); err != nil {
+	if err := c.Reconnect.check(); err != nil {
 		return err
 	}
-	return c.Reconnect.check()
+	if c.GrantPolicy.Max > MaxCredits {
+		return rangeError("GrantPolicy.Max", c.GrantPolicy.Max, "[0, %d] (0: Credits)", MaxCredits)
+	}
+	return c.Memory.check(maxRPC)
 }
 
 // check checks m for a MaxRPCSize of maxRPC: each limit given is at least

@@ -90,7 +90,7 @@ func TestConfigCheck(t *testing.T) {
 		{"InlineRecv", func(c *Config) { c.InlineRecv = 256<<10 + 1024 }},
 		{"Credits", func(c *Config) { c.Credits = 100000 }},
 		{"Credits", func(c *Config) { c.Credits = MaxCredits + 1 }},
-		{"Credits", func(c *Config) { c.Credits = uint32(minus5) }}, // what -credits -5 used to give
+		{"Credits", func(c *Config) { c.Credits = uint32(minus5) }}, // what -credits -5 gives as a uint32
 		{"GrantPolicy.Max", func(c *Config) { c.GrantPolicy.Max = MaxCredits + 1 }},
 		{"Limits.MaxReadChunks", func(c *Config) { c.Limits = chunks.DefaultLimits; c.Limits.MaxReadChunks = -1 }},
 		{"Limits.MaxWriteChunks", func(c *Config) { c.Limits = chunks.DefaultLimits; c.Limits.MaxWriteChunks = -1 }},

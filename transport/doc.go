@@ -21,4 +21,7 @@
 // Config.Provider, which Dial and Listen require, chooses its provider: the
 // software provider (transport/verbs/soft) runs anywhere, over TCP; the
 // rdma-core provider (transport/verbs/rdmacore) runs on real RDMA devices.
+// The examples of Dial, Listen and Conn.Call run on the software provider;
+// package transport/dropin shows github.com/willscott/go-nfs served,
+// unchanged, on a Listener.
 package transport

@@ -132,15 +132,15 @@ func haRoundTrip(t *testing.T, c, srv *Conn) {
 // Listener with the default settings. The resources of at most
 // 2 x DefaultAcceptBacklog handshakes exist at once (the Listener's bound:
 // the backlog's newest half-open handshakes, and as many evicted ones
-// still ending), about 0.4 MiB of heap each with the default Credits
-// (issue 29's figure); the soft listener's silent connections hold a
-// goroutine and a 212-byte buffer each, for at most its own backlog of
+// still ending), each holding its queue pair's and its buffers' heap
+// with the default Credits; the soft listener's silent connections hold
+// a goroutine and a 212-byte buffer each, for at most its own backlog of
 // them. 1 MiB per handshake leaves room for the test's own peers.
 const haFloodHeapSlack = 2 * DefaultAcceptBacklog << 20
 
 // haFloodRegSlack bounds the memory the half-open handshakes of a flood
 // keep registered: 0.5 MiB (a handshake's Receive and Send buffers with
-// the default Credits, issue 29's figure) for each of the at most
+// the default Credits: 64 of each, of 4 KiB) for each of the at most
 // 2 x DefaultAcceptBacklog handshakes whose resources exist at once.
 const haFloodRegSlack = 2 * DefaultAcceptBacklog << 19
 

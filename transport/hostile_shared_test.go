@@ -196,8 +196,8 @@ func (h *hpHdr) bytes() []byte {
 }
 
 // TestHostileCaseTable checks the suite itself: at least 30 cases, each
-// with a distinct name and a stated outcome. With -v it prints the table
-// of the README.
+// with a distinct name and a stated outcome. With -v it prints the
+// table of cases and outcomes.
 func TestHostileCaseTable(t *testing.T) {
 	seen := map[string]bool{}
 	var rows []string

@@ -16,19 +16,17 @@ import (
 // is in the Go heap), and from the RDMA Writes of a reply until its Send
 // completed. It takes buffers from its endpoint's pool for exactly that
 // long, so that what a peer's chunks cost is bounded by the budgets of
-// MemoryLimits and falls back after a burst, instead of one buffer per call
-// slot that only grows (issue 9: 64 garbage calls naming 1 MiB Read chunks
-// pinned 128 MiB on an idle connection).
+// MemoryLimits and falls back after a burst, rather than one buffer per
+// call slot that only grows: chunks a peer names cannot pin memory on an
+// idle connection.
 
 // Pool sizes: buffers are registered in multiples of chunkBufAlign, and a
 // connection keeps idle for reuse at most one of them per call slot (a
 // call, or a reply until its Send completes, holds at most one; without
 // slots, maxCachedBufs), of at most its pool's maxIdle bytes together
 // (2 × MaxRPCSize): steady traffic reuses them (no registration on the
-// call path, even with every credit's reply in flight: with 32 READs of
-// 64 KiB in flight about half of them registered a buffer and freed one,
-// 8% of rdma-nfsd's CPU, when the count was 16), and after a burst the rest is
-// freed as it comes back. A pool that saw no use for poolTrimAfter frees
+// call path, even with every credit's reply in flight), and after a burst
+// the rest is freed as it comes back. A pool that saw no use for poolTrimAfter frees
 // its cache down to poolKeepIdle bytes, and after another such period the
 // rest: an idle connection holds no chunk memory.
 const (

@@ -36,9 +36,9 @@ func batchBytes(b sendBatch) int {
 //
 // Building a batch is cheap and touches the connection's state; posting it
 // may not be: rxe runs a user queue pair's work requests in the poster's
-// thread, and a 64 KiB RDMA Write takes milliseconds under TCG. Posted
-// under Conn.mu, it held up the poll loop (no call could be handed over, no
-// reply built) for that long. So a batch is queued under Conn.mu, in the
+// thread, so a post lasts as long as the copy of the data it moves.
+// Posted under Conn.mu, it would hold up the poll loop (no call handed
+// over, no reply built) for that long. So a batch is queued under Conn.mu, in the
 // order the protocol needs (an RDMA Write before the Send that reports
 // it), and whoever released Conn.mu after queuing posts the queue, in that
 // order, under posting alone; a goroutine that finds another posting

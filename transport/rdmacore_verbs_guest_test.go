@@ -22,10 +22,9 @@ import (
 // It measures what the exchange itself costs on rxe next to ib_write_bw
 // (Writes only): rxe carries the Write and the reply Send through one
 // queue pair, in the thread that posts them. It is no ceiling for the
-// transport, which posts its bulk from a goroutine of its own and does
-// better (README, rdmacore). The client's memory is exposed once, through
-// one window, where the transport binds one per call and the reply
-// invalidates it.
+// transport, which posts its bulk from a goroutine of its own. The
+// client's memory is exposed once, through one window, where the
+// transport binds one per call and the reply invalidates it.
 func BenchmarkRdmacoreVerbsRead64K(b *testing.B) {
 	for _, depth := range []int{1, 16} {
 		b.Run("depth"+strconv.Itoa(depth), func(b *testing.B) { benchReadShaped(b, depth) })

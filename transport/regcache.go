@@ -14,9 +14,9 @@ import (
 // WriteMsgDirect, Config.CallBuffers) on one endpoint for reuse, as UCX's
 // rcache and libfabric's MR cache do: callers reuse their buffers (a
 // File's read-ahead blocks, a loop's buffer, an RPC server's pool), and a
-// registration costs two system calls and the pinning of its pages
-// (measured on rxe under TCG: 64 µs for 4 KiB, 154 µs for 256 KiB, against
-// 94 µs to copy 256 KiB), where a cached one costs nothing. A buffer inside
+// registration costs two system calls and the pinning of its pages, more
+// than copying a buffer of a few hundred KiB, where a cached one costs
+// nothing. A buffer inside
 // a cached one (a sub-slice) uses its registration.
 //
 // A registration exposes nothing to the peer by itself (local write and

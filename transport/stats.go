@@ -11,9 +11,8 @@ import (
 // responder's and the negotiated settings.
 type Stats struct {
 	// Sends and Recvs count RDMA Sends posted and Receives completed. Work
-	// requests count as posted once queued for posting (see Posting work
-	// requests in the README): a batch whose post fails, which ends the
-	// connection, stays counted.
+	// requests count as posted once queued for posting: a batch whose
+	// post fails, which ends the connection, stays counted.
 	Sends, Recvs uint64
 	// BadXIDs counts replies whose XID matched no call [bad_xids].
 	BadXIDs uint64

@@ -125,8 +125,8 @@ func TestReaderOpaque(t *testing.T) {
 		}
 	}
 
-	// A negative max admits nothing, not even an empty item (this used to
-	// admit every length: uint64(-1) is huge).
+	// A negative max admits nothing, not even an empty item (taken as
+	// uint64(-1), it would admit every length).
 	r = NewReader(AppendOpaque(nil, nil))
 	if _, err := r.Opaque(-1); !errors.Is(err, ErrTooLong) {
 		t.Errorf("Opaque(-1) of empty: err = %v, want ErrTooLong", err)

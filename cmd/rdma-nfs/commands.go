@@ -3,17 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
@@ -29,9 +28,6 @@ func remotePath(p string) string {
 
 // ls lists a directory, or shows a file, in the long format of ls -l.
 func (s *session) ls(ctx context.Context, args []string) error {
-	if len(args) > 1 {
-		return errors.New("usage: ls [path]")
-	}
 	name := "."
 	if len(args) == 1 {
 		name = remotePath(args[0])
@@ -74,9 +70,6 @@ func (s *session) lsLine(ctx context.Context, name string, fi fs.FileInfo) {
 
 // stat shows every attribute of a file.
 func (s *session) stat(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return errors.New("usage: stat path")
-	}
 	name := remotePath(args[0])
 	fh, a, err := s.exp.Lookup(ctx, name, false)
 	if err != nil {
@@ -103,25 +96,16 @@ func typeName(t client.FileType) string {
 
 // cat writes a file to stdout.
 func (s *session) cat(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return errors.New("usage: cat path")
-	}
 	return s.download(ctx, remotePath(args[0]), "-")
 }
 
 // get copies a remote file to a local one ("-": stdout).
 func (s *session) get(ctx context.Context, args []string) error {
-	if len(args) != 2 {
-		return errors.New("usage: get remote local")
-	}
 	return s.download(ctx, remotePath(args[0]), args[1])
 }
 
 // put copies a local file ("-": stdin) to the export.
 func (s *session) put(ctx context.Context, args []string) error {
-	if len(args) != 2 {
-		return errors.New("usage: put local remote")
-	}
 	return s.upload(ctx, args[0], remotePath(args[1]))
 }
 
@@ -129,6 +113,11 @@ func (s *session) put(ctx context.Context, args []string) error {
 // wsize WRITEs and rsize READs.
 const copyBuf = 1 << 20
 
+// download copies the remote file to local ("-": stdout). A local file is
+// written under a temporary name in its directory and renamed to local
+// once complete: a transfer that fails or is interrupted leaves no
+// partial file under that name, and an existing file there is replaced
+// only by a whole copy (keeping its permissions, as cp(1) does).
 func (s *session) download(ctx context.Context, remote, local string) error {
 	f, err := s.exp.Open(ctx, remote)
 	if err != nil {
@@ -139,25 +128,60 @@ func (s *session) download(ctx context.Context, remote, local string) error {
 	if err != nil {
 		return err
 	}
-	var w io.Writer = s.stdout
-	var out *os.File
-	if local != "-" {
-		if out, err = os.OpenFile(local, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm()|0o200); err != nil {
-			return err
-		}
-		defer out.Close()
-		w = out
-	}
 	bar := s.newProgress(remote, fi.Size())
-	_, err = io.CopyBuffer(bar.writer(w), f, make([]byte, copyBuf))
-	bar.finish()
+	defer bar.finish()
+	if local == "-" {
+		_, err = io.CopyBuffer(bar.writer(s.stdout), f, make([]byte, copyBuf))
+		return err
+	}
+	return writeAtomic(local, fi.Mode().Perm()|0o200, func(w io.Writer) error {
+		_, err := io.CopyBuffer(bar.writer(w), f, make([]byte, copyBuf))
+		return err
+	})
+}
+
+// writeAtomic makes the local file name (through a symbolic link, if name
+// is one) hold what write writes: it writes a new file in name's
+// directory, with permissions perm (less the umask) or those of the file
+// it replaces, and renames it to name once write and the close succeeded;
+// otherwise it removes it.
+func writeAtomic(name string, perm fs.FileMode, write func(io.Writer) error) (err error) {
+	if target, err := filepath.EvalSymlinks(name); err == nil {
+		name = target
+	}
+	old, statErr := os.Stat(name)
+	if statErr == nil && old.IsDir() {
+		return fmt.Errorf("%s is a directory", name)
+	}
+	dir, base := filepath.Split(name)
+	var out *os.File
+	for range 100 {
+		tmp := filepath.Join(dir, fmt.Sprintf(".%s.rdma-nfs-%08x", base, rand.Uint32()))
+		if out, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm); !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
-	if out != nil {
-		return out.Close()
+	defer func() {
+		if err != nil {
+			out.Close()
+			os.Remove(out.Name())
+		}
+	}()
+	if statErr == nil {
+		if err := out.Chmod(old.Mode().Perm()); err != nil {
+			return err
+		}
 	}
-	return nil
+	if err := write(out); err != nil {
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(out.Name(), name)
 }
 
 func (s *session) upload(ctx context.Context, local, remote string) error {
@@ -193,27 +217,16 @@ func (s *session) upload(ctx context.Context, local, remote string) error {
 }
 
 // cp copies files or, with -r, trees between the local file system and the
-// export; remote paths start with ":".
-func (s *session) cp(ctx context.Context, args []string) error {
-	fset := flag.NewFlagSet("cp", flag.ContinueOnError)
-	fset.SetOutput(s.stderr)
-	recursive := fset.Bool("r", false, "copy directories recursively")
-	if err := cmdline.Parse(fset, args); err != nil {
-		return err
+// export; remote paths start with ":" (parseCommand checked that exactly
+// one does). As with cp(1), a target that is an existing directory
+// receives the source under its base name, and an existing file is
+// replaced.
+func (s *session) cp(ctx context.Context, args []string, recursive bool) error {
+	src, dst := args[0], args[1]
+	if strings.HasPrefix(src, ":") {
+		return s.cpFromRemote(ctx, remotePath(src[1:]), dst, recursive)
 	}
-	if fset.NArg() != 2 {
-		return cmdline.Usagef("usage: cp [-r] src dst (remote paths start with \":\")")
-	}
-	src, dst := fset.Arg(0), fset.Arg(1)
-	srcRemote, dstRemote := strings.HasPrefix(src, ":"), strings.HasPrefix(dst, ":")
-	switch {
-	case srcRemote && !dstRemote:
-		return s.cpFromRemote(ctx, remotePath(src[1:]), dst, *recursive)
-	case !srcRemote && dstRemote:
-		return s.cpToRemote(ctx, src, remotePath(dst[1:]), *recursive)
-	default:
-		return errors.New("cp: exactly one of src and dst must be remote (\":path\")")
-	}
+	return s.cpToRemote(ctx, src, remotePath(dst[1:]), recursive)
 }
 
 func (s *session) cpToRemote(ctx context.Context, src, dst string, recursive bool) error {
@@ -221,11 +234,16 @@ func (s *session) cpToRemote(ctx context.Context, src, dst string, recursive boo
 	if err != nil {
 		return err
 	}
+	if fi.IsDir() && !recursive {
+		return fmt.Errorf("cp: %s is a directory (use -r)", src)
+	}
+	if dfi, err := s.exp.Stat(ctx, dst); err == nil && dfi.IsDir() {
+		if base := filepath.Base(filepath.Clean(src)); base != "." && base != string(filepath.Separator) {
+			dst = path.Join(dst, base)
+		}
+	}
 	if !fi.IsDir() {
 		return s.upload(ctx, src, dst)
-	}
-	if !recursive {
-		return fmt.Errorf("cp: %s is a directory (use -r)", src)
 	}
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -265,14 +283,14 @@ func (s *session) cpFromRemote(ctx context.Context, src, dst string, recursive b
 	if err != nil {
 		return err
 	}
-	if !fi.IsDir() {
-		if lfi, err := os.Stat(dst); err == nil && lfi.IsDir() {
-			dst = filepath.Join(dst, path.Base(src))
-		}
-		return s.download(ctx, src, dst)
-	}
-	if !recursive {
+	if fi.IsDir() && !recursive {
 		return fmt.Errorf("cp: %s is a directory (use -r)", src)
+	}
+	if lfi, err := os.Stat(dst); err == nil && lfi.IsDir() && src != "." {
+		dst = filepath.Join(dst, path.Base(src))
+	}
+	if !fi.IsDir() {
+		return s.download(ctx, src, dst)
 	}
 	return fs.WalkDir(s.exp.FS(ctx), src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -1,6 +1,11 @@
 // Command rdma-nfs is an NFS version 3 client over RPC-over-RDMA (RFC 8166,
 // RFC 8267) for any NFSv3/RDMA server (knfsd, rdma-nfsd), built on package
-// nfs's client:
+// nfs's client. On one machine, with RDMA emulated over TCP:
+//
+//	rdma-nfsd -provider soft -dir /srv/export
+//	rdma-nfs -provider soft -server 127.0.0.1 ls /
+//
+// and against a server on an RDMA network:
 //
 //	rdma-nfs -server 10.0.0.1 -export /export ls /
 //	rdma-nfs -server 10.0.0.1 -export /export put big.iso iso/big.iso
@@ -9,16 +14,25 @@
 //	rdma-nfs -server 10.0.0.1 -export /export bench -size 32MiB
 //
 // Commands: ls [path], stat path, cat path, get remote local, put local
-// remote, cp [-r] src dst (remote paths start with ":"), exports, bench.
-// MOUNT goes over TCP (its port from the portmapper unless -mount-addr),
-// NFS over RDMA to -port (20049). Transfers longer than a moment show a
-// progress bar on a terminal (-progress). -stats prints the connection's
-// negotiated settings (RFC 8797 inline sizes, credits, remote
-// invalidation) and counters at the end.
+// remote, cp [-r] src dst (remote paths start with ":"; a directory
+// target receives the source under its name, as with cp(1)), exports,
+// bench; "rdma-nfs command -h" describes each. MOUNT goes over TCP (its
+// port from the portmapper unless -mount-addr) or, when no portmapper
+// answers, over the RDMA connection (rdma-nfsd serves it there); each
+// exchange waits at most -mount-timeout. NFS goes over RDMA to -port
+// (20049). get and cp write a local file under a temporary name and
+// rename it when complete: a failed transfer leaves no partial file under
+// the name asked for. bench never overwrites or removes a file it did not
+// create. Transfers longer than a moment show a progress bar on a
+// terminal (-progress). -stats prints the connection's negotiated
+// settings (RFC 8797 inline sizes, credits, remote invalidation) and
+// counters at the end.
 //
 // The exit status is 0 on success (and for -h), 2 for a mistake on the
 // command line (an unknown flag or command, a value out of its range: the
-// one-line message names the flag), 1 when the command failed.
+// one-line message names the flag), 1 when the command failed; NFS
+// failures read in plain words with the status in parentheses ("no such
+// file or directory (NFS3ERR_NOENT)").
 package main
 
 import (
@@ -27,6 +41,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/signal"
@@ -67,33 +82,110 @@ type options struct {
 	rsize, wsize, inFlight, credits               int
 	stats, noRemoteInvalidate, noPrivateData      bool
 	uid, gid                                      int
-	timeout                                       time.Duration
+	timeout, mountTimeout                         time.Duration
 }
 
 const usage = `usage: rdma-nfs [flags] command [args]
 
-commands:
-  ls [path]            list a directory (long format)
-  stat path            show a file's attributes
-  cat path             write a file to stdout
-  get remote local     copy a file from the export ("-" for stdout)
-  put local remote     copy a file to the export ("-" for stdin)
-  cp [-r] src dst      copy files or trees; remote paths start with ":"
-  exports              list the server's exports (MOUNT EXPORT)
-  bench [flags]        sequential write and read, random 4 KiB reads
-
+commands ("rdma-nfs command -h" describes one):
+%s
 flags:
 `
 
-func parse(args []string, stderr io.Writer) (options, []string, error) {
+// command is one of the commands: its arguments and what it does.
+type command struct {
+	name, args, help string
+	min, max         int // how many arguments
+}
+
+var commands = []command{
+	{"ls", "[path]", "list a directory (long format)", 0, 1},
+	{"stat", "path", "show a file's attributes", 1, 1},
+	{"cat", "path", "write a file to stdout", 1, 1},
+	{"get", "remote local", "copy a file from the export (\"-\" for stdout)", 2, 2},
+	{"put", "local remote", "copy a file to the export (\"-\" for stdin)", 2, 2},
+	{"cp", "[-r] src dst", "copy files or trees; remote paths start with \":\"", 2, 2},
+	{"exports", "", "list the server's exports (MOUNT EXPORT)", 0, 0},
+	{"bench", "[flags]", "sequential write and read, random 4 KiB reads", 0, 0},
+}
+
+// commandList is the usage's list of commands.
+func commandList() string {
+	var b strings.Builder
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-20s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
+	}
+	return b.String()
+}
+
+// invocation is the command of a command line, parsed.
+type invocation struct {
+	name      string
+	args      []string
+	recursive bool // cp -r
+	bench     benchOptions
+}
+
+// parseCommand parses the command and its flags and arguments (args[0]
+// is the command), before anything connects: its -h prints its usage.
+func parseCommand(args []string, stderr io.Writer) (invocation, error) {
+	var c *command
+	for i := range commands {
+		if commands[i].name == args[0] {
+			c = &commands[i]
+		}
+	}
+	if c == nil {
+		return invocation{}, cmdline.Usagef("unknown command %q (rdma-nfs -h lists them)", args[0])
+	}
+	inv := invocation{name: c.name}
+	fset := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	line := strings.TrimSpace("rdma-nfs [flags] " + c.name + " " + c.args)
+	fset.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s\n\n%s\n", line, c.help)
+		if c.name == "cp" || c.name == "bench" {
+			fmt.Fprintf(stderr, "\n%s flags:\n", c.name)
+			fset.PrintDefaults()
+		}
+	}
+	var finish func() error
+	switch c.name {
+	case "cp":
+		fset.BoolVar(&inv.recursive, "r", false, "copy directories recursively")
+	case "bench":
+		finish = inv.bench.define(fset)
+	}
+	if err := cmdline.Parse(fset, args[1:]); err != nil {
+		return inv, err
+	}
+	if n := fset.NArg(); n < c.min || n > c.max {
+		if c.max == 0 {
+			return inv, cmdline.Usagef("%s: unexpected arguments %q (usage: %s)", c.name, fset.Args(), line)
+		}
+		return inv, cmdline.Usagef("%s: wrong number of arguments (usage: %s)", c.name, line)
+	}
+	inv.args = fset.Args()
+	if c.name == "cp" && strings.HasPrefix(inv.args[0], ":") == strings.HasPrefix(inv.args[1], ":") {
+		return inv, cmdline.Usagef("cp: exactly one of src and dst must be remote (\":path\")")
+	}
+	if finish != nil {
+		return inv, finish()
+	}
+	return inv, nil
+}
+
+func parse(args []string, stderr io.Writer) (options, invocation, error) {
 	var o options
+	var inv invocation
 	fs := flag.NewFlagSet("rdma-nfs", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprintf(stderr, usage, commandList()); fs.PrintDefaults() }
 	fs.StringVar(&o.server, "server", "", "server host or address (required)")
 	fs.StringVar(&o.export, "export", "/", "exported path to mount")
 	fs.IntVar(&o.port, "port", nfs.DefaultRDMAPort, "NFS over RDMA port")
-	fs.StringVar(&o.mountAddr, "mount-addr", "", "MOUNT server host:port (default: from the portmapper on -server)")
+	fs.StringVar(&o.mountAddr, "mount-addr", "", "MOUNT server host:port (default: from the portmapper on -server; with none, MOUNT over RDMA)")
+	fs.DurationVar(&o.mountTimeout, "mount-timeout", client.DefaultMountTimeout, "bound on each exchange with the portmapper and the MOUNT server (not negative; 0: none)")
 	fs.StringVar(&o.provider, "provider", "rdmacore", "verbs provider: rdmacore (RDMA devices, Soft-RoCE) or soft (RDMA emulated over TCP)")
 	fs.StringVar(&o.localAddr, "local-addr", "", "rdmacore: the local IP address to connect from (picks the RDMA device)")
 	fs.IntVar(&o.inline, "inline", 0, "inline send and receive size offered (RFC 8797; a multiple of 1024 in 1024..262144; 0: 4096)")
@@ -112,37 +204,33 @@ func parse(args []string, stderr io.Writer) (options, []string, error) {
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound on the whole command (not negative; 0: none)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := cmdline.Parse(fs, args); err != nil {
-		return o, nil, err
+		return o, inv, err
 	}
 	if o.version {
-		return o, nil, nil
-	}
-	if o.server == "" {
-		return o, nil, cmdline.Usagef("-server is required")
+		return o, inv, nil
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
-		return o, nil, cmdline.Usagef("no command")
+		return o, inv, cmdline.Usagef("no command")
+	}
+	inv, err := parseCommand(fs.Args(), stderr)
+	if err != nil {
+		return o, inv, err
+	}
+	if o.server == "" {
+		return o, inv, cmdline.Usagef("-server is required")
 	}
 	switch o.progress {
 	case "auto", "always", "never":
 	default:
-		return o, nil, cmdline.Usagef("-progress %q: want auto, always or never", o.progress)
+		return o, inv, cmdline.Usagef("-progress %q: want auto, always or never", o.progress)
 	}
 	switch o.provider {
 	case "rdmacore", "soft":
 	default:
-		return o, nil, cmdline.Usagef("-provider %q: want rdmacore or soft", o.provider)
+		return o, inv, cmdline.Usagef("-provider %q: want rdmacore or soft", o.provider)
 	}
-	if err := o.check(); err != nil {
-		return o, nil, err
-	}
-	switch cmd := fs.Arg(0); cmd {
-	case "ls", "stat", "cat", "get", "put", "cp", "exports", "bench":
-	default:
-		return o, nil, cmdline.Usagef("unknown command %q", cmd)
-	}
-	return o, fs.Args(), nil
+	return o, inv, o.check()
 }
 
 // check checks the numeric flags' ranges: those of the settings they
@@ -150,6 +238,9 @@ func parse(args []string, stderr io.Writer) (options, []string, error) {
 func (o *options) check() error {
 	if o.timeout < 0 {
 		return cmdline.Usagef("-timeout %v: out of range [0, +inf) (0: none)", o.timeout)
+	}
+	if o.mountTimeout < 0 {
+		return cmdline.Usagef("-mount-timeout %v: out of range [0, +inf) (0: none)", o.mountTimeout)
 	}
 	return cmdline.Check(
 		cmdline.Int("-port", int64(o.port), 1, 65535, ""),
@@ -175,7 +266,7 @@ type session struct {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, rest, err := parse(args, stderr)
+	o, inv, err := parse(args, stderr)
 	if err != nil {
 		return err
 	}
@@ -183,6 +274,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, buildinfo.Read().String("rdma-nfs"))
 		return nil
 	}
+	return plainError(o.run(ctx, inv, stdout, stderr))
+}
+
+// run mounts the export and runs the command inv.
+func (o options) run(ctx context.Context, inv invocation, stdout, stderr io.Writer) error {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -192,46 +288,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.provider == "rdmacore" {
 		provider = &rdmacore.Provider{LocalAddr: o.localAddr}
 	}
-	cmd, cargs := rest[0], rest[1:]
-	if cmd == "exports" {
-		return exports(ctx, o, cargs, stdout)
-	}
-	// The flags of bench are checked before anything connects.
-	var bo benchOptions
-	if cmd == "bench" {
-		if bo, err = parseBench(cargs, stderr); err != nil {
-			return err
-		}
-	}
 	tc := transport.Config{Provider: provider, InlineSend: firstNonZero(o.inlineSend, o.inline),
 		InlineRecv: firstNonZero(o.inlineRecv, o.inline), NoRemoteInvalidate: o.noRemoteInvalidate,
 		NoPrivateData: o.noPrivateData, Credits: uint32(o.credits)}
 	auth := client.ProcessAuth()
 	auth.UID, auth.GID = uint32(o.uid), uint32(o.gid)
-	exp, err := client.Mount(ctx, o.server, o.export, &client.MountOptions{
+	mountTimeout := o.mountTimeout
+	if mountTimeout == 0 {
+		mountTimeout = -1 // none
+	}
+	mopt := &client.MountOptions{
 		Client:   client.Config{Transport: tc, Auth: &auth, RSize: o.rsize, WSize: o.wsize, MaxInFlight: o.inFlight},
-		RDMAPort: o.port, MountAddr: o.mountAddr,
-	})
+		RDMAPort: o.port, MountAddr: o.mountAddr, MountTimeout: mountTimeout,
+	}
+	if inv.name == "exports" {
+		return exports(ctx, o.server, mopt, stdout)
+	}
+	exp, err := client.Mount(ctx, o.server, o.export, mopt)
 	if err != nil {
 		return err
 	}
 	defer exp.Close()
 	s := &session{o: o, exp: exp, stdout: stdout, stderr: stderr, progress: wantProgress(o.progress, stderr)}
-	switch cmd {
+	switch inv.name {
 	case "ls":
-		err = s.ls(ctx, cargs)
+		err = s.ls(ctx, inv.args)
 	case "stat":
-		err = s.stat(ctx, cargs)
+		err = s.stat(ctx, inv.args)
 	case "cat":
-		err = s.cat(ctx, cargs)
+		err = s.cat(ctx, inv.args)
 	case "get":
-		err = s.get(ctx, cargs)
+		err = s.get(ctx, inv.args)
 	case "put":
-		err = s.put(ctx, cargs)
+		err = s.put(ctx, inv.args)
 	case "cp":
-		err = s.cp(ctx, cargs)
+		err = s.cp(ctx, inv.args, inv.recursive)
 	case "bench":
-		err = s.bench(ctx, bo)
+		err = s.bench(ctx, inv.bench)
 	}
 	if o.stats {
 		s.printStats()
@@ -263,20 +356,8 @@ func wantProgress(mode string, w io.Writer) bool {
 }
 
 // exports lists the server's exports over MOUNT.
-func exports(ctx context.Context, o options, args []string, stdout io.Writer) error {
-	if len(args) != 0 {
-		return errors.New("usage: exports")
-	}
-	addr := o.mountAddr
-	if addr == "" {
-		addr = o.server
-	}
-	mc, err := client.DialMount(ctx, addr, nil)
-	if err != nil {
-		return err
-	}
-	defer mc.Close()
-	list, err := mc.Export(ctx)
+func exports(ctx context.Context, server string, opt *client.MountOptions, stdout io.Writer) error {
+	list, err := client.Exports(ctx, server, opt)
 	if err != nil {
 		return err
 	}
@@ -285,6 +366,28 @@ func exports(ctx context.Context, o options, args []string, stdout io.Writer) er
 	}
 	return nil
 }
+
+// plainError rewrites an NFS failure on a path, "lstat a: nfs: NFS3
+// LOOKUP: no such file or directory (NFS3ERR_NOENT)", to its plain words,
+// "lstat a: no such file or directory (NFS3ERR_NOENT)", keeping the
+// error chain.
+func plainError(err error) error {
+	var pe *fs.PathError
+	var ne *client.Error
+	if !errors.As(err, &pe) || !errors.As(pe.Err, &ne) {
+		return err
+	}
+	return &wordedError{msg: fmt.Sprintf("%s %s: %s (%s)", pe.Op, pe.Path, ne.Status.Text(), ne.Status), err: err}
+}
+
+// wordedError is an error with a plainer message than its chain's.
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e *wordedError) Error() string { return e.msg }
+func (e *wordedError) Unwrap() error { return e.err }
 
 // printStats prints the connection's negotiated settings and counters.
 func (s *session) printStats() {

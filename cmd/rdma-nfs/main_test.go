@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -92,6 +94,9 @@ func TestPutGetCatLsStat(t *testing.T) {
 
 	_, _, err = rdmaNFS(t, flags, "stat", "missing")
 	require.ErrorIs(t, err, os.ErrNotExist)
+	var errb bytes.Buffer
+	require.Equal(t, 1, mainStatus(t.Context(), append(append([]string(nil), flags...), "ls", "missing"), io.Discard, &errb))
+	require.Equal(t, "rdma-nfs: lstat missing: no such file or directory (NFS3ERR_NOENT)\n", errb.String())
 	_, _, err = rdmaNFS(t, flags, "frobnicate")
 	require.ErrorContains(t, err, "unknown command")
 }
@@ -192,6 +197,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-inflight", "-1"}, "-inflight -1"},
 		{[]string{"-inflight", "100000"}, "-inflight 100000"},
 		{[]string{"-timeout", "-1s"}, "-timeout -1s"},
+		{[]string{"-mount-timeout", "-1s"}, "-mount-timeout -1s"},
+		{[]string{"-mount-timeout", "soon"}, "-mount-timeout"},
 		{[]string{"-port", "0"}, "-port 0"},
 		{[]string{"-port", "70000"}, "-port 70000"},
 		{[]string{"-uid", "-1"}, "-uid -1"},
@@ -209,9 +216,14 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"bench", "-size", "-1"}, "-size"},
 		{[]string{"bench", "-nope"}, "-nope"},
 		{[]string{"frobnicate"}, "frobnicate"},
+		{[]string{"ls", "a", "b"}, "ls: wrong number of arguments (usage: rdma-nfs [flags] ls [path])"},
+		{[]string{"get", "a"}, "get: wrong number of arguments"},
+		{[]string{"exports", "x"}, "exports: unexpected arguments"},
+		{[]string{"cp", "a", "b"}, "cp: exactly one"},
+		{[]string{"cp", "-x", "a", ":b"}, "-x"},
 	} {
 		args := append(append([]string(nil), base...), tc.args...)
-		if tc.args[0] != "bench" && tc.args[0] != "frobnicate" {
+		if strings.HasPrefix(tc.args[0], "-") {
 			args = append(args, "ls")
 		}
 		var out, errb bytes.Buffer
@@ -228,7 +240,10 @@ func TestBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
 		usage string // a flag the usage lists
-	}{{[]string{"-h"}, "-credits"}, {[]string{"-help"}, "-rsize"}, {append(base, "bench", "-h"), "-jobs"}} {
+	}{{[]string{"-h"}, "-credits"}, {[]string{"-help"}, "-rsize"}, {append(base, "bench", "-h"), "-jobs"},
+		{[]string{"bench", "-h"}, "-no-write"}, {[]string{"cp", "-h"}, "-r"}, {[]string{"ls", "-h"}, "ls [path]"},
+		{[]string{"stat", "-h"}, "stat path"}, {[]string{"cat", "-help"}, "cat path"}, {[]string{"get", "-h"}, "get remote local"},
+		{[]string{"put", "-h"}, "put local remote"}, {[]string{"exports", "-h"}, "exports"}, {[]string{"-h", "ls"}, "mount-timeout"}} {
 		var out, errb bytes.Buffer
 		require.Equal(t, 0, mainStatus(t.Context(), tc.args, &out, &errb), "%v", tc.args)
 		require.Contains(t, errb.String(), tc.usage, "%v prints the usage", tc.args)
@@ -236,4 +251,187 @@ func TestBadFlags(t *testing.T) {
 	// A failure that is not the command line's: status 1.
 	var out, errb bytes.Buffer
 	require.Equal(t, 1, mainStatus(t.Context(), append(base, "ls"), &out, &errb), errb.String())
+}
+
+// TestNoPortmapper: with no -mount-addr and no portmapper answering on
+// the server host, MOUNT goes over the RDMA connection: the soft server
+// and client meet with their defaults (the quick start).
+func TestNoPortmapper(t *testing.T) {
+	dir, flags := testServer(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello"), []byte("hi\n"), 0o644))
+	var noMountAddr []string
+	for i := 0; i < len(flags); i += 2 {
+		if flags[i] != "-mount-addr" {
+			noMountAddr = append(noMountAddr, flags[i], flags[i+1])
+		}
+	}
+	out, _ := must(t, noMountAddr, "ls", "/")
+	require.Regexp(t, `^-rw-r--r-- .* 3 .* hello\n$`, out)
+	out, _ = must(t, noMountAddr, "exports")
+	require.Equal(t, "/\t\n", out)
+}
+
+// TestMountTimeout: a MOUNT server that never answers fails the command
+// after -mount-timeout, with a message saying so.
+func TestMountTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	var errb bytes.Buffer
+	start := time.Now()
+	status := mainStatus(t.Context(), []string{"-provider", "soft", "-server", "127.0.0.1", "-port", "1",
+		"-mount-addr", l.Addr().String(), "-mount-timeout", "300ms", "ls"}, io.Discard, &errb)
+	require.Equal(t, 1, status)
+	require.Equal(t, "rdma-nfs: nfs: mount "+l.Addr().String()+": MOUNT3 MNT: no reply within 300ms: context deadline exceeded\n", errb.String())
+	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestBenchLeavesOthersFiles: bench never overwrites or removes a file it
+// did not create: -no-write reads an existing file and leaves it, a
+// writing run refuses an existing name; a file bench created is removed
+// at the end unless -keep.
+func TestBenchLeavesOthersFiles(t *testing.T) {
+	dir, flags := testServer(t)
+	precious := bytes.Repeat([]byte("precious"), 1<<17) // 1 MiB
+	p := filepath.Join(dir, "precious.bin")
+	require.NoError(t, os.WriteFile(p, precious, 0o600))
+	bench := []string{"bench", "-size", "1MiB", "-duration", "100ms", "-jobs", "2"}
+
+	out, _ := must(t, flags, append(bench, "-no-write", "-file", "precious.bin")...)
+	require.Contains(t, out, "seq-read: 1.0 MiB")
+	require.NotContains(t, out, "seq-write")
+	got, err := os.ReadFile(p)
+	require.NoError(t, err, "-no-write removed the file it read")
+	require.Equal(t, precious, got)
+
+	var errb bytes.Buffer
+	status := mainStatus(t.Context(), append(append([]string(nil), flags...), append(bench, "-file", "precious.bin")...), io.Discard, &errb)
+	require.Equal(t, 1, status)
+	require.Contains(t, errb.String(), "precious.bin exists")
+	got, err = os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, precious, got, "a writing bench overwrote a file it did not create")
+
+	_, _, err = rdmaNFS(t, flags, append(bench, "-no-write", "-file", "absent")...)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.NoFileExists(t, filepath.Join(dir, "absent"))
+
+	must(t, flags, append(bench, "-file", "made")...)
+	require.NoFileExists(t, filepath.Join(dir, "made"), "bench removes the file it created")
+	must(t, flags, append(bench, "-file", "kept", "-keep")...)
+	fi, err := os.Stat(filepath.Join(dir, "kept"))
+	require.NoError(t, err)
+	require.Equal(t, int64(1<<20), fi.Size())
+}
+
+// TestGetRenames: get writes a temporary file beside the target and
+// renames it once complete: an existing target is replaced whole (keeping
+// its permissions, as cp(1) does), a failed get leaves no file under the
+// target's name and no temporary file.
+func TestGetRenames(t *testing.T) {
+	dir, flags := testServer(t)
+	data := bytes.Repeat([]byte("new data "), 500000)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), data, 0o644))
+	local := t.TempDir()
+	target := filepath.Join(local, "f")
+	require.NoError(t, os.WriteFile(target, bytes.Repeat([]byte("old"), 3<<20), 0o600))
+	must(t, flags, "get", "f", target)
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	fi, err := os.Stat(target)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	_, _, err = rdmaNFS(t, flags, "get", "missing", filepath.Join(local, "g"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	ents, err := os.ReadDir(local)
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "only f: no g, no temporary file")
+}
+
+// TestWriteAtomic: a write that fails part way leaves the target as it
+// was (absent, or its old content) and no temporary file; one that
+// succeeds replaces it, through a symbolic link.
+func TestWriteAtomic(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t")
+	failing := func(w io.Writer) error {
+		_, _ = w.Write([]byte("partial"))
+		return errors.New("interrupted")
+	}
+	require.EqualError(t, writeAtomic(target, 0o644, failing), "interrupted")
+	require.NoFileExists(t, target)
+	require.NoError(t, os.WriteFile(target, []byte("old"), 0o640))
+	require.EqualError(t, writeAtomic(target, 0o644, failing), "interrupted")
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, "old", string(got))
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "no temporary file left")
+
+	require.NoError(t, os.Symlink("t", filepath.Join(dir, "link")))
+	require.NoError(t, writeAtomic(filepath.Join(dir, "link"), 0o644, func(w io.Writer) error {
+		_, err := w.Write([]byte("whole"))
+		return err
+	}))
+	got, err = os.ReadFile(target)
+	require.NoError(t, err)
+	require.Equal(t, "whole", string(got))
+	fi, err := os.Lstat(filepath.Join(dir, "link"))
+	require.NoError(t, err)
+	require.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the link stays a link")
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+	require.ErrorContains(t, writeAtomic(filepath.Join(dir, "d"), 0o644, failing), "is a directory")
+}
+
+// TestCpDirectoryTarget: as cp(1), cp into an existing directory (either
+// side) copies under the source's base name, and replaces an existing
+// file whole; cp -r of a tree into an existing directory makes the tree
+// there.
+func TestCpDirectoryTarget(t *testing.T) {
+	dir, flags := testServer(t)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "rdir"), 0o755))
+	local := t.TempDir()
+	src := filepath.Join(local, "f.txt")
+	require.NoError(t, os.WriteFile(src, []byte("short"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rdir", "f.txt"), []byte("a longer old content"), 0o644))
+
+	for _, dst := range []string{":/rdir", ":rdir/", ":/rdir/f.txt"} {
+		must(t, flags, "cp", src, dst)
+		got, err := os.ReadFile(filepath.Join(dir, "rdir", "f.txt"))
+		require.NoError(t, err, dst)
+		require.Equal(t, "short", string(got), dst)
+	}
+	require.NoDirExists(t, filepath.Join(dir, "rdir", "rdir"))
+
+	ldir := filepath.Join(local, "ldir")
+	require.NoError(t, os.Mkdir(ldir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ldir, "f.txt"), []byte("a longer old content"), 0o644))
+	must(t, flags, "cp", ":/rdir/f.txt", ldir)
+	got, err := os.ReadFile(filepath.Join(ldir, "f.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "short", string(got))
+
+	tree := filepath.Join(local, "tree")
+	require.NoError(t, os.MkdirAll(filepath.Join(tree, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(tree, "sub", "x"), []byte("x"), 0o644))
+	must(t, flags, "cp", "-r", tree, ":rdir")
+	got, err = os.ReadFile(filepath.Join(dir, "rdir", "tree", "sub", "x"))
+	require.NoError(t, err)
+	require.Equal(t, "x", string(got))
+	must(t, flags, "cp", "-r", ":rdir/tree", ldir)
+	got, err = os.ReadFile(filepath.Join(ldir, "tree", "sub", "x"))
+	require.NoError(t, err)
+	require.Equal(t, "x", string(got))
 }

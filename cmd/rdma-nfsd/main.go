@@ -4,9 +4,19 @@
 //	rdma-nfsd -dir /srv/export -addr 10.0.0.1
 //	mount -t nfs -o vers=3,proto=rdma,port=20049 10.0.0.1:/ /mnt
 //
+// and, on any machine, with RDMA emulated over TCP (the soft provider,
+// which the Go client rdma-nfs speaks; it sends MOUNT over the RDMA
+// connection when no portmapper answers):
+//
+//	rdma-nfsd -provider soft -dir /srv/export
+//	rdma-nfs -provider soft -server 127.0.0.1 ls /
+//
+// The startup log names the command that mounts the export.
+//
 // NFS goes over RDMA on port 20049; MOUNT over TCP (the kernel never sends
 // it over RDMA), on a port registered with the system's rpcbind, or with
-// the portmapper rdma-nfsd serves itself (-portmap) when none runs. Each
+// the portmapper rdma-nfsd serves itself (-portmap) when none runs, and
+// over RDMA too (rdma-nfs sends it there when no portmapper answers). Each
 // connection's negotiated settings (RFC 8797) are logged in one line; its
 // counters are served as JSON on the metrics endpoint (expvar,
 // /debug/vars) and logged on SIGUSR1. SIGTERM or SIGINT shut down cleanly.
@@ -293,6 +303,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		log.Info("rdma-nfsd: serving", "exports_file", o.exports, "exports", exportPaths(exps), "nfs_rdma", rdmaAddr.String(),
 			"mount_tcp", tcpAddr.String(), "provider", provider.Name(), "version", buildinfo.Read().Version)
 	}
+	export := "/"
+	if len(exps) > 0 {
+		export = exps[0].Path
+	}
+	log.Info("rdma-nfsd: mount with", "command", clientHint(provider.Name(), rdmaAddr, tcpAddr, export))
 
 	if o.metrics != "" {
 		ml, err := net.Listen("tcp", o.metrics)

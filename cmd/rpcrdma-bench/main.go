@@ -1,17 +1,18 @@
 // Command rpcrdma-bench measures NFSv3 over RPC-over-RDMA (RFC 8166, RFC
 // 8267) against the 1024-byte default of RFC 8166 and against the Linux
-// kernel, and runs the demo and the interoperability matrix.
+// kernel, and runs the interoperability matrix.
 //
-//	rpcrdma-bench demo                 make demo: rdma-nfsd mounted by the kernel over RDMA in the VM
 //	rpcrdma-bench bench [flags]        the benchmark matrix (in the VM; -provider soft: here)
 //	rpcrdma-bench bench -host [flags]  the benchmark on this host's own RDMA device (host.go)
 //	rpcrdma-bench matrix [flags]       the interoperability matrix (in the VM)
 //	rpcrdma-bench report [flags] FILE  the table, CSV, Markdown or chart of a -json report
 //
-// The VM is the Soft-RoCE VM of e2e/vm (a Debian 6.1 kernel under qemu
+// The VM is the Soft-RoCE VM of internal/vm (a Debian 6.1 kernel under qemu
 // TCG, rdma_rxe on a veth pair); the command installs what it needs,
-// builds the image once, builds cmd/rdma-nfsd and itself for the guest and
-// runs "rpcrdma-bench guest" there. It runs from the go-rpcrdma checkout.
+// builds the image once, builds cmd/rdma-nfsd and cmd/rpcrdma-bench-guest
+// for the guest and runs the guest side there. It runs from the
+// go-rpcrdma checkout. The measurement is package internal/bench; the
+// demo (make demo) is cmd/rpcrdma-demo.
 //
 // Every cell of the benchmark reports ops/s, MB/s, p50/p99 latency, RPCs
 // per operation, the RDMA operations per RPC by kind (Sends, RDMA Reads,
@@ -43,10 +44,6 @@ func main() {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  rpcrdma-bench demo [-console FILE]
-        installs what it needs, boots the VM, starts rdma-nfsd over rxe, mounts it with the
-        Linux kernel client over RDMA, copies a tree in and out and compares it, prints the
-        negotiated settings and a short benchmark table
   rpcrdma-bench bench [-quick] [-d DUR] [-provider rdmacore|soft] [-inline LIST] [-sizes LIST]
         [-inflight LIST] [-workloads LIST] [-servers LIST] [-clients LIST]
         [-json FILE] [-csv FILE] [-md FILE] [-chart FILE.png|.svg] [-console FILE]
@@ -56,6 +53,8 @@ func usage(w io.Writer) {
   rpcrdma-bench matrix [-inline LIST] [-json FILE] [-console FILE]
   rpcrdma-bench report [-csv FILE] [-md FILE] [-chart FILE] REPORT.json
         prints (and converts, draws) the report of an earlier bench run
+  rpcrdma-bench version
+The demo (make demo) is rpcrdma-demo.
 `)
 }
 
@@ -68,16 +67,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdline.Usagef("no command")
 	}
 	switch args[0] {
-	case "demo":
-		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, args[1:], stdout, stderr)
 	case "matrix":
 		return cmdMatrix(ctx, args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
-	case "guest":
-		return cmdGuest(ctx, args[1:], stdout)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return nil

@@ -39,8 +39,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
 	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 func usage() {
@@ -77,6 +77,14 @@ func rxevm(ctx context.Context, args []string) int {
 	case "shell":
 		return cmdRun(ctx, args[1:], true)
 	case "manifest":
+		fs := flag.NewFlagSet("manifest", flag.ContinueOnError)
+		if status, done := parseFlags(fs, args[1:]); done {
+			return status
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(os.Stderr, "rxevm: manifest: unexpected arguments %q\n", fs.Args())
+			return 2
+		}
 		return cmdManifest()
 	case "help", "-h", "-help", "--help":
 		usage()
@@ -85,15 +93,34 @@ func rxevm(ctx context.Context, args []string) int {
 		fmt.Println(buildinfo.Read().String("rxevm"))
 		return 0
 	}
+	fmt.Fprintf(os.Stderr, "rxevm: unknown command %q\n", args[0])
 	usage()
 	return 2
+}
+
+// parseFlags parses a command's args with fs; done says the command ends
+// there with status: 0 after -h (fs printed the usage), 2 for a bad flag
+// (fs printed a message naming it, and the usage).
+func parseFlags(fs *flag.FlagSet, args []string) (status int, done bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	}
+	return 2, true
 }
 
 func cmdBuild(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	refresh := fs.Bool("refresh", false, "resolve the kernel and packages again from the current apt lists")
 	quiet := fs.Bool("q", false, "do not print progress")
-	if fs.Parse(args) != nil {
+	if status, done := parseFlags(fs, args); done {
+		return status
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "rxevm: build: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
 	opts := vm.BuildOptions{Refresh: *refresh}
@@ -132,8 +159,8 @@ func cmdRun(ctx context.Context, args []string, interactive bool) int {
 	logFile := fs.String("l", "", "also write the console output to `FILE`")
 	appendArgs := fs.String("append", "", "extra guest kernel `PARAMS` (after the harness's own)")
 	verbose := fs.Bool("v", false, "full kernel log and build progress")
-	if fs.Parse(args) != nil {
-		return 2
+	if status, done := parseFlags(fs, args); done {
+		return status
 	}
 	command := strings.Join(fs.Args(), " ")
 	if !interactive && strings.TrimSpace(command) == "" {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // GuestTests describes a package of Go tests that run inside the VM.

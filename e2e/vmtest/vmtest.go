@@ -14,8 +14,8 @@
 // A test either calls RunGuestTests, which compiles a package's guest-only
 // tests (build tag e2eguest) and runs them in one boot, or calls Require,
 // builds what the guest runs into a shared directory (BuildStatic,
-// BuildTest) and boots with Run. Each boot costs about 3-10 s under TCG:
-// do as much as possible in one.
+// BuildTest) and boots with Run. Each boot costs seconds under TCG: do
+// as much as possible in one.
 package vmtest
 
 import (
@@ -32,7 +32,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // EnvVM is the environment variable that requires ("1") or disables ("0")
@@ -44,7 +44,7 @@ const EnvInGuest = "RPCRDMA_IN_VM"
 
 // SkipMessage is the reason given when the VM tests are skipped for want of qemu.
 const SkipMessage = "VM tests need qemu-system-x86_64; run `make test` or set RPCRDMA_VM=1 " +
-	"(e2e/vm/install-host-deps.sh installs qemu)"
+	"(internal/vm/install-host-deps.sh installs qemu)"
 
 // MinAutoTimeout is the shortest -timeout with which the VM tests run when
 // RPCRDMA_VM is unset: a package's VM tests take up to about 13 minutes
@@ -118,7 +118,7 @@ func decide(env string, short, haveQEMU bool, timeout time.Duration) (action, st
 	case env == "0":
 		return skip, "VM tests disabled by RPCRDMA_VM=0"
 	case env == "1" && !haveQEMU:
-		return fail, "RPCRDMA_VM=1 but qemu-system-x86_64 is not installed: run e2e/vm/install-host-deps.sh"
+		return fail, "RPCRDMA_VM=1 but qemu-system-x86_64 is not installed: run internal/vm/install-host-deps.sh"
 	case env == "1":
 		return run, ""
 	case short:

@@ -20,7 +20,8 @@ import (
 // Auth is the RPC credential a Client sends with every call (RFC 5531
 // §8.2, §Appendix A): AUTH_SYS with the given identity, or AUTH_NONE.
 type Auth struct {
-	// None sends AUTH_NONE; the other fields are then ignored.
+	// None sends AUTH_NONE; the other fields are then ignored. false
+	// (the zero value) sends AUTH_SYS.
 	None bool
 	// UID, GID and GIDs are the AUTH_SYS identity (at most 16 groups).
 	UID, GID uint32
@@ -61,21 +62,30 @@ func (a *Auth) credVerf() []byte {
 }
 
 // Config configures a Client. Transport.Provider is required by Dial
-// and Mount. Each field's comment states its range: Dial, New,
+// and Mount; every other field's zero value gives the default its comment
+// states. Each field's comment also states its range: Dial, New,
 // NewCaller and Mount refuse a Config with a field out of it (Check),
 // with a *transport.ConfigError naming the field (errors.Is(err,
 // transport.ErrConfig)); they never adjust a value silently.
 type Config struct {
+	// The connection.
+
 	// Transport configures the RPC-over-RDMA connection, its fields in
-	// the ranges transport.Config documents and a MaxRPCSize other than
-	// 0 at least nfs.MinMaxRPCSize. A nil Binding
-	// means nfs.Binding{} (RFC 8267: READ data and READLINK paths land by
-	// RDMA Write in the Write chunk, WRITE data and SYMLINK paths move
-	// in a Read chunk). A zero Reconnect means reconnection with
-	// retransmission (Enabled and Retransmit), as the Linux client does;
-	// NoReconnect turns it off.
-	Transport   transport.Config
+	// the ranges, and their zero values with the meanings,
+	// transport.Config documents, a MaxRPCSize other than 0 at least
+	// nfs.MinMaxRPCSize, and these exceptions: a nil Binding means
+	// nfs.Binding{} (RFC 8267: READ data and READLINK paths land by RDMA
+	// Write in the Write chunk, WRITE data and SYMLINK paths move in a
+	// Read chunk), and a zero Reconnect means reconnection with
+	// retransmission (Enabled and Retransmit), as the Linux client does.
+	Transport transport.Config
+	// NoReconnect turns off the reconnection a zero Transport.Reconnect
+	// means; false (the zero value) keeps it. It has no effect when
+	// Transport.Reconnect is set.
 	NoReconnect bool
+
+	// The calls.
+
 	// Auth is the credential of every call; nil means ProcessAuth().
 	// AUTH_SYS carries at most 16 GIDs and a MachineName of at most 255
 	// bytes (RFC 5531 Appendix A).

@@ -407,16 +407,16 @@ func TestClientCodec(t *testing.T) {
 		_, _, err := c.Lookup(ctx, dir, "name")
 		var ne *client.Error
 		require.ErrorAs(t, err, &ne)
-		require.Equal(t, "nfs: NFS3 LOOKUP: NFS3ERR_NOENT", err.Error())
+		require.Equal(t, "nfs: NFS3 LOOKUP: no such file or directory (NFS3ERR_NOENT)", err.Error())
 		_, _, err = c.Read(ctx, fh, 0, make([]byte, 10))
-		require.EqualError(t, err, "nfs: NFS3 READ: NFS3ERR_NOENT")
+		require.EqualError(t, err, "nfs: NFS3 READ: no such file or directory (NFS3ERR_NOENT)")
 		_, err = c.Write(ctx, fh, 0, make([]byte, 10), client.Unstable)
-		require.EqualError(t, err, "nfs: NFS3 WRITE: NFS3ERR_NOENT")
+		require.EqualError(t, err, "nfs: NFS3 WRITE: no such file or directory (NFS3ERR_NOENT)")
 		_, err = c.Commit(ctx, fh, 0, 0)
-		require.EqualError(t, err, "nfs: NFS3 COMMIT: NFS3ERR_NOENT")
+		require.EqualError(t, err, "nfs: NFS3 COMMIT: no such file or directory (NFS3ERR_NOENT)")
 		srv.serve = reply(xdr.AppendUint32(nil, 12345))
 		err = c.Remove(ctx, dir, "x")
-		require.EqualError(t, err, "nfs: NFS3 REMOVE: nfsstat3(12345)")
+		require.EqualError(t, err, "nfs: NFS3 REMOVE: unknown status (nfsstat3(12345))")
 
 		// Malformed results: an ftype3 out of range, a result cut short,
 		// a name over NFS3_MAXNAMLEN, a WRITE count over the data sent.
@@ -498,7 +498,7 @@ func TestMountClientCodec(t *testing.T) {
 	_, _, err = m.Mnt(ctx, "/export/path")
 	var ne *client.Error
 	require.ErrorAs(t, err, &ne)
-	require.Equal(t, "nfs: MOUNT3 MNT /export/path: NFS3ERR_ACCES", err.Error())
+	require.Equal(t, "nfs: MOUNT3 MNT /export/path: permission denied (NFS3ERR_ACCES)", err.Error())
 	mnt = nfs3.MntRes{FH: []byte("root"), AuthFlavors: make([]uint32, nfs3.MaxAuthFlavors+1)}
 	_, _, err = m.Mnt(ctx, "/export/path")
 	require.ErrorIs(t, err, client.ErrBadReply)

@@ -78,7 +78,38 @@ type Error struct {
 	Status Status
 }
 
-func (e *Error) Error() string { return "nfs: " + e.Proc + ": " + e.Status.String() }
+// Error reads "nfs: NFS3 LOOKUP: no such file or directory
+// (NFS3ERR_NOENT)": the procedure, the status in plain words, then its
+// RFC 1813 name.
+func (e *Error) Error() string {
+	return "nfs: " + e.Proc + ": " + e.Status.Text() + " (" + e.Status.String() + ")"
+}
+
+// statusText words the statuses with no errno counterpart (RFC 1813 §2.6).
+var statusText = map[Status]string{
+	StatusBadHandle:   "illegal file handle",
+	StatusNotSync:     "update synchronization mismatch",
+	StatusBadCookie:   "stale directory cookie",
+	StatusTooSmall:    "buffer or request too small",
+	StatusServerFault: "server fault",
+	StatusBadType:     "type not supported by the server",
+}
+
+// Text says what the status means in plain words, as strerror does for
+// its errno ("no such file or directory" for NFS3ERR_NOENT); "unknown
+// status" for a value RFC 1813 does not define.
+func (s Status) Text() string {
+	if errno, ok := statusErrno[s]; ok {
+		return errno.Error()
+	}
+	if t, ok := statusText[s]; ok {
+		return t
+	}
+	if s == StatusOK {
+		return "success"
+	}
+	return "unknown status"
+}
 
 // Unwrap returns the syscall.Errno of the status, or nil if it has none.
 func (e *Error) Unwrap() error {

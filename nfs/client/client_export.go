@@ -15,9 +15,9 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// MountOptions configures Mount, which refuses a field out of its range
-// with a *transport.ConfigError naming it (errors.Is(err,
-// transport.ErrConfig)) before it connects.
+// MountOptions configures Mount and Exports, which refuse a field out of
+// its range with a *transport.ConfigError naming it (errors.Is(err,
+// transport.ErrConfig)) before they connect.
 type MountOptions struct {
 	// Client configures the NFS client (Config states its ranges);
 	// Client.Transport.Provider is required.
@@ -26,8 +26,17 @@ type MountOptions struct {
 	// 0 means 20049.
 	RDMAPort int
 	// MountAddr is the "host:port" of the MOUNT server (TCP); "" asks the
-	// portmapper on the server host for it.
+	// portmapper on the server host for it and, when no portmapper
+	// answers there or MOUNT is not registered with it, sends MOUNT over
+	// the RPC-over-RDMA connection (as rdma-nfsd and go-nfs serve it;
+	// knfsd does not).
 	MountAddr string
+	// MountTimeout bounds each exchange with the portmapper (connecting
+	// and GETPORT) and with the MOUNT server (connecting, then each of
+	// MNT, EXPORT and UMNT): each waits at most this long, less if ctx
+	// ends sooner. 0 means DefaultMountTimeout (10 s); negative means no
+	// bound but ctx.
+	MountTimeout time.Duration
 }
 
 // Export is a mounted NFSv3 export: its root handle, a Client on an
@@ -49,9 +58,10 @@ type Export struct {
 
 // Mount mounts the export at exportPath on server (a host name or
 // address) the way the Linux client does with proto=rdma: MNT over TCP
-// for the root handle, then NFS over RPC-over-RDMA at port 20049, FSINFO
-// to size READs and WRITEs (capped by the configured sizes). Close
-// unmounts.
+// for the root handle (MountOptions.MountAddr says where, and when MNT
+// goes over RDMA instead), then NFS over RPC-over-RDMA at port 20049,
+// FSINFO to size READs and WRITEs (capped by the configured sizes).
+// Close unmounts.
 func Mount(ctx context.Context, server, exportPath string, opt *MountOptions) (*Export, error) {
 	if opt == nil {
 		opt = &MountOptions{}
@@ -64,30 +74,30 @@ func Mount(ctx context.Context, server, exportPath string, opt *MountOptions) (*
 		a := ProcessAuth()
 		auth = &a
 	}
-	maddr := opt.MountAddr
-	if maddr == "" {
-		maddr = server
-	}
-	mc, err := DialMount(ctx, maddr, auth)
+	cfg := opt.Client
+	cfg.Auth = auth
+	mc, c, err := opt.dialMount(ctx, server, &cfg)
 	if err != nil {
 		return nil, err
 	}
 	root, flavors, err := mc.Mnt(ctx, exportPath)
 	if err != nil {
 		mc.Close()
+		if c != nil {
+			c.Close()
+			var ne *Error
+			if !errors.As(err, &ne) {
+				err = fmt.Errorf("nfs: no portmapper; MOUNT over RDMA: %w", err)
+			}
+		}
 		return nil, err
 	}
-	port := opt.RDMAPort
-	if port == 0 {
-		port = nfs.DefaultRDMAPort
-	}
-	cfg := opt.Client
-	cfg.Auth = auth
-	c, err := Dial(ctx, net.JoinHostPort(server, strconv.Itoa(port)), &cfg)
-	if err != nil {
-		_ = mc.Umnt(ctx, exportPath)
-		mc.Close()
-		return nil, err
+	if c == nil {
+		if c, err = opt.dialNFS(ctx, server, &cfg); err != nil {
+			_ = mc.Umnt(ctx, exportPath)
+			mc.Close()
+			return nil, err
+		}
 	}
 	e := &Export{Client: c, Root: root, Path: exportPath, Flavors: flavors, mount: mc}
 	if e.Info, err = c.Fsinfo(ctx, root); err != nil {
@@ -97,6 +107,72 @@ func Mount(ctx context.Context, server, exportPath string, opt *MountOptions) (*
 	c.SetIOSizeFromFSInfo(e.Info)
 	return e, nil
 }
+
+// Exports lists the exports of server (MOUNT EXPORT, RFC 1813 §5.2.5),
+// reaching its MOUNT server as Mount does: at opt.MountAddr, at the port
+// the portmapper gives, or over an RPC-over-RDMA connection (which needs
+// opt.Client.Transport.Provider) when no portmapper answers.
+func Exports(ctx context.Context, server string, opt *MountOptions) ([]ExportEntry, error) {
+	if opt == nil {
+		opt = &MountOptions{}
+	}
+	if err := opt.check(); err != nil {
+		return nil, err
+	}
+	cfg := opt.Client
+	mc, c, err := opt.dialMount(ctx, server, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer mc.Close()
+	if c != nil {
+		defer c.Close()
+	}
+	return mc.Export(ctx)
+}
+
+// dialMount returns a MountClient for server: over TCP at MountAddr, or
+// at the port the portmapper on server gives; with no portmapper (or
+// MOUNT not registered with it), over a new RPC-over-RDMA connection to
+// server, returned too, which the MountClient does not close.
+func (o *MountOptions) dialMount(ctx context.Context, server string, cfg *Config) (*MountClient, *Client, error) {
+	if o.MountAddr != "" {
+		mc, err := dialMount(ctx, o.MountAddr, cfg.Auth, o.MountTimeout)
+		return mc, nil, err
+	}
+	port, pmErr := getPort(ctx, server, nfs.ProgMount, 3, o.MountTimeout)
+	if pmErr == nil {
+		mc, err := dialMount(ctx, net.JoinHostPort(server, strconv.Itoa(port)), cfg.Auth, o.MountTimeout)
+		return mc, nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, nil, pmErr
+	}
+	c, err := o.dialNFS(ctx, server, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w; NFS over RDMA (for MOUNT): %w", pmErr, err)
+	}
+	auth := cfg.Auth
+	if auth == nil {
+		a := ProcessAuth()
+		auth = &a
+	}
+	mc := &MountClient{rpc: newCallerRPC(keepOpen{c.rpc}, nfs.ProgMount, 3, auth), Timeout: o.MountTimeout}
+	return mc, c, nil
+}
+
+// dialNFS connects to NFS over RDMA on server, at RDMAPort.
+func (o *MountOptions) dialNFS(ctx context.Context, server string, cfg *Config) (*Client, error) {
+	port := o.RDMAPort
+	if port == 0 {
+		port = nfs.DefaultRDMAPort
+	}
+	return Dial(ctx, net.JoinHostPort(server, strconv.Itoa(port)), cfg)
+}
+
+// keepOpen is a Caller whose Close (there is none) leaves the connection
+// to its owner: a MountClient over an Export's NFS connection.
+type keepOpen struct{ Caller }
 
 // NewExport makes an Export of a Client and a root handle obtained
 // otherwise (no MOUNT connection: Close only closes the Client).

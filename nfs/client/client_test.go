@@ -233,7 +233,7 @@ func TestClientErrorMapping(t *testing.T) {
 	}
 	err := error(&client.Error{Proc: "NFS3 READ", Status: client.StatusBadHandle})
 	require.False(t, errors.Is(err, fs.ErrNotExist))
-	require.Equal(t, "nfs: NFS3 READ: NFS3ERR_BADHANDLE", err.Error())
+	require.Equal(t, "nfs: NFS3 READ: illegal file handle (NFS3ERR_BADHANDLE)", err.Error())
 	require.Equal(t, "nfsstat3(12345)", client.Status(12345).String())
 }
 

@@ -6,9 +6,12 @@
 // its methods the NFSv3 procedures. Mount mounts an export as the Linux
 // client does with proto=rdma: MNT over TCP (MountClient, MOUNT version 3,
 // RFC 1813 §5), asking the portmapper (RFC 1833) for mountd's port when
-// not given it, then NFS over RPC-over-RDMA; the Export it returns opens
-// Files and gives an fs.FS view. MountClient calls MOUNT over TCP, or over
-// a Caller of the user's.
+// not given it, then NFS over RPC-over-RDMA; with no portmapper, it sends
+// MNT over the RPC-over-RDMA connection instead (rdma-nfsd and go-nfs
+// answer it there). Each MOUNT and portmapper exchange times out
+// (DefaultMountTimeout). The Export it returns opens Files and gives an
+// fs.FS view. MountClient calls MOUNT over TCP, or over a Caller of the
+// user's.
 //
 // Package nfs holds what the client shares with the server (package
 // nfs/server), and package nfs/nfs3 is the XDR codec of both protocols'

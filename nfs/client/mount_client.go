@@ -19,6 +19,39 @@ import (
 // DefaultPortmapPort is the portmapper's (rpcbind's) port (RFC 1833).
 const DefaultPortmapPort = 111
 
+// portmapPort is the port GetPort asks when its address names none:
+// DefaultPortmapPort, another in the tests.
+var portmapPort = DefaultPortmapPort
+
+// DefaultMountTimeout bounds, by default, each exchange with a
+// portmapper or a MOUNT server (MountOptions.MountTimeout,
+// MountClient.Timeout): a silent port fails the mount after it instead of
+// holding it.
+const DefaultMountTimeout = 10 * time.Second
+
+// boundCtx returns ctx bounded by the timeout d of an exchange (0:
+// DefaultMountTimeout; negative: no bound but ctx) and that bound.
+func boundCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc, time.Duration) {
+	if d < 0 {
+		return ctx, func() {}, d
+	}
+	if d == 0 {
+		d = DefaultMountTimeout
+	}
+	bctx, cancel := context.WithTimeout(ctx, d)
+	return bctx, cancel, d
+}
+
+// noReply rewrites err, the failure of an exchange (what) made with bctx,
+// ctx bounded by d (boundCtx), when the bound ended it and not ctx: a
+// silent peer, reported as such.
+func noReply(ctx, bctx context.Context, d time.Duration, what string, err error) error {
+	if err == nil || ctx.Err() != nil || bctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%s: no reply within %v: %w", what, d, context.DeadlineExceeded)
+}
+
 // maxTCPReply bounds a MOUNT or portmap reply read from TCP.
 const maxTCPReply = 1 << 20
 
@@ -60,8 +93,9 @@ func (t *recordCaller) Call(ctx context.Context, msg, reply []byte) ([]byte, err
 	if err := ctx.Err(); err != nil {
 		return reply[:0], err
 	}
-	dl, _ := ctx.Deadline()
-	_ = t.conn.SetDeadline(dl)
+	// The connection's deadline passes once ctx is done, not at ctx's
+	// deadline itself: a read that fails by it then finds ctx.Err() set.
+	_ = t.conn.SetDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { _ = t.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	t.buf = xdr.AppendRecord(t.buf[:0], msg, 0)
@@ -108,14 +142,23 @@ func (t *tcpRPC) call(ctx context.Context, prog, proc uint32, args []byte) (*xdr
 
 // GetPort asks the portmapper at addr ("host:port"; port 111 when
 // missing) for the TCP port of prog version vers (PMAPPROC_GETPORT, RFC
-// 1833 §3.2). A program not registered is an error.
+// 1833 §3.2). A program not registered is an error. Connecting and the
+// call take at most DefaultMountTimeout together, less if ctx ends
+// sooner.
 func GetPort(ctx context.Context, addr string, prog, vers uint32) (int, error) {
+	return getPort(ctx, addr, prog, vers, 0)
+}
+
+// getPort is GetPort with the exchange bounded by timeout (boundCtx).
+func getPort(ctx context.Context, addr string, prog, vers uint32, timeout time.Duration) (int, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, strconv.Itoa(DefaultPortmapPort))
+		addr = net.JoinHostPort(addr, strconv.Itoa(portmapPort))
 	}
-	conn, err := nfs.DialReserved(ctx, addr)
+	bctx, cancel, d := boundCtx(ctx, timeout)
+	defer cancel()
+	conn, err := nfs.DialReserved(bctx, addr)
 	if err != nil {
-		return 0, fmt.Errorf("nfs: portmapper %s: %w", addr, err)
+		return 0, fmt.Errorf("nfs: portmapper %s: %w", addr, noReply(ctx, bctx, d, "connect", err))
 	}
 	defer conn.Close()
 	t := newTCPRPC(conn, nfs.ProgPortmap, nfs.PmapVers, &Auth{None: true})
@@ -123,9 +166,9 @@ func GetPort(ctx context.Context, addr string, prog, vers uint32) (int, error) {
 	for _, v := range [...]uint32{prog, vers, nfs.IPProtoTCP, 0} {
 		args = xdr.AppendUint32(args, v)
 	}
-	r, err := t.call(ctx, nfs.ProgPortmap, nfs.PmapProcGetport, args)
+	r, err := t.call(bctx, nfs.ProgPortmap, nfs.PmapProcGetport, args)
 	if err != nil {
-		return 0, fmt.Errorf("nfs: portmapper %s: GETPORT: %w", addr, err)
+		return 0, fmt.Errorf("nfs: portmapper %s: %w", addr, noReply(ctx, bctx, d, "GETPORT", err))
 	}
 	port, err := r.Uint32()
 	if err != nil {
@@ -142,13 +185,25 @@ func GetPort(ctx context.Context, addr string, prog, vers uint32) (int, error) {
 // server the client is done, EXPORT lists the exports.
 type MountClient struct {
 	rpc *tcpRPC
+	// Timeout bounds each call (Null, Mnt, Umnt, Export): a call waits
+	// at most this long for its reply, less if its ctx ends sooner. 0
+	// means DefaultMountTimeout; negative means no bound but ctx. Set it
+	// before the first call.
+	Timeout time.Duration
 }
 
 // DialMount connects to the MOUNT server at addr: "host:port", or "host"
 // to ask the portmapper on host for mountd's port. auth nil means
 // ProcessAuth(); an auth AUTH_SYS cannot carry (Config.Auth) is a
-// *transport.ConfigError.
+// *transport.ConfigError. Asking the portmapper, and connecting, take at
+// most DefaultMountTimeout each, less if ctx ends sooner.
 func DialMount(ctx context.Context, addr string, auth *Auth) (*MountClient, error) {
+	return dialMount(ctx, addr, auth, 0)
+}
+
+// dialMount is DialMount with each exchange bounded by timeout (boundCtx),
+// which becomes the MountClient's Timeout.
+func dialMount(ctx context.Context, addr string, auth *Auth, timeout time.Duration) (*MountClient, error) {
 	if auth != nil {
 		if err := auth.check("Auth"); err != nil {
 			return nil, err
@@ -159,7 +214,7 @@ func DialMount(ctx context.Context, addr string, auth *Auth) (*MountClient, erro
 		if err != nil {
 			host = addr
 		}
-		p, err := GetPort(ctx, host, nfs.ProgMount, 3)
+		p, err := getPort(ctx, host, nfs.ProgMount, 3, timeout)
 		if err != nil {
 			return nil, err
 		}
@@ -169,11 +224,25 @@ func DialMount(ctx context.Context, addr string, auth *Auth) (*MountClient, erro
 		a := ProcessAuth()
 		auth = &a
 	}
-	conn, err := nfs.DialReserved(ctx, addr)
+	bctx, cancel, d := boundCtx(ctx, timeout)
+	defer cancel()
+	conn, err := nfs.DialReserved(bctx, addr)
 	if err != nil {
-		return nil, fmt.Errorf("nfs: mount %s: %w", addr, err)
+		return nil, fmt.Errorf("nfs: mount %s: %w", addr, noReply(ctx, bctx, d, "connect", err))
 	}
-	return &MountClient{rpc: newTCPRPC(conn, nfs.ProgMount, 3, auth)}, nil
+	return &MountClient{rpc: newTCPRPC(conn, nfs.ProgMount, 3, auth), Timeout: timeout}, nil
+}
+
+// call makes one call of proc with args, bounded by m.Timeout.
+func (m *MountClient) call(ctx context.Context, proc uint32, args []byte) (*xdr.Reader, error) {
+	bctx, cancel, d := boundCtx(ctx, m.Timeout)
+	defer cancel()
+	r, err := m.rpc.call(bctx, nfs.ProgMount, proc, args)
+	what := "nfs: " + nfs.ProcName(nfs.ProgMount, 3, proc)
+	if a := m.RemoteAddr(); a != nil {
+		what = "nfs: mount " + a.String() + ": " + nfs.ProcName(nfs.ProgMount, 3, proc)
+	}
+	return r, noReply(ctx, bctx, d, what, err)
 }
 
 // NewMountClientCaller returns a MountClient making its calls with rpc,
@@ -218,7 +287,7 @@ func (m *MountClient) RemoteAddr() net.Addr {
 
 // Null calls MOUNTPROC3_NULL.
 func (m *MountClient) Null(ctx context.Context) error {
-	_, err := m.rpc.call(ctx, nfs.ProgMount, nfs.MountProcNull, nil)
+	_, err := m.call(ctx, nfs.MountProcNull, nil)
 	return err
 }
 
@@ -227,7 +296,7 @@ func (m *MountClient) Null(ctx context.Context) error {
 // is an *Error with the mountstat3.
 func (m *MountClient) Mnt(ctx context.Context, path string) (FH, []xdr.AuthFlavor, error) {
 	args := nfs3.MntArgs{Path: path}
-	r, err := m.rpc.call(ctx, nfs.ProgMount, nfs.MountProcMnt, args.Append(nil))
+	r, err := m.call(ctx, nfs.MountProcMnt, args.Append(nil))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,7 +317,7 @@ func (m *MountClient) Mnt(ctx context.Context, path string) (FH, []xdr.AuthFlavo
 // Umnt calls MOUNTPROC3_UMNT (RFC 1813 §5.2.3).
 func (m *MountClient) Umnt(ctx context.Context, path string) error {
 	args := nfs3.UmntArgs{Path: path}
-	_, err := m.rpc.call(ctx, nfs.ProgMount, nfs.MountProcUmnt, args.Append(nil))
+	_, err := m.call(ctx, nfs.MountProcUmnt, args.Append(nil))
 	return err
 }
 
@@ -261,7 +330,7 @@ type ExportEntry struct {
 
 // Export calls MOUNTPROC3_EXPORT (RFC 1813 §5.2.5).
 func (m *MountClient) Export(ctx context.Context) ([]ExportEntry, error) {
-	r, err := m.rpc.call(ctx, nfs.ProgMount, nfs.MountProcExport, nil)
+	r, err := m.call(ctx, nfs.MountProcExport, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,14 +1,24 @@
 package client_test
 
 import (
+	"context"
+	"io"
+	"io/fs"
 	"net"
+	"os"
 	"strconv"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
+	"github.com/go-rpcrdma/rpcrdma/nfs/internal/nfstest"
+	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -111,4 +121,127 @@ func TestMountClientPortmap(t *testing.T) {
 	require.Equal(t, []client.ExportEntry{{Dir: "/export", Groups: []string{"10.0.0.0/24", "*.lab"}}, {Dir: "/pub"}}, exports)
 	require.NoError(t, mc.Umnt(ctx, "/export"))
 	require.Equal(t, "MOUNT3 UMNT", <-calls)
+}
+
+// silentServer accepts TCP connections and reads them, never answering:
+// a port whose service hangs. It returns its address.
+func silentServer(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// refusedPort returns a loopback port nothing listens on.
+func refusedPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	return port
+}
+
+// TestMountTimeout: a portmapper or MOUNT server that accepts and never
+// answers fails the call after the timeout, by default
+// DefaultMountTimeout (10 s), instead of holding it; a negative timeout
+// leaves the bound to ctx.
+func TestMountTimeout(t *testing.T) {
+	silent := silentServer(t)
+	_, sport, _ := net.SplitHostPort(silent)
+	silentPort, _ := strconv.Atoi(sport)
+
+	// The default, with a ctx that has no deadline.
+	start := time.Now()
+	_, err := client.GetPort(context.Background(), silent, nfs.ProgMount, 3)
+	took := time.Since(start)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "GETPORT: no reply within 10s")
+	require.GreaterOrEqual(t, took, client.DefaultMountTimeout)
+	require.Less(t, took, client.DefaultMountTimeout+5*time.Second)
+
+	// MountClient.Timeout bounds each call.
+	mc, err := client.DialMount(context.Background(), silent, nil)
+	require.NoError(t, err)
+	defer mc.Close()
+	mc.Timeout = 200 * time.Millisecond
+	start = time.Now()
+	_, _, err = mc.Mnt(context.Background(), "/")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.EqualError(t, err, "nfs: mount "+silent+": MOUNT3 MNT: no reply within 200ms: context deadline exceeded")
+	require.Less(t, time.Since(start), 5*time.Second)
+
+	// Mount: MNT at MountAddr, and GETPORT of the portmapper.
+	softCfg := client.Config{Transport: transport.Config{Provider: &soft.Provider{}}}
+	_, err = client.Mount(context.Background(), "127.0.0.1", "/", &client.MountOptions{Client: softCfg,
+		MountAddr: silent, MountTimeout: 300 * time.Millisecond})
+	require.ErrorContains(t, err, "MOUNT3 MNT: no reply within 300ms")
+	defer client.SetPortmapPort(silentPort)()
+	_, err = client.Mount(context.Background(), "127.0.0.1", "/", &client.MountOptions{Client: softCfg,
+		RDMAPort: refusedPort(t), MountTimeout: 300 * time.Millisecond})
+	require.ErrorContains(t, err, "GETPORT: no reply within 300ms", "then NFS over RDMA, refused")
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+
+	// Negative: ctx alone bounds the call.
+	mc.Timeout = -1
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, _, err = mc.Mnt(ctx, "/")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotContains(t, err.Error(), "no reply within")
+}
+
+// TestMountOverRDMA: with no portmapper on the server host (refused, or
+// silent past MountTimeout), Mount sends MNT over the RPC-over-RDMA
+// connection, as rdma-nfsd serves it, and Close's UMNT too; Exports
+// lists the exports the same way.
+func TestMountOverRDMA(t *testing.T) {
+	env := nfstest.Start(t, nil)
+	require.NoError(t, os.WriteFile(env.Path("f"), []byte("over rdma"), 0o644))
+	_, port, _ := net.SplitHostPort(env.Srv.RDMAAddr().String())
+	rdmaPort, _ := strconv.Atoi(port)
+	_, sport, _ := net.SplitHostPort(silentServer(t))
+	silentPort, _ := strconv.Atoi(sport)
+	for name, pm := range map[string]int{"refused": refusedPort(t), "silent": silentPort} {
+		restore := client.SetPortmapPort(pm)
+		opt := &client.MountOptions{Client: client.Config{Transport: transport.Config{Provider: &soft.Provider{}}},
+			RDMAPort: rdmaPort, MountTimeout: 300 * time.Millisecond}
+		ctx := callCtx(t)
+		exp, err := client.Mount(ctx, "127.0.0.1", "/", opt)
+		require.NoError(t, err, name)
+		got, err := fs.ReadFile(exp.FS(ctx), "f")
+		require.NoError(t, err, name)
+		require.Equal(t, "over rdma", string(got), name)
+		require.NoError(t, exp.Close(), name)
+
+		list, err := client.Exports(ctx, "127.0.0.1", opt)
+		require.NoError(t, err, name)
+		require.Equal(t, []client.ExportEntry{{Dir: "/"}}, list, name)
+
+		_, err = client.Mount(ctx, "127.0.0.1", "/nowhere", opt)
+		var ne *client.Error
+		require.ErrorAs(t, err, &ne, name)
+		require.ErrorContains(t, err, "MOUNT3 MNT /nowhere", name)
+		restore()
+	}
 }

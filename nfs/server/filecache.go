@@ -24,7 +24,8 @@ const (
 
 // errNotCacheable means a handle's file is not for the open-file cache (not
 // a regular file or a directory, a symbolic link, or a file that cannot be
-// opened): the caller takes the path by name, which reports it as before.
+// opened): the caller takes the path by name, which reports it as it
+// would without the cache.
 var errNotCacheable = errors.New("nfs: file not cached")
 
 // openFiles keeps descriptors of the files a DirHandler's READ, WRITE,

@@ -192,18 +192,17 @@ func (env *hostileEnv) barrage(t *testing.T, classes []hostileClass) {
 const (
 	// hostileIssueBound: issue 28's four REMOVEs claimed 4 × 2 GiB. What
 	// they may allocate is what any four small calls do: the messages,
-	// the replies, the DRC's entries (about 16 KiB measured).
+	// the replies, the DRC's entries.
 	hostileIssueBound = 256 << 10
 	// hostilePerCallBound: a call of this barrage is at most a few KiB
 	// (a 4 KiB name or path, a 4 KiB READ), and both ends of the
 	// connection run in this process: the call's and the reply's buffers
 	// on each side, the DRC entry, the decoded arguments. 32 KiB a call
-	// on average (about 2 KiB measured, with the race detector) is
-	// 65536 times less than one claimed length.
+	// on average is 65536 times less than one claimed length.
 	hostilePerCallBound = 32 << 10
 	// hostileClassBound: one class (one procedure's truncations, length
 	// words, handles, names or special values, over both connections):
-	// at most a few hundred calls (under 1 MiB measured).
+	// at most a few hundred calls.
 	hostileClassBound = 4 << 20
 	// hostileHeapBound: what the server keeps after the barrage: the
 	// DRC's replies (4096 at most), the mount list (1024 entries at

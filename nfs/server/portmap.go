@@ -19,6 +19,7 @@ import (
 // mount.nfs finds mountd without mountport= (RFC 1833).
 type RpcbindConfig struct {
 	// Disable turns registration off: clients then need mountport=.
+	// false (the zero value) registers.
 	Disable bool
 	// Addr is the TCP address of the system's rpcbind; "" means
 	// "127.0.0.1:111". Serve registers there MOUNT version 3 on TCP,
@@ -31,7 +32,8 @@ type RpcbindConfig struct {
 	// minimal portmapper itself (RFC 1833 version 2: NULL, SET, UNSET,
 	// GETPORT, DUMP; calls of versions 3 and 4 get PROG_MISMATCH, on
 	// which mount.nfs falls back to version 2) on ServeAddr, TCP and
-	// UDP, holding the Server's own registrations.
+	// UDP, holding the Server's own registrations. false (the zero
+	// value) serves none.
 	Serve bool
 	// ServeAddr is the portmapper's address; "" means ":111".
 	ServeAddr string
@@ -100,6 +102,17 @@ func splitAddr(a net.Addr) (string, int) {
 	return h, port
 }
 
+// unregisteredHint says how clients reach MOUNT when no portmapper gives
+// its port: the kernel's mount with mountport=; over the soft provider
+// (RDMA emulated over TCP, which the kernel cannot mount), at the TCP
+// port or over the RDMA connection, where the Server answers MOUNT too.
+func (s *Server) unregisteredHint() string {
+	if p := s.cfg.Transport.Provider; p != nil && p.Name() == "soft" {
+		return "clients send MOUNT to mount_tcp or over RDMA"
+	}
+	return "clients need mountport="
+}
+
 // registerRpcbind registers the Server with the system's rpcbind, or
 // serves its own portmapper; failures are logged, never fatal.
 func (s *Server) registerRpcbind() *rpcbindState {
@@ -111,13 +124,13 @@ func (s *Server) registerRpcbind() *rpcbindState {
 	c := s.rpcbindClient()
 	if err := c.call(nfs.PmapVers, nfs.PmapProcNull, nil, nil); err != nil {
 		if !rc.Serve {
-			s.log.Info("nfs: no rpcbind: clients need mountport=", "rpcbind", c.addr, "err", err)
+			s.log.Info("nfs: no rpcbind: "+s.unregisteredHint(), "rpcbind", c.addr, "mount_tcp", s.tcp.Addr().String(), "err", err)
 			return st
 		}
 		addr := cmp.Or(rc.ServeAddr, ":111")
 		pm, err := listenPortmapper(addr, s.log)
 		if err != nil {
-			s.log.Warn("nfs: no rpcbind and cannot serve a portmapper: clients need mountport=", "addr", addr, "err", err)
+			s.log.Warn("nfs: no rpcbind and cannot serve a portmapper: "+s.unregisteredHint(), "addr", addr, "mount_tcp", s.tcp.Addr().String(), "err", err)
 			return st
 		}
 		for _, m := range s.mappings() {

@@ -15,7 +15,7 @@ import (
 // A class holds a power of two of data, from 4 KiB to 1 MiB, and replySlack
 // more bytes for the reply's header, attributes and counts, so that a READ
 // of 2^k bytes takes the class of 2^k, not twice that; a reply larger than
-// the largest class is allocated as before. sync.Pool lets the garbage
+// the largest class is allocated for that reply alone. sync.Pool lets the garbage
 // collector take back what an idle server no longer uses.
 
 const (

@@ -29,20 +29,26 @@ const (
 // ErrClosed is returned by Serve after Close.
 var ErrClosed = errors.New("nfs: Server closed")
 
-// Config configures a Server. Handler and Transport.Provider are
-// required. Each field's comment states its range: New refuses a Config
-// with a field out of it, with a *transport.ConfigError naming the field
-// (errors.Is(err, transport.ErrConfig)); it never adjusts a value
-// silently.
+// Config configures a Server. Handler (or Exports) and Transport.Provider
+// are required; every other field's zero value gives the default its
+// comment states. Each field's comment also states its range: New refuses
+// a Config with a field out of it, with a *transport.ConfigError naming
+// the field (errors.Is(err, transport.ErrConfig)); it never adjusts a
+// value silently.
 type Config struct {
+	// What is exported.
+
 	// Handler is the export when there is one, open to every client: a
 	// directory (DirFS) with its file handles (NewDirHandler), mounted
-	// as "/" (or a directory below it). Set Handler or Exports, not both.
+	// as "/" (or a directory below it). Set Handler or Exports, not
+	// both; nil means Exports says what is exported.
 	Handler *DirHandler
 	// Exports are the directories exported, each under its path and with
 	// its client rules (exports(5)); SetExports replaces them while the
-	// Server runs.
+	// Server runs. nil means Handler is the one export.
 	Exports []Export
+
+	// Where the Server listens.
 
 	// Transport configures the RPC-over-RDMA listener; Transport.Provider
 	// is required.
@@ -52,64 +58,69 @@ type Config struct {
 	// placement). A nil Transport.CallBuffers means the server's own
 	// pool of large buffers (the one READ replies are built in): a large
 	// WRITE's data is pulled by RDMA Read straight into the buffer the
-	// WRITE is executed from. Its fields have the ranges
-	// transport.Config documents, and a MaxRPCSize other than 0 is at
-	// least nfs.MinMaxRPCSize (room for a READ or WRITE of 4 KiB).
+	// WRITE is executed from. A nil Transport.Logger means Logger. Its
+	// other fields have the ranges and zero values transport.Config
+	// documents, and a MaxRPCSize other than 0 is at least
+	// nfs.MinMaxRPCSize (room for a READ or WRITE of 4 KiB).
 	Transport transport.Config
-
 	// RDMAAddr is the address of the RPC-over-RDMA listener; "" means
 	// ":20049" (nfs.DefaultRDMAPort). TCPAddr is the address of the TCP
 	// listener that serves MOUNT (and NFS if NFSOverTCP); "" means ":0",
 	// a port of the system's choosing, registered with rpcbind.
 	RDMAAddr, TCPAddr string
 	// NFSOverTCP serves NFS version 3 on the TCP listener too (for
-	// comparison with RDMA); otherwise NFS calls over TCP get
-	// PROG_UNAVAIL.
+	// comparison with RDMA); false (the zero value) answers NFS calls
+	// over TCP with PROG_UNAVAIL.
 	NFSOverTCP bool
-
-	// Rpcbind configures registration with rpcbind.
+	// Rpcbind configures registration with rpcbind; the zero value
+	// registers with the system's rpcbind at 127.0.0.1:111 and serves no
+	// portmapper of its own (see RpcbindConfig).
 	Rpcbind RpcbindConfig
+
+	// How calls execute.
 
 	// DRCSize bounds the duplicate request cache (entries, at most
 	// MaxDRCSize; 0 means DefaultDRCSize) and DRCMaxAge the age of its
 	// replies (not negative; 0 means DefaultDRCMaxAge).
 	DRCSize   int
 	DRCMaxAge time.Duration
-
 	// ConcurrentCalls bounds the calls of one connection that execute at
 	// once, at most MaxConcurrentCalls (0 means DefaultConcurrentCalls; 1
-	// executes them one after the other, in order). A call waiting on the disk (a COMMIT's fsync,
-	// a READ that misses the page cache) then holds up only itself, as in
-	// knfsd's pool of threads.
+	// executes them one after the other, in order). A call waiting on
+	// the disk (a COMMIT's fsync, a READ that misses the page cache)
+	// then holds up only itself, as in knfsd's pool of threads.
 	ConcurrentCalls int
 
-	// Logger receives the server's events; nil discards them. It is also
-	// Transport.Logger when that is nil.
-	Logger *slog.Logger
-
-	// OnConn, if not nil, is called with every connection accepted, before
-	// its first call is read: network is NetRDMA (c is then a
-	// *transport.Conn) or NetTCP.
-	OnConn func(network string, c net.Conn)
-	// OnCall, if not nil, is called with the header of every call
-	// received, before it is answered; it must not keep h. Calls execute
-	// concurrently (ConcurrentCalls), so OnCall may be called from several
-	// goroutines at once.
-	OnCall func(network string, h *xdr.CallHeader)
+	// Whose identity calls run with (RFC 1813 §4.4).
 
 	// Squash says which callers' identities are replaced by the
 	// anonymous one (exports(5)): RootSquash (the zero value),
-	// NoRootSquash or AllSquash. Every
-	// file system operation of a call runs with the caller's identity so
-	// mapped (its AUTH_SYS uid, gid and groups; the anonymous identity
-	// for AUTH_NONE), so that the kernel's permission checks decide, as
-	// with knfsd. This needs a process that may switch identities (root,
-	// or CAP_SETUID and CAP_SETGID); otherwise New logs a warning
-	// and every call runs as the process itself (IdentitySwitching).
+	// NoRootSquash or AllSquash. Every file system operation of a call
+	// runs with the caller's identity so mapped (its AUTH_SYS uid, gid
+	// and groups; the anonymous identity for AUTH_NONE), so that the
+	// kernel's permission checks decide, as with knfsd. This needs a
+	// process that may switch identities (root, or CAP_SETUID and
+	// CAP_SETGID); otherwise New logs a warning and every call runs as
+	// the process itself (IdentitySwitching).
 	Squash Squash
 	// AnonUID and AnonGID are the anonymous identity, at most
 	// 4294967294 ((uid_t)-1 is no identity); 0 means 65534 (nobody).
 	AnonUID, AnonGID uint32
+
+	// What the Server reports.
+
+	// Logger receives the server's events; nil discards them. It is also
+	// Transport.Logger when that is nil.
+	Logger *slog.Logger
+	// OnConn, if not nil, is called with every connection accepted, before
+	// its first call is read: network is NetRDMA (c is then a
+	// *transport.Conn) or NetTCP. nil means no such call.
+	OnConn func(network string, c net.Conn)
+	// OnCall, if not nil, is called with the header of every call
+	// received, before it is answered; it must not keep h. Calls execute
+	// concurrently (ConcurrentCalls), so OnCall may be called from several
+	// goroutines at once. nil means no such call.
+	OnCall func(network string, h *xdr.CallHeader)
 }
 
 // Server serves the export of a DirHandler with NFS version 3 (RFC 1813)
@@ -120,7 +131,9 @@ type Config struct {
 //	mount -t nfs -o vers=3,proto=rdma,port=20049 server:/export /mnt
 //
 // and sends MNT over TCP (never over RDMA) to the port rpcbind gives, or to
-// mountport=.
+// mountport=. MOUNT is answered on the RPC-over-RDMA connections too, as
+// go-nfs answers it on its NFS connection: the Go client (package
+// nfs/client) sends it there when no portmapper answers.
 //
 // The Server executes every procedure of both programs itself, on the
 // exported directory: NFSv3 NULL to COMMIT (RFC 1813 §3.3.0 to §3.3.21)

@@ -1,16 +1,8 @@
-// Package dropin_test proves that ONC RPC programs we did not write run over
-// RPC-over-RDMA unchanged: github.com/willscott/go-nfs's nfs.Serve takes a
-// *transport.Listener as its net.Listener, and github.com/buildbarn/go-xdr's
-// rpcserver takes an accepted *transport.Conn as its record-marked stream.
-// Neither knows it is not on TCP. The clients are small RPC clients over a
-// requester *transport.Conn from transport.Dial with the default
-// configuration (what a Linux peer negotiates), encoding NFSv3 and MOUNT
-// messages with buildbarn/go-xdr's generated types, so the bytes on both
-// sides come from third-party code.
-//
-// Each scenario is a function taking a stack (a verbs provider and a listen
-// address), so the same bodies run on the software provider here and on
-// rdma-core (transport/verbs/rdmacore over Soft-RoCE) in the VM.
+// The drop-in scenarios (see doc.go). Each is a function taking a stack
+// (a verbs provider and a listen address), so the same bodies run on the
+// software provider here and on rdma-core (transport/verbs/rdmacore over
+// Soft-RoCE) in the VM.
+
 package dropin_test
 
 import (

@@ -3,7 +3,6 @@ package gonfsd_test
 import (
 	"bytes"
 	"io"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -33,13 +32,3 @@ func encodeCall(t testing.TB, xid, prog, vers, proc uint32, args io.WriterTo) ([
 type writerFunc func(io.Writer) (int64, error)
 
 func (f writerFunc) WriteTo(w io.Writer) (int64, error) { return f(w) }
-
-// pattern returns n pseudo-random bytes that depend on seed.
-func pattern(n int, seed uint64) []byte {
-	p := make([]byte, n)
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for i := range p {
-		p[i] = byte(r.Uint32())
-	}
-	return p
-}

@@ -3,14 +3,12 @@
 package gonfsd_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/gonfsd"
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
+	"github.com/go-rpcrdma/rpcrdma/internal/mountstats"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
@@ -107,9 +107,9 @@ func startKernelServer(t *testing.T, export, mnt string, port int, binding trans
 func (ks *kernelServer) mount() {
 	t := ks.t
 	t.Helper()
-	sh(t, "mkdir -p "+ks.mnt+" && mount -t nfs -o "+ks.opts+" "+serverAddr+":/ "+ks.mnt)
+	guesttest.Mount(t, serverAddr+":/", ks.mnt, ks.opts)
 	ks.mounted = true
-	line := sh(t, "grep ' "+ks.mnt+" ' /proc/mounts")
+	line := guesttest.Sh(t, "grep ' "+ks.mnt+" ' /proc/mounts")
 	for _, o := range strings.Split(ks.opts, ",") {
 		require.Contains(t, line, o, "mount options in /proc/mounts")
 	}
@@ -117,7 +117,7 @@ func (ks *kernelServer) mount() {
 
 func (ks *kernelServer) umount() {
 	ks.t.Helper()
-	sh(ks.t, "umount "+ks.mnt)
+	guesttest.Sh(ks.t, "umount "+ks.mnt)
 	ks.mounted = false
 }
 
@@ -129,25 +129,25 @@ func (ks *kernelServer) umount() {
 // and what each counted: the responder's Stats against the kernel's
 // mountstats, which must agree.
 func TestKernelClient(t *testing.T) {
-	requireGuest(t)
+	guesttest.RequireGuest(t)
 	export := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(export, "hello.txt"), []byte("hello\n"), 0o644))
 	require.NoError(t, os.Mkdir(filepath.Join(export, "subdir"), 0o755))
-	big := pattern(bigSize, 5)
+	big := guesttest.Pattern(bigSize, 5)
 	require.NoError(t, os.WriteFile("/tmp/pattern", big, 0o644))
 	ks := startKernelServer(t, export, "/mnt/gonfs", rdmaPort, nil, "/tmp/gonfsd.log")
 	mnt := ks.mnt
 
 	// Mount, list, stat, write, sync.
 	ks.mount()
-	ls := sh(t, "ls -la "+mnt)
+	ls := guesttest.Sh(t, "ls -la "+mnt)
 	require.Contains(t, ls, "hello.txt")
 	require.Contains(t, ls, "subdir")
-	require.Equal(t, "6 regular file\n", sh(t, "stat -c '%s %F' "+mnt+"/hello.txt"))
-	require.Equal(t, "directory\n", sh(t, "stat -c '%F' "+mnt+"/subdir"))
-	sh(t, "printf abc > "+mnt+"/f3 && sync")
-	sh(t, "dd if=/tmp/pattern of="+mnt+"/f100k bs=100k count=1 && sync")
-	require.Equal(t, "3 102400\n", sh(t, "stat -c '%s' "+mnt+"/f3 | tr '\\n' ' '; stat -c '%s' "+mnt+"/f100k"))
+	require.Equal(t, "6 regular file\n", guesttest.Sh(t, "stat -c '%s %F' "+mnt+"/hello.txt"))
+	require.Equal(t, "directory\n", guesttest.Sh(t, "stat -c '%F' "+mnt+"/subdir"))
+	guesttest.Sh(t, "printf abc > "+mnt+"/f3 && sync")
+	guesttest.Sh(t, "dd if=/tmp/pattern of="+mnt+"/f100k bs=100k count=1 && sync")
+	require.Equal(t, "3 102400\n", guesttest.Sh(t, "stat -c '%s' "+mnt+"/f3 | tr '\\n' ' '; stat -c '%s' "+mnt+"/f100k"))
 	// What the server stored, read from its file system directly.
 	requireFile(t, filepath.Join(export, "f3"), []byte("abc"))
 	requireFile(t, filepath.Join(export, "f100k"), big)
@@ -157,13 +157,13 @@ func TestKernelClient(t *testing.T) {
 	ks.umount()
 
 	// Cold read: caches dropped, a new mount (a new RDMA connection).
-	sh(t, "echo 3 > /proc/sys/vm/drop_caches")
+	guesttest.Sh(t, "echo 3 > /proc/sys/vm/drop_caches")
 	ks.mount()
-	require.Equal(t, "abc", sh(t, "cat "+mnt+"/f3"))
-	sh(t, "cmp "+mnt+"/f100k /tmp/pattern")
+	require.Equal(t, "abc", guesttest.Sh(t, "cat "+mnt+"/f3"))
+	guesttest.Sh(t, "cmp "+mnt+"/f100k /tmp/pattern")
 	sum := sha256.Sum256(big)
-	require.Equal(t, hex.EncodeToString(sum[:])+"  "+mnt+"/f100k\n", sh(t, "sha256sum "+mnt+"/f100k"))
-	require.Equal(t, "hello\n", sh(t, "cat "+mnt+"/hello.txt"))
+	require.Equal(t, hex.EncodeToString(sum[:])+"  "+mnt+"/f100k\n", guesttest.Sh(t, "sha256sum "+mnt+"/f100k"))
+	require.Equal(t, "hello\n", guesttest.Sh(t, "cat "+mnt+"/hello.txt"))
 	readStats := readMountStats(t, mnt)
 	ks.umount()
 
@@ -174,7 +174,7 @@ func TestKernelClient(t *testing.T) {
 		s     mountStats
 	}{{"write", writeStats}, {"read", readStats}} {
 		t.Logf("KCLIENT mountstats %s mount: xprt: rdma %s", ms.phase, ms.s.xprt)
-		t.Logf("KCLIENT mountstats %s mount: ops %s", ms.phase, ms.s.opsString())
+		t.Logf("KCLIENT mountstats %s mount: ops %s", ms.phase, ms.s.ops)
 	}
 	for _, r := range srv.ConnRequests() {
 		t.Logf("KCLIENT connection request from %s: private data % x (%d bytes)", r.Remote, r.PrivateData[:min(8, len(r.PrivateData))], len(r.PrivateData))
@@ -237,12 +237,12 @@ func TestKernelClient(t *testing.T) {
 	assert.Zero(t, total.ErrChunkSent+total.ErrVersSent+total.Dropped, "calls refused")
 
 	// The kernel's own account.
-	assert.NotZero(t, writeStats.field(t, "read_chunk_count"), "kernel: Read chunks (WRITE data)")
-	assert.NotZero(t, readStats.field(t, "write_chunk_count"), "kernel: Write chunks (READ data)")
+	assert.NotZero(t, writeStats.xprt["read_chunk_count"], "kernel: Read chunks (WRITE data)")
+	assert.NotZero(t, readStats.xprt["write_chunk_count"], "kernel: Write chunks (READ data)")
 	for _, s := range []mountStats{writeStats, readStats} {
-		assert.Zero(t, s.field(t, "bad_reply_count"), "kernel: bad replies")
-		assert.Zero(t, s.field(t, "bad_xids"), "kernel: bad XIDs")
-		assert.Zero(t, s.field(t, "failed_marshal_count"), "kernel: failed marshals")
+		assert.Zero(t, s.xprt["bad_reply_count"], "kernel: bad replies")
+		assert.Zero(t, s.xprt["bad_xids"], "kernel: bad XIDs")
+		assert.Zero(t, s.xprt["failed_marshal_count"], "kernel: failed marshals")
 	}
 	assert.NotZero(t, writeStats.ops["WRITE"], "kernel: WRITE calls")
 	assert.NotZero(t, readStats.ops["READ"], "kernel: READ calls after the remount")
@@ -250,25 +250,25 @@ func TestKernelClient(t *testing.T) {
 	// Both accounts agree, call for call, when each mount kept its one
 	// connection (rxe may fail a fast-register of the kernel client, which
 	// then reconnects and retransmits: see e2e/README.md).
-	if len(accepted) == 2 && writeStats.field(t, "connect_count") == 1 && readStats.field(t, "connect_count") == 1 {
+	if len(accepted) == 2 && writeStats.xprt["connect_count"] == 1 && readStats.xprt["connect_count"] == 1 {
 		w, r := accepted[0].Conn.Stats(), accepted[1].Conn.Stats()
 		// Each Read chunk of the kernel is one registered MR.
-		assert.Equal(t, writeStats.field(t, "read_chunk_count"), w.ReadChunks, "Read chunks: kernel vs responder")
+		assert.Equal(t, writeStats.xprt["read_chunk_count"], w.ReadChunks, "Read chunks: kernel vs responder")
 		// The kernel counts Write chunk MRs and the bytes the server
 		// reported written into them (total_rdma_reply).
-		assert.Equal(t, readStats.field(t, "write_chunk_count"), r.WriteChunks, "Write chunks: kernel vs responder")
-		assert.Equal(t, readStats.field(t, "total_rdma_reply"), r.RDMAWriteBytes, "bytes RDMA-written: kernel vs responder")
+		assert.Equal(t, readStats.xprt["write_chunk_count"], r.WriteChunks, "Write chunks: kernel vs responder")
+		assert.Equal(t, readStats.xprt["total_rdma_reply"], r.RDMAWriteBytes, "bytes RDMA-written: kernel vs responder")
 		// Every READ reply carried its data in the Write chunk and
 		// invalidated its one rkey remotely: the kernel invalidated
 		// nothing itself.
 		assert.Equal(t, r.WriteChunks, r.RemoteInvalidations, "READ replies by Send With Invalidate")
-		assert.Zero(t, readStats.field(t, "local_inv_needed"), "kernel: local invalidations in the read mount")
+		assert.Zero(t, readStats.xprt["local_inv_needed"], "kernel: local invalidations in the read mount")
 		// Requests that the kernel sent and replies it received, against
 		// the Receives and Sends of the responder.
-		assert.Equal(t, writeStats.field(t, "sends"), w.Recvs, "calls of the write mount")
-		assert.Equal(t, readStats.field(t, "sends"), r.Recvs, "calls of the read mount")
-		assert.Equal(t, writeStats.field(t, "recvs"), w.Sends, "replies of the write mount")
-		assert.Equal(t, readStats.field(t, "recvs"), r.Sends, "replies of the read mount")
+		assert.Equal(t, writeStats.xprt["sends"], w.Recvs, "calls of the write mount")
+		assert.Equal(t, readStats.xprt["sends"], r.Recvs, "calls of the read mount")
+		assert.Equal(t, writeStats.xprt["recvs"], w.Sends, "replies of the write mount")
+		assert.Equal(t, readStats.xprt["recvs"], r.Sends, "replies of the read mount")
 	} else {
 		t.Logf("KCLIENT the kernel reconnected (%d connections): per-connection cross-checks not applicable", len(accepted))
 	}
@@ -282,15 +282,15 @@ func TestKernelClient(t *testing.T) {
 // RDMA_ERROR ERR_CHUNK, which Linux's rpcrdma_decode_error turns into EIO.
 // This is what nfs.Binding is for.
 func TestKernelClientNullBinding(t *testing.T) {
-	requireGuest(t)
+	guesttest.RequireGuest(t)
 	export := t.TempDir()
-	big := pattern(bigSize, 6)
+	big := guesttest.Pattern(bigSize, 6)
 	require.NoError(t, os.WriteFile(filepath.Join(export, "f3"), []byte("abc"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(export, "f100k"), big, 0o644))
 	ks := startKernelServer(t, export, "/mnt/gonfs-null", rdmaPort+1, transport.NullBinding{}, "/tmp/gonfsd-null.log")
 
 	ks.mount()
-	require.Equal(t, "abc", sh(t, "cat "+ks.mnt+"/f3"))
+	require.Equal(t, "abc", guesttest.Sh(t, "cat "+ks.mnt+"/f3"))
 	out, err := run("cat " + ks.mnt + "/f100k > /dev/null")
 	t.Logf("$ cat %s/f100k\n%s", ks.mnt, out)
 	require.Error(t, err, "a 100 KiB READ without an NFS binding")
@@ -311,13 +311,7 @@ func TestKernelClientNullBinding(t *testing.T) {
 	require.Equal(t, strconv.FormatUint(total.ErrChunkSent, 10), strings.TrimSpace(errChunks), "ERR_CHUNKs sent and received")
 	require.Zero(t, total.WriteChunks, "Write chunks filled")
 	// Linux 6.1 counts each RDMA_ERROR as a bad reply.
-	require.Equal(t, total.ErrChunkSent, ms.field(t, "bad_reply_count"), "kernel: bad replies")
-}
-
-func requireGuest(t *testing.T) {
-	if os.Getenv("RPCRDMA_IN_VM") != "1" {
-		t.Fatal("not in the VM (RPCRDMA_IN_VM is not 1)")
-	}
+	require.Equal(t, total.ErrChunkSent, ms.xprt["bad_reply_count"], "kernel: bad replies")
 }
 
 // statsString formats the counters of Stats that a responder uses.
@@ -330,24 +324,8 @@ func statsString(s transport.Stats) string {
 
 // run runs a bash script with a time limit and returns its combined output.
 // A command stuck on the mount (a hard mount retries forever) is killed
-// after a minute; WaitDelay stops waiting for the output of its children.
-func run(script string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// sh runs script, logs it and its output, and fails t if it fails.
-func sh(t *testing.T, script string) string {
-	t.Helper()
-	out, err := run(script)
-	t.Logf("$ %s\n%s", script, out)
-	require.NoError(t, err, "%s", script)
-	return out
-}
+// after a minute.
+func run(script string) (string, error) { return guesttest.RunFor(time.Minute, script) }
 
 func requireFile(t *testing.T, path string, want []byte) {
 	t.Helper()
@@ -356,77 +334,16 @@ func requireFile(t *testing.T, path string, want []byte) {
 	require.Equal(t, want, got, "%s on the server", path)
 }
 
-// xprtFields are the 27 numbers of the "xprt: rdma" line of
-// /proc/self/mountstats (net/sunrpc/xprtrdma/transport.c,
-// xprt_rdma_print_stats).
-var xprtFields = []string{"srcport", "bind_count", "connect_count", "connect_time", "idle_time", "sends", "recvs",
-	"bad_xids", "req_u", "bklog_u", "read_chunk_count", "write_chunk_count", "reply_chunk_count",
-	"total_rdma_request", "total_rdma_reply", "pullup_copy_count", "fixup_copy_count", "hardway_register_count",
-	"failed_marshal_count", "bad_reply_count", "nomsg_call_count", "mrs_recycled", "mrs_orphaned",
-	"mrs_allocated", "local_inv_needed", "empty_sendctx_q", "reply_waits_for_send"}
-
 // mountStats is the kernel's account of one mount.
 type mountStats struct {
-	xprt   string            // the xprt line, labelled
-	fields map[string]uint64 // its numbers by name
-	ops    map[string]uint64 // per-op statistics: operations sent
-}
-
-func (m mountStats) field(t *testing.T, name string) uint64 {
-	t.Helper()
-	v, ok := m.fields[name]
-	require.True(t, ok, "mountstats has no %s", name)
-	return v
-}
-
-func (m mountStats) opsString() string {
-	var b strings.Builder
-	for _, op := range []string{"NULL", "GETATTR", "SETATTR", "LOOKUP", "ACCESS", "READ", "WRITE", "CREATE",
-		"READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "COMMIT"} {
-		if n := m.ops[op]; n > 0 {
-			fmt.Fprintf(&b, "%s=%d ", op, n)
-		}
-	}
-	return strings.TrimSpace(b.String())
+	xprt mountstats.Xprt
+	ops  mountstats.Ops
 }
 
 // readMountStats reads the block of mount point mnt in /proc/self/mountstats.
 func readMountStats(t *testing.T, mnt string) mountStats {
 	t.Helper()
-	raw, err := os.ReadFile("/proc/self/mountstats")
-	require.NoError(t, err)
-	m := mountStats{fields: map[string]uint64{}, ops: map[string]uint64{}}
-	in := false
-	for _, l := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 0 && f[0] == "device" {
-			in = strings.Contains(l, " mounted on "+mnt+" ")
-			continue
-		}
-		if !in || len(f) < 2 {
-			continue
-		}
-		switch {
-		case f[0] == "xprt:" && f[1] == "rdma":
-			var b strings.Builder
-			for i, v := range f[2:] {
-				n, err := strconv.ParseUint(v, 10, 64)
-				require.NoError(t, err, "xprt line %q", l)
-				if i < len(xprtFields) {
-					m.fields[xprtFields[i]] = n
-					fmt.Fprintf(&b, "%s=%d ", xprtFields[i], n)
-				}
-			}
-			require.Len(t, f[2:], len(xprtFields), "xprt line %q", l)
-			m.xprt = strings.TrimSpace(b.String())
-		case strings.HasSuffix(f[0], ":") && strings.ToUpper(f[0]) == f[0] && len(f) >= 2:
-			if n, err := strconv.ParseUint(f[1], 10, 64); err == nil {
-				m.ops[strings.TrimSuffix(f[0], ":")] = n
-			}
-		}
-	}
-	require.NotEmpty(t, m.xprt, "no xprt: rdma line for %s in mountstats:\n%s", mnt, raw)
-	return m
+	return mountStats{xprt: guesttest.ReadXprt(t, mnt), ops: guesttest.ReadOps(t, mnt)}
 }
 
 // addStats sums the counters of two connections' Stats.

@@ -13,6 +13,7 @@ import (
 	"github.com/buildbarn/go-xdr/pkg/protocols/mount"
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/gonfsd"
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
@@ -105,7 +106,7 @@ func TestServerSoft(t *testing.T) {
 	require.True(t, ok, "CREATE status %v", cres.GetStatus())
 	fh := cok.Resok.Obj.(*nfsv3.PostOpFh3_TRUE).Handle
 
-	data := pattern(100<<10, 3)
+	data := guesttest.Pattern(100<<10, 3)
 	wres := decodeAll(t, rpcCall(t, rc, 5, nfs.ProgNFS, 3, nfs.ProcWrite,
 		&nfsv3.Write3args{File: fh, Count: uint32(len(data)), Stable: nfsv3.FILE_SYNC, Data: data}), nfsv3.ReadWrite3res)
 	wok, ok := wres.(*nfsv3.Write3res_NFS3_OK)

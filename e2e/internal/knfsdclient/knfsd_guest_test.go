@@ -10,11 +10,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +21,7 @@ import (
 
 	"github.com/buildbarn/go-xdr/pkg/protocols/nfsv3"
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -115,7 +113,7 @@ func dialKnfsd(t *testing.T, cfg transport.Config) *session {
 	t.Cleanup(func() {
 		if t.Failed() {
 			logServerTail(t)
-			logKernelTail(t)
+			guesttest.LogKernelTail(t, 40)
 		}
 	})
 	clearServerTrace(t)
@@ -149,41 +147,6 @@ func (s *session) serverEvents(t *testing.T) serverEvents {
 	t.Logf("knfsd's svcrdma events: %v", ev)
 	ev.requireHealthy(t)
 	return ev
-}
-
-// logKernelTail logs the last lines of the kernel log.
-func logKernelTail(t *testing.T) {
-	out, err := exec.Command("dmesg").CombinedOutput()
-	if err != nil {
-		t.Logf("dmesg: %v", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	t.Logf("dmesg | tail -n 40:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-}
-
-// pattern returns n pseudo-random bytes that depend on seed: data moved to a
-// wrong offset never compares equal.
-func pattern(n int, seed uint64) []byte {
-	p := make([]byte, n)
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for i := range p {
-		p[i] = byte(r.Uint32())
-	}
-	return p
-}
-
-// requireData checks data moved by the test: on a mismatch it reports the
-// lengths and the first differing offset instead of dumping both.
-func requireData(t *testing.T, want, got []byte, msgAndArgs ...any) {
-	t.Helper()
-	if bytes.Equal(want, got) {
-		return
-	}
-	i := 0
-	for i < len(want) && i < len(got) && want[i] == got[i] {
-		i++
-	}
-	require.Fail(t, fmt.Sprintf("data differs: want %d bytes, got %d; first difference at offset %d", len(want), len(got), i), msgAndArgs...)
 }
 
 // requireAttrs checks attributes from knfsd against the kernel's own view
@@ -280,7 +243,7 @@ func TestKnfsdNullGetattr(t *testing.T) {
 // READ replies exceed the inline threshold, so they come through our Reply
 // chunk (RDMA Write by knfsd, then RDMA_NOMSG by Send With Invalidate).
 func TestKnfsdRead(t *testing.T) {
-	data := pattern(bigSize, 1)
+	data := guesttest.Pattern(bigSize, 1)
 	path := filepath.Join(exportPath, "read.bin")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	s := dialKnfsd(t, transport.Config{})
@@ -292,16 +255,16 @@ func TestKnfsdRead(t *testing.T) {
 	requireAttrs(t, a, path)
 
 	got, eof := s.nfs.read(h, 0, bigSize)
-	requireData(t, data, got, "100 KiB read")
+	guesttest.RequireData(t, data, got, "100 KiB read")
 	require.True(t, eof)
 	got, eof = s.nfs.read(h, 12345, 5001)
-	requireData(t, data[12345:17346], got, "read at an odd offset")
+	guesttest.RequireData(t, data[12345:17346], got, "read at an odd offset")
 	require.False(t, eof)
 	got, eof = s.nfs.read(h, bigSize-10, 4096)
-	requireData(t, data[bigSize-10:], got, "read across the end")
+	guesttest.RequireData(t, data[bigSize-10:], got, "read across the end")
 	require.True(t, eof)
 	got, eof = s.nfs.read(h, 7, 100)
-	requireData(t, data[7:107], got, "small read")
+	guesttest.RequireData(t, data[7:107], got, "small read")
 	require.False(t, eof)
 
 	cs := s.conn.Stats()
@@ -337,12 +300,12 @@ func TestKnfsdReadMax(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := dialKnfsd(t, transport.Config{Binding: tc.binding, Reconnect: exposeOK})
 			rtmax := int(s.nfs.fsinfo(s.root).RTMax)
-			data := pattern(rtmax+1, 7)
+			data := guesttest.Pattern(rtmax+1, 7)
 			require.NoError(t, os.WriteFile(filepath.Join(exportPath, "rtmax.bin"), data, 0o644))
 			h, st := s.nfs.lookup(s.root, "rtmax.bin")
 			require.Equal(t, nfsv3.NFS3_OK, st)
 			got, eof := s.nfs.read(h, 0, uint32(rtmax))
-			requireData(t, data[:rtmax], got, "READ of rtmax (%d) bytes", rtmax)
+			guesttest.RequireData(t, data[:rtmax], got, "READ of rtmax (%d) bytes", rtmax)
 			require.False(t, eof)
 
 			cs := s.conn.Stats()
@@ -371,7 +334,7 @@ func TestKnfsdWrite(t *testing.T) {
 
 	h := s.nfs.create(s.root, name, 0o640)
 	// An odd length: the opaque's XDR padding is part of the Long Call.
-	data := pattern(bigSize+3, 2)
+	data := guesttest.Pattern(bigSize+3, 2)
 	s.nfs.write(h, 0, data)
 	a := s.nfs.getattr(h)
 	require.EqualValues(t, len(data), a.Size, "size after the WRITE")
@@ -379,17 +342,17 @@ func TestKnfsdWrite(t *testing.T) {
 	requireAttrs(t, a, path)
 	onDisk, err := os.ReadFile(path)
 	require.NoError(t, err)
-	requireData(t, data, onDisk, "what knfsd wrote, read locally")
+	guesttest.RequireData(t, data, onDisk, "what knfsd wrote, read locally")
 
 	// A small WRITE goes inline.
 	copy(data[50000:], "hello, knfsd")
 	s.nfs.write(h, 50000, []byte("hello, knfsd"))
 	onDisk, err = os.ReadFile(path)
 	require.NoError(t, err)
-	requireData(t, data, onDisk, "after the small WRITE")
+	guesttest.RequireData(t, data, onDisk, "after the small WRITE")
 	got, eof := s.nfs.read(h, 0, uint32(len(data)))
 	require.True(t, eof)
-	requireData(t, data, got, "read back over RDMA")
+	guesttest.RequireData(t, data, got, "read back over RDMA")
 
 	cs := s.conn.Stats()
 	t.Logf("requester stats after the writes: %+v", cs)
@@ -420,7 +383,7 @@ func TestKnfsdWrite(t *testing.T) {
 // TestKnfsdNoRemoteInvalidate: with R clear in our private data, knfsd
 // never uses Send With Invalidate and we invalidate every rkey ourselves.
 func TestKnfsdNoRemoteInvalidate(t *testing.T) {
-	data := pattern(20000, 3)
+	data := guesttest.Pattern(20000, 3)
 	path := filepath.Join(exportPath, "noinv.bin")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	s := dialKnfsd(t, transport.Config{NoRemoteInvalidate: true})
@@ -436,7 +399,7 @@ func TestKnfsdNoRemoteInvalidate(t *testing.T) {
 	require.Equal(t, nfsv3.NFS3_OK, st)
 	got, eof := s.nfs.read(h, 0, uint32(len(data)))
 	require.True(t, eof)
-	requireData(t, data, got)
+	guesttest.RequireData(t, data, got)
 	s.nfs.write(h, 0, data[:9000])
 
 	cs := s.conn.Stats()
@@ -457,7 +420,7 @@ func TestKnfsdNoRemoteInvalidate(t *testing.T) {
 // matches the replies by XID.
 func TestKnfsdPipelined(t *testing.T) {
 	const calls = 100
-	data := pattern(bigSize, 4)
+	data := guesttest.Pattern(bigSize, 4)
 	path := filepath.Join(exportPath, "pipe.bin")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	s := dialKnfsd(t, transport.Config{})
@@ -499,7 +462,7 @@ func TestKnfsdPipelined(t *testing.T) {
 		delete(xids, r.rep.hdr.XID)
 		got, _ := readResult(t, decode(t, r.rep.results, nfsv3.ReadRead3res))
 		off, n := span(k)
-		requireData(t, data[off:off+n], got, "READ %d", k)
+		guesttest.RequireData(t, data[off:off+n], got, "READ %d", k)
 	}
 
 	require.Empty(t, xids, "calls without a reply")
@@ -530,14 +493,14 @@ func TestKnfsdDDP(t *testing.T) {
 	s := dialKnfsd(t, transport.Config{Binding: nfs.Binding{}, Reconnect: exposeOK})
 
 	h := s.nfs.create(s.root, name, 0o644)
-	data := pattern(bigSize+3, 5)
+	data := guesttest.Pattern(bigSize+3, 5)
 	s.nfs.write(h, 0, data)
 	cs := s.conn.Stats()
 	require.EqualValues(t, 1, cs.ReadChunkCalls, "the WRITE's data went in a Read chunk")
 	require.Zero(t, cs.LongCalls)
 	onDisk, err := os.ReadFile(path)
 	require.NoError(t, err)
-	requireData(t, data, onDisk, "what knfsd wrote, read locally")
+	guesttest.RequireData(t, data, onDisk, "what knfsd wrote, read locally")
 
 	for _, r := range []struct{ off, count, want int }{
 		{0, len(data), len(data)},             // all of it, odd length
@@ -548,7 +511,7 @@ func TestKnfsdDDP(t *testing.T) {
 		{1 << 16, 1 << 16, len(data) - 1<<16}, // the tail
 	} {
 		got, eof := s.nfs.read(h, uint64(r.off), uint32(r.count))
-		requireData(t, data[r.off:r.off+r.want], got, "READ %d at %d", r.count, r.off)
+		guesttest.RequireData(t, data[r.off:r.off+r.want], got, "READ %d at %d", r.count, r.off)
 		require.Equal(t, r.off+r.want == len(data), eof, "eof of READ %d at %d", r.count, r.off)
 	}
 
@@ -619,7 +582,7 @@ func TestKnfsdSymlinkDDP(t *testing.T) {
 // reply). The call fails alone, with a synthesized SYSTEM_ERR reply and a
 // *transport.RemoteError, and the connection goes on.
 func TestKnfsdErrChunk(t *testing.T) {
-	data := pattern(20000, 6)
+	data := guesttest.Pattern(20000, 6)
 	path := filepath.Join(exportPath, "errchunk.bin")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	s := dialKnfsd(t, transport.Config{Binding: understatingBinding{}})
@@ -637,7 +600,7 @@ func TestKnfsdErrChunk(t *testing.T) {
 	// The connection is still good.
 	got, eof := s.nfs.read(h, 0, 1000)
 	require.False(t, eof)
-	requireData(t, data[:1000], got)
+	guesttest.RequireData(t, data[:1000], got)
 	s.nfs.null()
 
 	cs := s.conn.Stats()

@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 )
 
 // benchSize and randDur are the sizes of TestKnfsdVsKernel.
@@ -45,9 +47,9 @@ func TestKnfsdVsKernel(t *testing.T) {
 	exp := mount(t, nil)
 	ctx := testCtx(t)
 	dir, local := scratch(t, "bench")
-	sh(t, "mkdir -p /mnt/k && (mountpoint -q /mnt/k || rxevm-nfs-mount /mnt/k)")
-	t.Cleanup(func() { _ = execCommand("umount /mnt/k") })
-	data := pattern(benchSize, 5)
+	guesttest.Sh(t, "mkdir -p /mnt/k && (mountpoint -q /mnt/k || rxevm-nfs-mount /mnt/k)")
+	t.Cleanup(func() { _, _ = guesttest.Run("umount /mnt/k") })
+	data := guesttest.Pattern(benchSize, 5)
 	kpath := "/mnt/k/" + dir + "/kernel"
 
 	goWrite := func() time.Duration {
@@ -83,16 +85,16 @@ func TestKnfsdVsKernel(t *testing.T) {
 		d := time.Since(start)
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
-		requireData(t, data, got)
+		guesttest.RequireData(t, data, got)
 		return d
 	}
 	kRead := func() time.Duration {
-		sh(t, "sync; echo 3 > /proc/sys/vm/drop_caches")
+		guesttest.Sh(t, "sync; echo 3 > /proc/sys/vm/drop_caches")
 		start := time.Now()
 		kgot, err := os.ReadFile(kpath)
 		d := time.Since(start)
 		require.NoError(t, err)
-		requireData(t, data, kgot)
+		guesttest.RequireData(t, data, kgot)
 		return d
 	}
 	best := func(a, b time.Duration) time.Duration {
@@ -108,7 +110,7 @@ func TestKnfsdVsKernel(t *testing.T) {
 	}
 	disk, err := os.ReadFile(local + "/go")
 	require.NoError(t, err)
-	requireData(t, data, disk)
+	guesttest.RequireData(t, data, disk)
 
 	fh, _, err := exp.Lookup(ctx, dir+"/go", true)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -39,7 +40,7 @@ func TestKnfsdPutGet(t *testing.T) {
 	start := time.Now()
 	var moved int64
 	for i, size := range sizes {
-		data := pattern(size, uint64(i))
+		data := guesttest.Pattern(size, uint64(i))
 		name := fmt.Sprintf("%s/put-%d", dir, size)
 		f, err := exp.Create(ctx, name)
 		require.NoError(t, err)
@@ -50,7 +51,7 @@ func TestKnfsdPutGet(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, sha256.Sum256(data), sha256.Sum256(disk), "put %d bytes: the kernel sees other bytes", size)
 
-		want := pattern(size, uint64(i)+100)
+		want := guesttest.Pattern(size, uint64(i)+100)
 		require.NoError(t, os.WriteFile(fmt.Sprintf("%s/get-%d", local, size), want, 0o644))
 		f, err = exp.Open(ctx, fmt.Sprintf("%s/get-%d", dir, size))
 		require.NoError(t, err)
@@ -63,7 +64,7 @@ func TestKnfsdPutGet(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.Equal(t, size, n)
-		requireData(t, want, at, "ReadAt of", size)
+		guesttest.RequireData(t, want, at, "ReadAt of", size)
 		require.NoError(t, f.Close())
 		moved += 2 * int64(size)
 	}
@@ -158,7 +159,7 @@ func TestKnfsdProcedures(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint32(client.AccessRead|client.AccessModify), granted&(client.AccessRead|client.AccessModify))
 
-	data := pattern(100000, 7)
+	data := guesttest.Pattern(100000, 7)
 	wr, err := c.Write(ctx, f1, 0, data[:60000], client.FileSync)
 	require.NoError(t, err)
 	require.Equal(t, client.FileSync, wr.Committed)
@@ -169,12 +170,12 @@ func TestKnfsdProcedures(t *testing.T) {
 	require.Equal(t, wr2.Verf, cv, "WRITE and COMMIT verifiers")
 	disk, err := os.ReadFile(local + "/d/unchecked")
 	require.NoError(t, err)
-	requireData(t, data, disk)
+	guesttest.RequireData(t, data, disk)
 	got := make([]byte, 200000)
 	n, eof, err := c.Read(ctx, f1, 0, got)
 	require.NoError(t, err)
 	require.True(t, eof)
-	requireData(t, data, got[:n])
+	guesttest.RequireData(t, data, got[:n])
 
 	newSize := uint64(5000)
 	mtime := time.Unix(1700000000, 0)
@@ -262,7 +263,7 @@ func TestKnfsdInFlight64(t *testing.T) {
 	exp := mount(t, nil)
 	ctx := testCtx(t)
 	dir, local := scratch(t, "inflight")
-	data := pattern(64*65536, 3)
+	data := guesttest.Pattern(64*65536, 3)
 	require.NoError(t, os.WriteFile(local+"/r", data, 0o644))
 	rfh, _, err := exp.Lookup(ctx, dir+"/r", true)
 	require.NoError(t, err)
@@ -294,7 +295,7 @@ func TestKnfsdInFlight64(t *testing.T) {
 	require.NoError(t, wf.Close())
 	disk, err := os.ReadFile(local + "/w")
 	require.NoError(t, err)
-	requireData(t, data, disk)
+	guesttest.RequireData(t, data, disk)
 	st := c.Conn().Stats()
 	report(t, "128 calls of 64 KiB at once: %v; credits %d, credit stalls %d", time.Since(start).Round(time.Millisecond),
 		st.Negotiated.Credits, st.CreditStalls)
@@ -308,7 +309,7 @@ func TestKnfsdFSTest(t *testing.T) {
 	dir, local := scratch(t, "fstest")
 	require.NoError(t, os.MkdirAll(local+"/a/b", 0o755))
 	require.NoError(t, os.WriteFile(local+"/x", []byte("hello"), 0o644))
-	require.NoError(t, os.WriteFile(local+"/a/y", pattern(3000, 1), 0o644))
+	require.NoError(t, os.WriteFile(local+"/a/y", guesttest.Pattern(3000, 1), 0o644))
 	require.NoError(t, os.WriteFile(local+"/a/b/z", nil, 0o644))
 	sub, err := fs.Sub(exp.FS(testCtx(t)), dir)
 	require.NoError(t, err)
@@ -327,9 +328,9 @@ func TestKnfsdTeardown(t *testing.T) {
 	})
 	ctx := testCtx(t)
 	dir, local := scratch(t, "teardown")
-	data := pattern(32<<20, 11)
+	data := guesttest.Pattern(32<<20, 11)
 	restart := func() {
-		sh(t, "rpc.nfsd 0 && sleep 1 && rpc.nfsd -N 4 4 && echo 'rdma 20049' > /proc/fs/nfsd/portlist")
+		guesttest.Sh(t, "rpc.nfsd 0 && sleep 1 && rpc.nfsd -N 4 4 && echo 'rdma 20049' > /proc/fs/nfsd/portlist")
 	}
 
 	f, err := exp.Create(ctx, dir+"/big")
@@ -345,7 +346,7 @@ func TestKnfsdTeardown(t *testing.T) {
 	require.NoError(t, f.Close())
 	disk, err := os.ReadFile(local + "/big")
 	require.NoError(t, err)
-	requireData(t, data, disk, "after knfsd restarted mid-write")
+	guesttest.RequireData(t, data, disk, "after knfsd restarted mid-write")
 	report(t, "32 MiB put with knfsd restarted after 8 MiB: %v, %d WRITEs resent after the verifier changed, reconnects %d, call timeouts %d",
 		time.Since(start).Round(time.Millisecond), f.Resends(), exp.Client.Conn().Stats().Reconnects, exp.Client.Conn().Stats().CallTimeouts)
 
@@ -367,7 +368,7 @@ func TestKnfsdTeardown(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, f.Close())
-	requireData(t, data, got, "after knfsd restarted mid-read")
+	guesttest.RequireData(t, data, got, "after knfsd restarted mid-read")
 	after := exp.Client.Conn().Stats().Reconnects
 	require.Greater(t, after, before, "no reconnection during the read")
 	report(t, "32 MiB get with knfsd restarted after 8 MiB: %v, reconnects %d", time.Since(start).Round(time.Millisecond), after-before)
@@ -418,7 +419,7 @@ func checkInline(t *testing.T, exp *client.Export, server string, offered int, r
 	g := delta(func() { _, err = c.Getattr(ctx, fh); require.NoError(t, err) })
 	require.Equal(t, transport.Stats{InlineCalls: 1}, g, "GETATTR")
 	for _, size := range []int{2 << 10, 16 << 10, 48 << 10} {
-		data := pattern(size, uint64(size))
+		data := guesttest.Pattern(size, uint64(size))
 		// Every size is at least 1 KiB from each threshold, more than a
 		// WRITE call's or a READ reply's overhead: a chunk is due
 		// exactly when the payload exceeds the threshold.
@@ -432,7 +433,7 @@ func checkInline(t *testing.T, exp *client.Export, server string, offered int, r
 			require.NoError(t, err)
 			require.Equal(t, size, n)
 		})
-		requireData(t, data, buf)
+		guesttest.RequireData(t, data, buf)
 		chunk = size > neg.RecvInline
 		require.Equal(t, transport.Stats{InlineCalls: 1, WriteChunks: b2i(chunk)}, r,
 			"READ of %d bytes, receive inline %d", size, neg.RecvInline)

@@ -11,13 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 )
 
@@ -35,39 +33,11 @@ const (
 func startRdmaNfsd(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	logPath := filepath.Join(t.TempDir(), "rdma-nfsd.log")
-	logf, err := os.Create(logPath)
-	require.NoError(t, err)
-	defer logf.Close()
-	cmd := exec.Command(rdmaNfsdBinary, "-dir", dir, "-provider", "rdmacore", "-addr", serverIP,
-		"-rdma-port", strconv.Itoa(rdmaNfsdPort), "-tcp-port", strconv.Itoa(rdmaNfsdMount), "-rpcbind=false",
-		"-inline-send", "65536", "-inline-recv", "65536", "-squash", "no_root_squash")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("rdma-nfsd log:\n%s", b)
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(logPath)
-		if strings.Contains(string(b), "rdma-nfsd: serving") {
-			return dir
-		}
-		require.True(t, time.Now().Before(deadline), "rdma-nfsd does not serve after 30 s:\n%s", b)
-		time.Sleep(50 * time.Millisecond)
-	}
+	guesttest.StartRdmaNfsd(t, &guesttest.RdmaNfsd{Binary: rdmaNfsdBinary, Log: filepath.Join(t.TempDir(), "rdma-nfsd.log"),
+		Args: []string{"-dir", dir, "-provider", "rdmacore", "-addr", serverIP,
+			"-rdma-port", strconv.Itoa(rdmaNfsdPort), "-tcp-port", strconv.Itoa(rdmaNfsdMount), "-rpcbind=false",
+			"-inline-send", "65536", "-inline-recv", "65536", "-squash", "no_root_squash"}})
+	return dir
 }
 
 // mountRdmaNfsd mounts rdma-nfsd's export.
@@ -89,7 +59,7 @@ func TestRdmaNfsdPutGet(t *testing.T) {
 	exp := mountRdmaNfsd(t, nil)
 	ctx := testCtx(t)
 	for i, size := range sizes {
-		data := pattern(size, uint64(i)+50)
+		data := guesttest.Pattern(size, uint64(i)+50)
 		name := fmt.Sprintf("put-%d", size)
 		f, err := exp.Create(ctx, name)
 		require.NoError(t, err)
@@ -130,7 +100,7 @@ func TestRdmaNfsdInline(t *testing.T) {
 // ls, get with -stats, checked on the tmpfs.
 func TestRdmaNFSCommand(t *testing.T) {
 	name, local := scratch(t, "cmd")
-	data := pattern(5<<20+3, 77)
+	data := guesttest.Pattern(5<<20+3, 77)
 	in := filepath.Join(t.TempDir(), "in")
 	require.NoError(t, os.WriteFile(in, data, 0o644))
 	base := []string{"-server", serverIP, "-export", exportPath, "-local-addr", clientIP, "-timeout", "2m"}
@@ -144,12 +114,12 @@ func TestRdmaNFSCommand(t *testing.T) {
 	require.Contains(t, out, "negotiated: peer_private_data=found send_inline=4096 recv_inline=4096 credits=64")
 	disk, err := os.ReadFile(local + "/f")
 	require.NoError(t, err)
-	requireData(t, data, disk)
+	guesttest.RequireData(t, data, disk)
 	out = runCmd("ls", name)
 	require.Regexp(t, `-rw-r--r-- .* 5242883 .* f\n`, out)
 	outFile := filepath.Join(t.TempDir(), "out")
 	runCmd("get", name+"/f", outFile)
 	got, err := os.ReadFile(outFile)
 	require.NoError(t, err)
-	requireData(t, data, got)
+	guesttest.RequireData(t, data, got)
 }

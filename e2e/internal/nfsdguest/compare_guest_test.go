@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
+	"github.com/go-rpcrdma/rpcrdma/internal/mountstats"
 	"github.com/go-rpcrdma/rpcrdma/internal/stats"
 )
 
@@ -28,8 +29,8 @@ import (
 // registered as a cleanup.
 func mountWith(t *testing.T, source, mnt, opts string) {
 	t.Helper()
-	sh(t, "mkdir -p "+mnt+" && mount -t nfs -o "+opts+" "+source+" "+mnt)
-	t.Cleanup(func() { _, _ = run("umount " + mnt + " 2>/dev/null || umount -f -l " + mnt + " 2>/dev/null") })
+	guesttest.Mount(t, source, mnt, opts)
+	umountLater(t, mnt)
 }
 
 // waitLog waits up to 10 s for a line of the server's log that holds
@@ -37,7 +38,7 @@ func mountWith(t *testing.T, source, mnt, opts string) {
 func (s *nfsd) waitLog(want string) {
 	s.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		log, _ := os.ReadFile(s.logPath)
+		log, _ := os.ReadFile(s.Log)
 		if strings.Contains(string(log), want) {
 			return
 		}
@@ -78,7 +79,7 @@ func TestNoMountport(t *testing.T) {
 		use(t, export, mnt)
 		t.Logf("RDMANFSD mount without mountport=, rdma-nfsd's own portmapper: mount -o %s %s:/ works", opts, serverAddr)
 		umount(t, mnt)
-		s.stop()
+		s.Stop()
 	})
 	t.Run("rpcbind", func(t *testing.T) {
 		sh(t, "mkdir -p /run/rpcbind && rpcbind -w && sleep 0.5")
@@ -104,7 +105,7 @@ func TestNoMountport(t *testing.T) {
 		use(t, export, mnt)
 		t.Logf("RDMANFSD mount without mountport=, the system's rpcbind: mount -o %s %s:/ works", opts, serverAddr)
 		umount(t, mnt)
-		s.stop()
+		s.Stop()
 		if out := sh(t, "rpcinfo 127.0.0.1"); strings.Contains(out, "100005") {
 			t.Errorf("MOUNT still registered after rdma-nfsd's SIGTERM:\n%s", out)
 		}
@@ -172,7 +173,7 @@ func remount(t *testing.T, s *server, cold bool) {
 	if cold {
 		dropCaches(t)
 	}
-	sh(t, "mkdir -p "+compareMount+" && mount -t nfs -o "+s.opts+" "+s.source+" "+compareMount)
+	guesttest.Mount(t, s.source, compareMount, s.opts)
 }
 
 var workloads = []workload{
@@ -474,7 +475,7 @@ func TestVsKnfsd(t *testing.T) {
 			}
 		}
 	}
-	srv.stop()
+	srv.Stop()
 
 	// The profile pass: not timed against knfsd.
 	for i, w := range workloads {
@@ -482,7 +483,7 @@ func TestVsKnfsd(t *testing.T) {
 		p := launchNfsd(t, oursExport, compareMount, fmt.Sprintf("profile-%d", i+1),
 			"-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false", "-cpuprofile", prof)
 		r, _ := measure(t, ours, w)
-		p.stop()
+		p.Stop()
 		t.Logf("RDMANFSD profile %d %s: %.1f %s with -cpuprofile %s", i+1, w.name, r, w.unit, prof)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 )
 
 // exportsFile is the exports file of TestExports.
@@ -46,9 +48,9 @@ func TestExports(t *testing.T) {
 	srv := launchNfsd(t, "", "/mnt/ex-open", "exports", "-exports", exportsFile, "-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false")
 
 	mountEx := func(dir, mnt string) error {
-		_, err := run("mkdir -p " + mnt + " && mount -t nfs -o " + mountOpts + " " + serverAddr + ":" + dir + " " + mnt)
+		_, err := run(guesttest.MountCommand(serverAddr+":"+dir, mnt, mountOpts))
 		if err == nil {
-			t.Cleanup(func() { _, _ = run("umount " + mnt + " 2>/dev/null || umount -f -l " + mnt + " 2>/dev/null") })
+			umountLater(t, mnt)
 		}
 		return err
 	}
@@ -96,7 +98,7 @@ func TestExports(t *testing.T) {
 	write(rules("rw"))
 	hup := func() {
 		t.Helper()
-		if err := srv.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := srv.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second) // the reload is logged; the next call sees it
@@ -109,7 +111,7 @@ func TestExports(t *testing.T) {
 	// A bad file is refused with its line; the rules in force stay.
 	write(rules("rw") + base + "/open host.example(rw)\n")
 	hup()
-	log, _ := os.ReadFile(srv.logPath)
+	log, _ := os.ReadFile(srv.Log)
 	if !strings.Contains(string(log), filepath.Base(exportsFile)+":6:") {
 		t.Errorf("the log does not name the bad line 6 of the exports file:\n%s", log)
 	}

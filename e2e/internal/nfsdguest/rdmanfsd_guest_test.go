@@ -19,8 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/e2e/internal/nfsworkload"
-	"github.com/go-rpcrdma/rpcrdma/e2e/mountstats"
+	"github.com/go-rpcrdma/rpcrdma/internal/mountstats"
 )
 
 // The VM's addresses (e2e/README.md): rxe0 on 10.0.0.1 serves, the kernel
@@ -48,12 +49,9 @@ var serverPid atomic.Int32
 // nfsd is /host/rdma-nfsd running as a child process, its output appended
 // to a log file that the failure report shows.
 type nfsd struct {
-	t       *testing.T
-	args    []string
-	export  string
-	logPath string
-	cmd     *exec.Cmd
-	starts  int
+	*guesttest.RdmaNfsd
+	t      *testing.T
+	export string
 }
 
 // startNfsd runs rdma-nfsd exporting export on 10.0.0.1 with extra flags
@@ -72,15 +70,15 @@ func startNfsd(t *testing.T, export, mnt, name string, extra ...string) *nfsd {
 // export (-exports).
 func launchNfsd(t *testing.T, export, mnt, name string, args ...string) *nfsd {
 	t.Helper()
-	s := &nfsd{t: t, export: export, logPath: "/tmp/rdma-nfsd-" + name + ".log"}
-	_ = os.Remove(s.logPath)
-	s.args = append([]string{"-provider", "rdmacore", "-addr", serverAddr, "-rdma-port", strconv.Itoa(rdmaPort)}, args...)
+	s := &nfsd{RdmaNfsd: &guesttest.RdmaNfsd{Log: "/tmp/rdma-nfsd-" + name + ".log"}, t: t, export: export}
+	_ = os.Remove(s.Log)
+	s.Args = append([]string{"-provider", "rdmacore", "-addr", serverAddr, "-rdma-port", strconv.Itoa(rdmaPort)}, args...)
 	if export != "" {
 		// -dir export, all of it the client's: as knfsd's export here.
-		s.args = append([]string{"-dir", export, "-squash", "no_root_squash"}, s.args...)
+		s.Args = append([]string{"-dir", export, "-squash", "no_root_squash"}, s.Args...)
 	}
 	t.Cleanup(func() {
-		s.stop()
+		s.Stop()
 		if !t.Failed() {
 			return
 		}
@@ -88,85 +86,32 @@ func launchNfsd(t *testing.T, export, mnt, name string, args ...string) *nfsd {
 		t.Logf("dmesg tail:\n%s", out)
 		out, _ = run("grep -A 8 ' " + mnt + " ' /proc/self/mountstats")
 		t.Logf("mountstats:\n%s", out)
-		out, _ = run("tail -n 150 " + s.logPath)
-		t.Logf("rdma-nfsd log (%s, last lines):\n%s", s.logPath, out)
+		out, _ = run("tail -n 150 " + s.Log)
+		t.Logf("rdma-nfsd log (%s, last lines):\n%s", s.Log, out)
 	})
 	s.start()
 	return s
 }
 
-// start runs the server and waits for its "serving" log line.
+// start runs the server (again) and waits until it serves.
 func (s *nfsd) start() {
-	t := s.t
-	t.Helper()
-	logf, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	s.cmd = exec.Command(binary, s.args...)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", binary, err)
-	}
-	s.starts++
-	serverPid.Store(int32(s.cmd.Process.Pid))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		log, _ := os.ReadFile(s.logPath)
-		if strings.Count(string(log), "rdma-nfsd: serving") >= s.starts {
-			t.Logf("rdma-nfsd %s (pid %d) serves", strings.Join(s.args, " "), s.cmd.Process.Pid)
-			return
-		}
-		if exited(s.cmd.Process.Pid) {
-			t.Fatalf("rdma-nfsd exited at start:\n%s", log)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rdma-nfsd does not serve after 30 s:\n%s", log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// exited reports whether the child pid has exited (a zombie, not yet
-// waited for).
-func exited(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return err != nil || strings.Contains(string(b), ") Z ")
-}
-
-// stop ends the server with SIGTERM (a clean shutdown: its registrations
-// with rpcbind undone, its CPU profile written), SIGKILL after 10 s.
-func (s *nfsd) stop() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-	s.cmd = nil
+	s.t.Helper()
+	s.Start(s.t)
+	serverPid.Store(int32(s.Pid()))
 }
 
 // kill ends the server with SIGKILL: no clean shutdown.
 func (s *nfsd) kill() {
 	s.t.Helper()
-	if err := s.cmd.Process.Kill(); err != nil {
+	if err := s.Kill(); err != nil {
 		s.t.Fatal(err)
 	}
-	_ = s.cmd.Wait()
-	s.cmd = nil
 }
 
 // acceptLines returns the server's "rpcrdma: accepted" log lines: each
 // connection's negotiated settings.
 func (s *nfsd) acceptLines() []string {
-	log, _ := os.ReadFile(s.logPath)
+	log, _ := os.ReadFile(s.Log)
 	var out []string
 	for _, l := range strings.Split(string(log), "\n") {
 		if strings.Contains(l, "rpcrdma: accepted") {
@@ -179,7 +124,11 @@ func (s *nfsd) acceptLines() []string {
 // mount mounts the server on mnt; umount is registered as a cleanup.
 func mount(t *testing.T, mnt string) {
 	t.Helper()
-	sh(t, "mkdir -p "+mnt+" && mount -t nfs -o "+mountOpts+" "+serverAddr+":/ "+mnt)
+	mountWith(t, serverAddr+":/", mnt, mountOpts)
+}
+
+// umountLater unmounts mnt at the end of the test, by force if need be.
+func umountLater(t *testing.T, mnt string) {
 	t.Cleanup(func() { _, _ = run("umount " + mnt + " 2>/dev/null || umount -f -l " + mnt + " 2>/dev/null") })
 }
 
@@ -195,15 +144,7 @@ func dropCaches(t *testing.T) {
 
 func xprt(t *testing.T, mnt string) mountstats.Xprt {
 	t.Helper()
-	raw, err := os.ReadFile("/proc/self/mountstats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := mountstats.ParseXprt(string(raw), mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
+	return guesttest.ReadXprt(t, mnt)
 }
 
 // phaseLimit bounds each phase: a call the server never answers hangs a
@@ -293,8 +234,7 @@ func TestWorkload(t *testing.T) {
 	for _, l := range s.acceptLines() {
 		t.Logf("RDMANFSD server: %s", l)
 	}
-	// failed_marshal_count is the client's own (2 in the README's run): it
-	// retries those calls. Logged above, not checked.
+	// failed_marshal_count is the client's own: it retries those calls. Logged above, not checked.
 	for _, k := range []string{"bad_xids", "bad_reply_count"} {
 		if x[k] != 0 {
 			t.Errorf("kernel: %s = %d", k, x[k])
@@ -521,12 +461,7 @@ func chunkString(d mountstats.Xprt) string {
 
 func requireGuest(t *testing.T) {
 	t.Helper()
-	if os.Getenv("RPCRDMA_IN_VM") != "1" {
-		t.Fatal("not in the VM (RPCRDMA_IN_VM is not 1)")
-	}
-	if _, err := os.Stat(binary); err != nil {
-		t.Fatalf("%s: %v (the host test builds it: vmtest.GuestTests.Binaries)", binary, err)
-	}
+	guesttest.RequireGuest(t, binary)
 }
 
 func requireFile(t *testing.T, path string, want []byte) {
@@ -554,30 +489,17 @@ func fileSum(t *testing.T, path string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// run runs a bash script with a time limit and returns its combined output.
-// A command stuck on the hard mount is killed after two minutes; WaitDelay
-// stops waiting for the output of its children.
-func run(script string) (string, error) { return runFor(2*time.Minute, script) }
+// run runs a bash script with a time limit (guesttest.ShLimit: a command
+// stuck on the hard mount is killed) and returns its combined output.
+func run(script string) (string, error) { return guesttest.Run(script) }
 
 // runFor runs a bash script with the time limit d.
-func runFor(d time.Duration, script string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
+func runFor(d time.Duration, script string) (string, error) { return guesttest.RunFor(d, script) }
 
 // sh runs script, logs it and its output, and fails t if it fails.
 func sh(t *testing.T, script string) string {
 	t.Helper()
-	out, err := run(script)
-	t.Logf("$ %s\n%s", script, out)
-	if err != nil {
-		t.Fatalf("%s: %v", script, err)
-	}
-	return out
+	return guesttest.Sh(t, script)
 }
 
 // TestExercise runs the random read/write/truncate exerciser for 30 s on a

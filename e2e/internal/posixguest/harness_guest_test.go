@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 )
 
 // The VM's addresses and ports (e2e/README.md): knfsd serves NFS over RDMA
@@ -32,6 +34,8 @@ const (
 	binary     = "/host/rdma-nfsd"
 	oursExport = "/srv/posix-rdma-nfsd"
 	childPath  = "/tmp/posixguest-child"
+	// rdmaNfsdLog is rdma-nfsd's log, which the diagnostics show.
+	rdmaNfsdLog = "/tmp/rdma-nfsd-posix.log"
 )
 
 // mountOpts are the kernel client's options for both mounts (each adds its
@@ -592,7 +596,7 @@ func runScript(t *testing.T, sd side) []result {
 			hung.Store(true)
 			t.Logf("%s: step %q did not end in %v: the server does not answer? Unmounting by force.\n%s",
 				sd.name, s.name, stepLimit, diagnostics())
-			_, _ = runFor(15*time.Second, "umount -f -l "+sd.mnt)
+			_, _ = guesttest.RunFor(15*time.Second, "umount -f -l "+sd.mnt)
 			// A call stuck in the client's reconnect loop may outlive
 			// the forced unmount: then end the test binary.
 			time.AfterFunc(stuckLimit, func() {
@@ -652,87 +656,9 @@ func runChild(t *testing.T, sd side, i int, s step) outcome {
 
 // diagnostics is the kernel's and rdma-nfsd's recent logs.
 func diagnostics() string {
-	out, _ := runFor(15*time.Second, "dmesg | tail -n 40; echo == RPC tasks; cat /sys/kernel/debug/sunrpc/rpc_clnt/*/tasks; "+
-		"echo == rdma-nfsd log; tail -n 60 /tmp/rdma-nfsd-posix.log")
+	out, _ := guesttest.RunFor(15*time.Second, "dmesg | tail -n 40; echo == RPC tasks; cat /sys/kernel/debug/sunrpc/rpc_clnt/*/tasks; "+
+		"echo == rdma-nfsd log; tail -n 60 "+rdmaNfsdLog)
 	return out
-}
-
-// runFor runs a bash script with the time limit d.
-func runFor(d time.Duration, script string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// sh runs script, logs it and its output, and fails t if it fails.
-func sh(t *testing.T, script string) string {
-	t.Helper()
-	out, err := runFor(2*time.Minute, script)
-	t.Logf("$ %s\n%s", script, out)
-	if err != nil {
-		t.Fatalf("%s: %v", script, err)
-	}
-	return out
-}
-
-// startRdmaNfsd runs rdma-nfsd (rdmaNfsdArgs) and waits until it serves;
-// it is stopped with SIGTERM at the end of the test.
-func startRdmaNfsd(t *testing.T, export string) {
-	t.Helper()
-	const logPath = "/tmp/rdma-nfsd-posix.log"
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	args := rdmaNfsdArgs(export)
-	cmd := exec.Command(binary, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", binary, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			log, _ := os.ReadFile(logPath)
-			t.Logf("rdma-nfsd log:\n%s", tail(string(log), 80))
-		}
-	})
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		log, _ := os.ReadFile(logPath)
-		if strings.Contains(string(log), "rdma-nfsd: serving") {
-			t.Logf("rdma-nfsd %s (pid %d) serves", strings.Join(args, " "), cmd.Process.Pid)
-			return
-		}
-		select {
-		case <-done:
-			t.Fatalf("rdma-nfsd exited at start:\n%s", log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rdma-nfsd does not serve after 30 s:\n%s", log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
 }
 
 // copyChild copies the test binary to childPath, mode 0755: the
@@ -769,26 +695,21 @@ const sentinel = "read/1234 root's 0600 file"
 // TestPosix runs the script on knfsd's mount, then on rdma-nfsd's, and
 // compares the records step by step.
 func TestPosix(t *testing.T) {
-	if os.Getenv("RPCRDMA_IN_VM") != "1" {
-		t.Fatal("not in the VM (RPCRDMA_IN_VM is not 1)")
-	}
-	if _, err := os.Stat(binary); err != nil {
-		t.Fatalf("%s: %v (the host test builds it: vmtest.GuestTests.Binaries)", binary, err)
-	}
+	guesttest.RequireGuest(t, binary)
 	checkScript(t)
 	copyChild(t)
-	sh(t, "rxevm-nfsd-start")
-	sh(t, "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true")
-	sh(t, "mkdir -p "+oursExport+" && mount -t tmpfs -o size=64m,mode=1777 posix "+oursExport)
-	startRdmaNfsd(t, oursExport)
+	guesttest.Sh(t, "rxevm-nfsd-start")
+	guesttest.Sh(t, "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true")
+	guesttest.Sh(t, "mkdir -p "+oursExport+" && mount -t tmpfs -o size=64m,mode=1777 posix "+oursExport)
+	guesttest.StartRdmaNfsd(t, &guesttest.RdmaNfsd{Binary: binary, Args: rdmaNfsdArgs(oursExport), Log: rdmaNfsdLog})
 
 	results := map[string][]result{}
 	for _, sd := range sides {
-		sh(t, "mkdir -p "+sd.mnt+" && mount -t nfs -o "+sd.opts+" "+sd.source+" "+sd.mnt)
+		guesttest.Mount(t, sd.source, sd.mnt, sd.opts)
 		t0 := time.Now()
 		results[sd.name] = runScript(t, sd)
 		t.Logf("%s: %d steps in %.1f s", sd.name, len(script), time.Since(t0).Seconds())
-		sh(t, "umount "+sd.mnt)
+		guesttest.Sh(t, "umount "+sd.mnt)
 	}
 	compare(t, results["knfsd"], results["rdma-nfsd"])
 }

@@ -22,7 +22,7 @@ type CallLayout struct {
 // is the message) or a chunk inserted into the inline message of RDMA_MSG at
 // its position. ok is false for anything else (no chunk or several, a
 // position past the inline message, a chunk length that is not pulledLen),
-// whose call is rebuilt by AppendCall as before.
+// whose call is rebuilt by AppendCall instead.
 func LayoutCall(h *chunks.Header, inlineLen, pulledLen int) (l CallLayout, ok bool) {
 	n := 0
 	var pos, length uint64

@@ -234,11 +234,8 @@ func durationOr(d, def time.Duration) time.Duration {
 // the peer process that will send the awaited message, a kernel thread of
 // the NIC's). A spinning thread that yields only to goroutines keeps its
 // CPU until the kernel's scheduler preempts it, and on a machine with few
-// CPUs the peer it waits for is often the thread it keeps out: measured in
-// the project's 2-vCPU VM, one RPC in flight, the kernel client's GETATTRs
-// to rdma-nfsd ran 1.4x faster with the thread yielded, and the Go
-// client's NULLs and GETATTRs 1.3-1.5x (README, rdmacore). With CPUs to
-// spare, sched_yield returns at once.
+// CPUs the peer it waits for is often the thread it keeps out. With CPUs
+// to spare, sched_yield returns at once.
 //
 // It reads the clock only every spinClockEvery polls: under an emulator
 // the clock may cost more than a poll (in the project's TCG VM the guest's

@@ -40,8 +40,9 @@ func (c *conn) postErrLocked(send bool) error {
 //
 // The ibv_post_send itself runs outside c.mu, under c.sendMu only: rxe
 // executes a user queue pair's work requests in the poster's thread
-// (rxe_post_send runs the requester task inline), so a post of a 64 KiB
-// RDMA Write takes milliseconds under TCG, and Poll must not wait for it.
+// (rxe_post_send runs the requester task inline), so a post of a large
+// RDMA Write lasts as long as the copy of its data, and Poll must not
+// wait for it.
 // The batch's send queue slots are written and counted in c.sqOut first,
 // so that a completion polled before ibv_post_send returns finds them.
 func (c *conn) PostSend(wrs []verbs.WorkRequest) error {

@@ -29,9 +29,9 @@ type Provider struct {
 	// without the completion event, the netpoller's wake-up and the
 	// re-arming; the cost is up to this much CPU time per idle Wait.
 	// The clock is read every 16 polls, not at each, so Wait polls at
-	// least 16 times: where a poll costs more than PollBeforeWait/16
-	// (about 10 µs in the project's TCG VM, where a 50 µs setting polls
-	// for 120-470 µs) that floor, not the setting, is how long it polls.
+	// least 16 times: where a poll costs more than PollBeforeWait/16 (as
+	// under an emulator) that floor, not the setting, is how long it
+	// polls.
 	// Between polls Wait yields its goroutine and its OS thread
 	// (sched_yield), so that polling never keeps a thread that is ready
 	// to run (the peer's, on a machine with few CPUs) off the CPU.
@@ -45,7 +45,7 @@ type Provider struct {
 	// connection idle between RPCs), for PollBeforeWait only. With one
 	// RPC in flight the next message comes a round trip after the last,
 	// and a poll that covers it costs less than the sleep and wake-up it
-	// saves (measured in the project's TCG VM: README, rdmacore).
+	// saves.
 	PollBeforeWaitMax time.Duration
 
 	state providerState

@@ -1,0 +1,435 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/nfs/client"
+	"github.com/go-rpcrdma/rpcrdma/transport"
+)
+
+// nfsClient is the Go NFS client of package nfs/client (client.Mount,
+// *client.Client) as the bench's goNFSClient. Its cells are the kernel
+// client's in the form a program without a page cache takes (RFC 1813
+// procedures called directly, each worker goroutine one call in flight):
+//
+//   - read: Client.Read of Size bytes at a random Size-aligned offset of a
+//     16 MiB file (one NFSv3 READ up to rsize, as the kernel's O_DIRECT
+//     pread; larger sizes one READ of rsize after the other);
+//   - write: Client.Write of Size bytes, FILE_SYNC, each worker over a file
+//     of its own (one NFSv3 WRITE FILE_SYNC up to wsize, as the kernel's
+//     O_DIRECT pwrite of at most wsize bytes, which Linux sends FILE_SYNC);
+//   - getattr: Client.Getattr of the 16 MiB file (one GETATTR, as fstat on
+//     the noac mount);
+//   - create: CREATE GUARDED of a new file and a FILE_SYNC WRITE of Size
+//     bytes (2 RPCs; the kernel's open O_CREAT|O_EXCL, write, close makes
+//     CREATE EXCLUSIVE, SETATTR, WRITE and GETATTRs).
+type nfsClient struct{}
+
+func init() { goClientCells = append(goClientCells, nfsClient{}) }
+
+// Supports is every NFS workload; NULL stays with goRequester.
+func (nfsClient) Supports(w string) bool {
+	return w == WorkRead || w == WorkWrite || w == WorkGetattr || w == WorkCreate
+}
+
+// Open mounts p.ExportPath with client.Mount (MNT over TCP, NFS over
+// RPC-over-RDMA at the port of p.Addr, FSINFO) offering p.Inline each way
+// (RFC 8797) and makes a directory of its own for its files.
+func (nfsClient) Open(ctx context.Context, p goOpen) (goNFSSession, error) {
+	host, port, err := net.SplitHostPort(p.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("go-nfs: %w", err)
+	}
+	rdmaPort, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, fmt.Errorf("go-nfs: port %q: %w", port, err)
+	}
+	mctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	exp, err := client.Mount(mctx, host, p.ExportPath, &client.MountOptions{
+		Client: client.Config{Transport: transport.Config{Provider: p.Provider, InlineSend: p.Inline,
+			InlineRecv: p.Inline, NoRemoteInvalidate: p.NoRI}},
+		RDMAPort:  rdmaPort,
+		MountAddr: p.MountAddr,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("go-nfs: mounting %s:%s: %w", host, p.ExportPath, err)
+	}
+	s := &nfsSession{exp: exp, c: exp.Client, inline: p.Inline, noRI: p.NoRI,
+		dir: fmt.Sprintf("gobench-%d-%d", p.Inline, time.Now().UnixNano())}
+	if err := exp.Mkdir(mctx, s.dir, 0o755); err != nil {
+		exp.Close()
+		return nil, fmt.Errorf("go-nfs: %w", err)
+	}
+	if s.dirFH, _, err = exp.Lookup(mctx, s.dir, false); err != nil {
+		exp.Close()
+		return nil, fmt.Errorf("go-nfs: %w", err)
+	}
+	return s, nil
+}
+
+// nfsSession is one mount of the Go NFS client.
+type nfsSession struct {
+	exp    *client.Export
+	c      *client.Client
+	inline int
+	noRI   bool
+	dir    string // the session's directory, relative to the export root
+	dirFH  client.FH
+	rfile  client.FH // the 16 MiB file of READ and GETATTR, made on first use
+	cells  int
+}
+
+// callTimeout bounds each call of a cell (a lost connection must fail the
+// cell, not hang the run).
+const callTimeout = 60 * time.Second
+
+// prepare writes the 16 MiB file READ and GETATTR cells use, through
+// client.File (UNSTABLE WRITEs, then COMMIT), once per session.
+func (s *nfsSession) prepare(ctx context.Context) error {
+	if s.rfile != nil {
+		return nil
+	}
+	name := path.Join(s.dir, "rfile")
+	f, err := s.exp.Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := writeReadFile(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	s.rfile = f.Handle()
+	return nil
+}
+
+// create makes (or truncates) name in the session's directory and returns
+// its handle.
+func (s *nfsSession) create(ctx context.Context, name string, mode client.CreateMode) (client.FH, error) {
+	perm, size := uint32(0o644), uint64(0)
+	how := client.CreateHow{Mode: mode, Attr: &client.SetAttr{Mode: &perm}}
+	if mode == client.Unchecked {
+		how.Attr.Size = &size
+	}
+	fh, _, err := s.c.Create(ctx, s.dirFH, name, how)
+	return fh, err
+}
+
+// Ops returns the operation of cell c; see nfsClient for what each is.
+func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s.cells++
+	bufs := make([][]byte, c.InFlight)
+	for w := range bufs {
+		bufs[w] = make([]byte, c.Size)
+		_, _ = crand.Read(bufs[w])
+	}
+	slots := max(1, readFileSize/max(c.Size, 1))
+	undo := func() {}
+	switch c.Workload {
+	case WorkRead, WorkGetattr:
+		if err := s.prepare(ctx); err != nil {
+			return nil, nil, fmt.Errorf("go-nfs: preparing the file: %w", err)
+		}
+		if c.Workload == WorkGetattr {
+			return func(int) (int, error) {
+				cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+				defer cancel()
+				_, err := s.c.Getattr(cctx, s.rfile)
+				return 0, err
+			}, undo, nil
+		}
+		rngs := workerRands(c.InFlight)
+		return func(w int) (int, error) {
+			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			defer cancel()
+			return s.readAt(cctx, s.rfile, uint64(rngs[w].IntN(slots))*uint64(c.Size), bufs[w])
+		}, undo, nil
+	case WorkWrite:
+		fhs := make([]client.FH, c.InFlight)
+		for w := range fhs {
+			var err error
+			if fhs[w], err = s.create(ctx, fmt.Sprintf("wfile-%d", w), client.Unchecked); err != nil {
+				return nil, nil, fmt.Errorf("go-nfs: %w", err)
+			}
+		}
+		next := make([]uint64, c.InFlight)
+		// The files go after the cell: a run writes up to
+		// readFileSize per file and in flight, and the exports are
+		// tmpfs in the VM's memory.
+		undo = func() {
+			for w := range fhs {
+				s.remove(fmt.Sprintf("wfile-%d", w))
+			}
+		}
+		return func(w int) (int, error) {
+			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			defer cancel()
+			off := next[w] % uint64(slots) * uint64(c.Size)
+			next[w]++
+			return s.writeAt(cctx, fhs[w], off, bufs[w])
+		}, undo, nil
+	case WorkCreate:
+		name := fmt.Sprintf("create-%d-%d-%d", c.Inline, c.InFlight, s.cells)
+		perm := uint32(0o755)
+		dir, _, err := s.c.Mkdir(ctx, s.dirFH, name, &client.SetAttr{Mode: &perm})
+		if err != nil {
+			return nil, nil, fmt.Errorf("go-nfs: %w", err)
+		}
+		var seq atomic.Uint64
+		undo = func() { s.removeDir(dir, name) }
+		return func(w int) (int, error) {
+			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+			defer cancel()
+			mode := uint32(0o644)
+			fh, _, err := s.c.Create(cctx, dir, fmt.Sprintf("f%d", seq.Add(1)), client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}})
+			if err != nil {
+				return 0, err
+			}
+			return s.writeAt(cctx, fh, 0, bufs[w])
+		}, undo, nil
+	}
+	return nil, nil, fmt.Errorf("go-nfs: no %s workload", c.Workload)
+}
+
+// remove removes name from the session's directory, if it is there.
+func (s *nfsSession) remove(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = s.c.Remove(ctx, s.dirFH, name)
+}
+
+// removeDir removes the directory name (handle dir) of the session's
+// directory and the files in it.
+func (s *nfsSession) removeDir(dir client.FH, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	entries, err := s.c.ReadDirAll(ctx, dir, false)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Name != "." && e.Name != ".." {
+			_ = s.c.Remove(ctx, dir, e.Name)
+		}
+	}
+	_ = s.c.Rmdir(ctx, s.dirFH, name)
+}
+
+// readAt fills p from off with READs of at most rsize, one after the
+// other (as the kernel splits an O_DIRECT pread larger than rsize).
+func (s *nfsSession) readAt(ctx context.Context, fh client.FH, off uint64, p []byte) (int, error) {
+	rsize, _ := s.c.IOSize()
+	done := 0
+	for done < len(p) {
+		n, eof, err := s.c.Read(ctx, fh, off+uint64(done), p[done:min(len(p), done+rsize)])
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if n == 0 || (eof && done < len(p)) {
+			return done, fmt.Errorf("short READ: %d of %d bytes", done, len(p))
+		}
+	}
+	return done, nil
+}
+
+// writeAt writes p at off with FILE_SYNC WRITEs of at most wsize, one after
+// the other (as the kernel splits an O_DIRECT pwrite larger than wsize).
+func (s *nfsSession) writeAt(ctx context.Context, fh client.FH, off uint64, p []byte) (int, error) {
+	_, wsize := s.c.IOSize()
+	done := 0
+	for done < len(p) {
+		res, err := s.c.Write(ctx, fh, off+uint64(done), p[done:min(len(p), done+wsize)], client.FileSync)
+		done += res.Count
+		if err != nil {
+			return done, err
+		}
+		if res.Count == 0 || res.Committed != client.FileSync {
+			return done, fmt.Errorf("WRITE: %d of %d bytes, committed %d", done, len(p), res.Committed)
+		}
+	}
+	return done, nil
+}
+
+// Counters are the connection's transport.Stats under fill's names: every
+// call is one Send (the RPC count), every reply one Receive.
+func (s *nfsSession) Counters() map[string]uint64 {
+	st := s.c.Conn().Stats()
+	return map[string]uint64{"rpcs": st.Sends, "sends": st.Sends, "recvs": st.Recvs,
+		"read_chunks": st.ReadChunks, "write_chunks": st.WriteChunks, "reply_chunks": st.ReplyChunks,
+		"local_inv": st.LocalInvalidations, "remote_inv": st.RemoteInvalidations}
+}
+
+// Negotiated is the connection's RFC 8797 outcome as the client sees it.
+func (s *nfsSession) Negotiated() string {
+	n := s.c.Conn().Stats().Negotiated
+	return fmt.Sprintf("send/recv %d/%d R=%v (peer private data %s)", n.SendInline, n.RecvInline, n.ExpectRemoteInvalidate, n.PeerPrivateData)
+}
+
+// Close removes nothing (the servers' exports are scratch space) and
+// unmounts.
+func (s *nfsSession) Close() error { return s.exp.Close() }
+
+// Check is the matrix's test of one mount (RFC 8166, RFC 8267, RFC 8797):
+// the thresholds negotiated and our R bit; the files of matrixFiles
+// written through client.File (UNSTABLE WRITEs and COMMIT), read back with
+// direct READs and through client.File, and compared with the server's disk
+// under disk (when not ""); the chunks a 2 KiB WRITE and READ and an 8 KiB
+// READ use; who invalidated a 128 KiB READ's Write chunk. It returns what
+// it checked.
+func (s *nfsSession) Check(ctx context.Context, disk string) (string, error) {
+	var checks []string
+	n := s.c.Conn().Stats().Negotiated
+	if n.SendInline != s.inline || n.RecvInline != s.inline || n.LocalR == s.noRI {
+		return "", fmt.Errorf("negotiated %s (our R=%v), want send/recv %d/%d and R=%v", s.Negotiated(), n.LocalR, s.inline, s.inline, !s.noRI)
+	}
+	checks = append(checks, "negotiated")
+	for i, size := range matrixFiles {
+		name := path.Join(s.dir, fmt.Sprintf("m-%d-%d", i, size))
+		if err := s.writeReadBack(ctx, name, size, disk); err != nil {
+			return "", err
+		}
+	}
+	checks = append(checks, fmt.Sprintf("%d files", len(matrixFiles)))
+	probes := []struct {
+		what  string
+		write bool
+		size  int
+		field func(transport.Stats) uint64
+		want  uint64
+	}{
+		{"2 KiB WRITE: Read chunks", true, 2048, func(s transport.Stats) uint64 { return s.ReadChunks }, b2u(s.inline < 4096)},
+		{"2 KiB READ: Write chunks", false, 2048, func(s transport.Stats) uint64 { return s.WriteChunks }, b2u(s.inline < 4096)},
+		{"8 KiB READ: Write chunks", false, 8192, func(s transport.Stats) uint64 { return s.WriteChunks }, b2u(s.inline <= 8192)},
+	}
+	for _, p := range probes {
+		before, after, err := s.probe(ctx, p.write, p.size)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", p.what, err)
+		}
+		if got := p.field(after) - p.field(before); got != p.want {
+			return "", fmt.Errorf("%s: %d, want %d at inline %d", p.what, got, p.want, s.inline)
+		}
+	}
+	checks = append(checks, "chunks")
+	before, after, err := s.probe(ctx, false, 128<<10)
+	if err != nil {
+		return "", fmt.Errorf("128 KiB READ: %w", err)
+	}
+	local := after.LocalInvalidations - before.LocalInvalidations
+	remote := after.RemoteInvalidations - before.RemoteInvalidations
+	if s.noRI != (local > 0) || s.noRI != (remote == 0) {
+		return "", fmt.Errorf("128 KiB READ with R=%v: %d local and %d remote invalidations", !s.noRI, local, remote)
+	}
+	checks = append(checks, fmt.Sprintf("invalidation (local %d, remote %d)", local, remote))
+	return strings.Join(checks, ", "), nil
+}
+
+// probe makes one direct READ or FILE_SYNC WRITE of size bytes on a file
+// of its own and returns the connection's counters before and after.
+func (s *nfsSession) probe(ctx context.Context, write bool, size int) (before, after transport.Stats, err error) {
+	fh, err := s.create(ctx, fmt.Sprintf("probe-%d", size), client.Unchecked)
+	if err != nil {
+		return before, after, err
+	}
+	buf := make([]byte, size)
+	if !write {
+		if _, err := s.c.Write(ctx, fh, 0, buf, client.FileSync); err != nil {
+			return before, after, err
+		}
+	}
+	before = s.c.Conn().Stats()
+	var got int
+	if write {
+		var res client.WriteResult
+		res, err = s.c.Write(ctx, fh, 0, buf, client.FileSync)
+		got = res.Count
+	} else {
+		got, _, err = s.c.Read(ctx, fh, 0, buf)
+	}
+	if err == nil && got != size {
+		err = fmt.Errorf("%d of %d bytes", got, size)
+	}
+	return before, s.c.Conn().Stats(), err
+}
+
+// writeReadBack writes n random bytes to name through client.File, reads them
+// back with direct READs of at most rsize and through client.File, and
+// compares all of them, and the server's file under disk, with what was
+// written.
+func (s *nfsSession) writeReadBack(ctx context.Context, name string, n int, disk string) error {
+	data := make([]byte, n)
+	_, _ = crand.Read(data)
+	f, err := s.exp.Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	got := make([]byte, n)
+	if _, err := s.readAt(ctx, f.Handle(), 0, got); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if !bytes.Equal(got, data) {
+		return fmt.Errorf("%s: the %d bytes READ back differ", name, n)
+	}
+	rf, err := s.exp.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	all, err := io.ReadAll(rf)
+	rf.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if !bytes.Equal(all, data) {
+		return fmt.Errorf("%s: the %d bytes read through client.File differ (%d read)", name, n, len(all))
+	}
+	if disk == "" {
+		return nil
+	}
+	onDisk, err := os.ReadFile(filepath.Join(disk, filepath.FromSlash(name)))
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(onDisk, data) {
+		return fmt.Errorf("%s: the server's file differs (%d bytes)", name, len(onDisk))
+	}
+	return nil
+}
+
+// mountAddrOf is where a Go client finds srv's MOUNT service: rdma-nfsd's
+// TCP listener (it runs without rpcbind), or "" (ask the portmapper on the
+// server host, as for knfsd).
+func mountAddrOf(srv server) string {
+	g, ok := srv.(*rdmaNfsd)
+	if !ok {
+		return ""
+	}
+	if a := g.boundMount(); a != "" {
+		return a
+	}
+	return net.JoinHostPort(g.addr, strconv.Itoa(g.tcpPort))
+}

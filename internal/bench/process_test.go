@@ -1,0 +1,28 @@
+package bench
+
+import (
+	"crypto/sha256"
+	"testing"
+)
+
+// TestWithProcess: the process counters grow with the work done between
+// two snapshots: heap allocations by at least those made, CPU time at all.
+func TestWithProcess(t *testing.T) {
+	before := withProcess(map[string]uint64{"rpcs": 1})
+	var keep [][]byte
+	sum := sha256.Sum256(nil)
+	for i := range 20_000 {
+		keep = append(keep, make([]byte, 64+i%7))
+		sum = sha256.Sum256(sum[:])
+	}
+	after := withProcess(map[string]uint64{})
+	if before["rpcs"] != 1 {
+		t.Errorf("the client's own counters were not kept: %v", before)
+	}
+	if after["mallocs"]-before["mallocs"] < uint64(len(keep)) {
+		t.Errorf("mallocs grew by %d over %d allocations", after["mallocs"]-before["mallocs"], len(keep))
+	}
+	if after["cpu_ns"] <= before["cpu_ns"] {
+		t.Errorf("cpu_ns did not grow: %d then %d (sum %x)", before["cpu_ns"], after["cpu_ns"], sum[:2])
+	}
+}
