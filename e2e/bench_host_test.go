@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/internal/vm"
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
+	"github.com/go-rpcrdma/rpcrdma/internal/bench"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // benchHostScript runs in the guest: rdmacore's TestDevices (what
@@ -48,7 +50,7 @@ func TestBenchHostMode(t *testing.T) {
 	console := string(r.Console)
 	stdout, _ := os.ReadFile(filepath.Join(share, "stdout.txt"))
 	stderr, _ := os.ReadFile(filepath.Join(share, "stderr.txt"))
-	t.Logf("rpcrdma-bench bench -host stdout:\n%s\nstderr:\n%s", stdout, lastN(string(stderr), 30))
+	t.Logf("rpcrdma-bench bench -host stdout:\n%s\nstderr:\n%s", stdout, guesttest.Tail(string(stderr), 30))
 	if !strings.Contains(console, "DEVICES-STATUS 0") {
 		t.Errorf("rdmacore's TestDevices failed in the VM:\n%s", r.Tail(60))
 	}
@@ -66,21 +68,11 @@ func TestBenchHostMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep struct {
-		benchReport
-		Provider string `json:"provider"`
-		Device   struct {
-			Name      string `json:"name"`
-			Port      int    `json:"port"`
-			LinkLayer string `json:"link_layer"`
-			PathMTU   int    `json:"path_mtu"`
-			Addr      string `json:"addr"`
-		} `json:"device"`
-	}
+	var rep bench.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if d := rep.Device; d.Name != "rxe0" || d.Port != 1 || d.LinkLayer != "Ethernet" || d.PathMTU != 1024 || d.Addr != "10.0.0.1" {
+	if d := rep.Device; d == nil || d.Name != "rxe0" || d.Port != 1 || d.LinkLayer != "Ethernet" || d.PathMTU != 1024 || d.Addr != "10.0.0.1" {
 		t.Errorf("report's device %+v; want rxe0 port 1, Ethernet, path MTU 1024, 10.0.0.1", d)
 	}
 	want := map[string]bool{"go/null/0": false, "go/read/4096": false, "kernel/read/4096": false}

@@ -3,7 +3,7 @@
 // kernel, and runs the interoperability matrix.
 //
 //	rpcrdma-bench bench [flags]        the benchmark matrix (in the VM; -provider soft: here)
-//	rpcrdma-bench bench -host [flags]  the benchmark on this host's own RDMA device (host.go)
+//	rpcrdma-bench bench -host [flags]  the benchmark on this host's own RDMA device, without the VM
 //	rpcrdma-bench matrix [flags]       the interoperability matrix (in the VM)
 //	rpcrdma-bench report [flags] FILE  the table, CSV, Markdown or chart of a -json report
 //

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -14,17 +14,17 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
 )
 
-// The bench's -host mode measures this host's own RDMA devices through
-// rdma-core, without the VM: rdma-nfsd started here and bound to the
-// device's address, our Go client in this process and, with -kernel, the
-// Linux kernel client (mount -o proto=rdma), both connecting to that
+// A run with Spec.Host (bench -host) measures this host's own RDMA device
+// through rdma-core, without the VM: rdma-nfsd started here and bound to
+// the device's address, our Go client in this process and, with -kernel,
+// the Linux kernel client (mount -o proto=rdma), both connecting to that
 // address, so that the traffic goes through the device's own loopback.
 // The cells, counters and report are those of the VM mode, less what only
 // the VM has (knfsd, rxe's packet counters, perftest).
 
-// hostDevice is the RDMA port a -host run measures, as the report names
-// it.
-type hostDevice struct {
+// HostDevice is the RDMA port a -host run measures, as the report names
+// it (Report.Device).
+type HostDevice struct {
 	Name      string `json:"name"`       // the device: "mlx5_0", "rxe0"
 	Port      int    `json:"port"`       // from 1
 	LinkLayer string `json:"link_layer"` // "InfiniBand" or "Ethernet"
@@ -32,7 +32,8 @@ type hostDevice struct {
 	Addr      string `json:"addr"`       // where rdma-nfsd listens and the clients connect
 }
 
-func (d hostDevice) String() string {
+// String names the port as the report's heading does.
+func (d HostDevice) String() string {
 	return fmt.Sprintf("%s port %d at %s (%s, active path MTU %d)", d.Name, d.Port, d.Addr, d.LinkLayer, d.PathMTU)
 }
 
@@ -43,7 +44,7 @@ var errNoDevice = errors.New("no RDMA device found")
 // hostSpec applies the -host flags of f to s; without -host it refuses
 // them. A -host run measures rdma-nfsd only, with the Go client and, with
 // -kernel, the kernel client.
-func hostSpec(s Spec, f benchFlags) (Spec, error) {
+func (f *Flags) hostSpec(s Spec) (Spec, error) {
 	if !f.host {
 		for _, c := range []flagSet{{"-device", f.device != ""}, {"-addr", f.addr != ""}, {"-kernel", f.kernel}} {
 			if c.set {
@@ -54,7 +55,7 @@ func hostSpec(s Spec, f benchFlags) (Spec, error) {
 	}
 	for _, c := range []flagSet{
 		{"-provider", f.provider != "rdmacore"}, {"-servers", f.servers != ""}, {"-clients", f.clients != ""},
-		{"-mtu", f.mtu != 0}, {"-console", f.consoleOut != ""}, {"-baseline", s.Baseline},
+		{"-mtu", f.mtu != 0}, {"-console", f.Console != ""}, {"-baseline", f.baseline},
 		{"-compare", f.compare != ""}, {"-compare-flags", f.compareFlags != ""},
 	} {
 		if c.set {
@@ -70,6 +71,7 @@ func hostSpec(s Spec, f benchFlags) (Spec, error) {
 			return s, fmt.Errorf("-addr %s: -kernel needs an IPv4 address", f.addr)
 		}
 	}
+	s.Host, s.Device, s.Addr = true, f.device, f.addr
 	s.Servers, s.Clients = []string{ServerGo}, []string{ClientGo}
 	if f.kernel {
 		s.Clients = append(s.Clients, ClientKernel)
@@ -78,7 +80,7 @@ func hostSpec(s Spec, f benchFlags) (Spec, error) {
 	for _, p := range []struct {
 		dst       *string
 		name, out string
-	}{{&s.ServerProfile, "-server-profile", f.profileOut}, {&s.ClientProfile, "-client-profile", f.clientProfileOut}} {
+	}{{&s.ServerProfile, "-server-profile", f.ServerProfileOut}, {&s.ClientProfile, "-client-profile", f.ClientProfileOut}} {
 		if p.out == "" {
 			continue
 		}
@@ -88,7 +90,7 @@ func hostSpec(s Spec, f benchFlags) (Spec, error) {
 		}
 		*p.dst = abs
 	}
-	return s, s.Validate()
+	return s, nil
 }
 
 // flagSet says whether a flag was given.
@@ -100,9 +102,9 @@ type flagSet struct {
 // pickHostDevice chooses the port a -host run measures among devs: the
 // device named name ("" for any) and the address addr ("" for the port's
 // first, IPv4 before IPv6), on the first active port that has it.
-func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string) (hostDevice, error) {
+func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string) (HostDevice, error) {
 	if len(devs) == 0 {
-		return hostDevice{}, fmt.Errorf("%w: rdma-core lists none (load the device's driver, e.g. mlx5_ib, or add a Soft-RoCE device: rdma link add rxe0 type rxe netdev eth0)", errNoDevice)
+		return HostDevice{}, fmt.Errorf("%w: rdma-core lists none (load the device's driver, e.g. mlx5_ib, or add a Soft-RoCE device: rdma link add rxe0 type rxe netdev eth0)", errNoDevice)
 	}
 	var names []string
 	for _, d := range devs {
@@ -116,7 +118,7 @@ func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string) (hostDevice, 
 			}
 		}
 		if i < 0 {
-			return hostDevice{}, fmt.Errorf("%w: no device %q (this host has %s)", errNoDevice, name, strings.Join(names, ", "))
+			return HostDevice{}, fmt.Errorf("%w: no device %q (this host has %s)", errNoDevice, name, strings.Join(names, ", "))
 		}
 		devs = devs[i : i+1]
 	}
@@ -124,7 +126,7 @@ func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string) (hostDevice, 
 	if addr != "" {
 		var err error
 		if want, err = netip.ParseAddr(addr); err != nil {
-			return hostDevice{}, fmt.Errorf("-addr %q: not an IP address", addr)
+			return HostDevice{}, fmt.Errorf("-addr %q: not an IP address", addr)
 		}
 		want = want.Unmap()
 	}
@@ -150,14 +152,14 @@ func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string) (hostDevice, 
 				}
 				continue
 			}
-			return hostDevice{Name: d.Name, Port: p.Num, LinkLayer: p.LinkLayer, PathMTU: p.ActiveMTU, Addr: a.String()}, nil
+			return HostDevice{Name: d.Name, Port: p.Num, LinkLayer: p.LinkLayer, PathMTU: p.ActiveMTU, Addr: a.String()}, nil
 		}
 	}
 	what := "an active port with an IP address"
 	if want.IsValid() {
 		what = "an active port with address " + want.String()
 	}
-	return hostDevice{}, fmt.Errorf("%w: no device has %s (%s)", errNoDevice, what, strings.Join(seen, "; "))
+	return HostDevice{}, fmt.Errorf("%w: no device has %s (%s)", errNoDevice, what, strings.Join(seen, "; "))
 }
 
 // portAddr is want if p has it, else (want not valid) p's first IPv4
@@ -193,14 +195,15 @@ func addrList(as []netip.Addr) string {
 	return strings.Join(s, ", ")
 }
 
-// benchHost runs spec on this host's device (bench -host): it returns the
-// port it ran on and the results.
-func benchHost(ctx context.Context, spec Spec, f benchFlags, prog *progress, stderr io.Writer) (hostDevice, []Result, error) {
+// benchHost runs spec on this host's device (bench -host: Spec.Host, on
+// Spec.Device and Spec.Addr): it returns the port it ran on and the
+// results.
+func benchHost(ctx context.Context, spec Spec, prog *progress, stderr io.Writer) (HostDevice, []Result, error) {
 	devs, err := rdmacore.Devices()
 	if err != nil {
-		return hostDevice{}, nil, fmt.Errorf("%w: %w", errNoDevice, err)
+		return HostDevice{}, nil, fmt.Errorf("%w: %w", errNoDevice, err)
 	}
-	dev, err := pickHostDevice(devs, f.device, f.addr)
+	dev, err := pickHostDevice(devs, spec.Device, spec.Addr)
 	if err != nil {
 		return dev, nil, err
 	}
@@ -245,7 +248,7 @@ func benchHost(ctx context.Context, spec Spec, f benchFlags, prog *progress, std
 }
 
 // hostProvider is how a -host report names where it ran.
-func hostProvider(d hostDevice) string {
+func hostProvider(d HostDevice) string {
 	return "rdmacore on this host's " + d.String() + "; client and server on this host, through the device's loopback"
 }
 
