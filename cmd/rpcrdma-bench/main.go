@@ -3,6 +3,7 @@
 // kernel, and runs the interoperability matrix.
 //
 //	rpcrdma-bench bench [flags]        the benchmark matrix (in the VM; -provider soft: here)
+//	rpcrdma-bench bench -host [flags]  the benchmark on this host's own RDMA device, without the VM
 //	rpcrdma-bench matrix [flags]       the interoperability matrix (in the VM)
 //	rpcrdma-bench report [flags] FILE  the table, CSV, Markdown or chart of a -json report
 //
@@ -46,6 +47,9 @@ func usage(w io.Writer) {
   rpcrdma-bench bench [-quick] [-d DUR] [-provider rdmacore|soft] [-inline LIST] [-sizes LIST]
         [-inflight LIST] [-workloads LIST] [-servers LIST] [-clients LIST]
         [-json FILE] [-csv FILE] [-md FILE] [-chart FILE.png|.svg] [-console FILE]
+  rpcrdma-bench bench -host [-device NAME] [-addr IP] [-kernel] [the cell flags above]
+        the same on this host's own RDMA device through rdma-core, without the VM: rdma-nfsd
+        (bound to the device's address) with the Go client, and with -kernel the kernel client
   rpcrdma-bench matrix [-inline LIST] [-json FILE] [-console FILE]
   rpcrdma-bench report [-csv FILE] [-md FILE] [-chart FILE] REPORT.json
         prints (and converts, draws) the report of an earlier bench run

@@ -9,7 +9,9 @@
 // rdma_rxe on a veth pair), builds cmd/rdma-nfsd and
 // cmd/rpcrdma-bench-guest for the guest and runs the guest side (Guest)
 // there; it runs from the go-rpcrdma checkout. On the soft provider Run
-// measures our peers on this machine instead.
+// measures our peers on this machine instead, and with Spec.Host (bench
+// -host; host.go) rdma-nfsd and the Go and kernel clients on this host's
+// own RDMA device through rdma-core.
 //
 // Every cell of the benchmark reports ops/s, MB/s, p50/p99 latency, RPCs
 // per operation, the RDMA operations per RPC by kind (Sends, RDMA Reads,

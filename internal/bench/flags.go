@@ -30,6 +30,9 @@ type Flags struct {
 	serverFlags, compare, compareFlags string
 	mtu                                int
 	baseline                           bool
+	// -host and its flags (host.go).
+	host, kernel bool
+	device, addr string
 }
 
 // Register defines the flags on fs.
@@ -56,6 +59,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.compare, "compare", "", "also run rdma-nfsd built from git revision `REV` (as rdma-nfsd-b, alternating with this checkout's) and print each cell's ratio")
 	fs.StringVar(&f.compareFlags, "compare-flags", "", "more flags for rdma-nfsd-b only; without -compare, rdma-nfsd-b is this checkout's rdma-nfsd run with them")
 	fs.BoolVar(&f.baseline, "baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices before every round, for the issue's goals")
+	fs.BoolVar(&f.host, "host", false, "run on this host's own RDMA device through rdma-core, without the VM: rdma-nfsd and the Go client (and the kernel client with -kernel)")
+	fs.StringVar(&f.device, "device", "", "with -host: the RDMA device (default the first with an active port that has an IP address)")
+	fs.StringVar(&f.addr, "addr", "", "with -host: the device's IP `address` rdma-nfsd listens on and the clients use (default its first, IPv4 first)")
+	fs.BoolVar(&f.kernel, "kernel", false, "with -host: also measure the Linux kernel client (mount -o proto=rdma; needs root, the rpcrdma module and mount.nfs)")
 }
 
 // Spec is the Spec of the flags and the command's arguments args (none);
@@ -123,6 +130,9 @@ func (f *Flags) Spec(args []string) (Spec, error) {
 		if i := slices.Index(s.Servers, ServerGo); i >= 0 {
 			s.Servers = slices.Insert(s.Servers, i+1, ServerGoB)
 		}
+	}
+	if s, err = f.hostSpec(s); err != nil {
+		return s, err
 	}
 	return s, s.Validate()
 }

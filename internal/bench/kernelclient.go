@@ -22,6 +22,9 @@ import (
 type kernelClient struct {
 	mnt   string
 	proto string // of the current mount: "rdma" or "tcp"
+	// server is the IPv4 address mount names the server by ("" is
+	// vmServerIP).
+	server string
 }
 
 const sunrpc = "/proc/sys/sunrpc/"
@@ -52,7 +55,11 @@ func (k *kernelClient) mount(srv server, inline int) error {
 	if k.proto == "rdma" {
 		opts += ",timeo=50"
 	}
-	return sh(60*time.Second, "mount -t nfs -o "+opts+" "+vmServerIP+":"+path+" "+k.mnt)
+	server := k.server
+	if server == "" {
+		server = vmServerIP
+	}
+	return sh(60*time.Second, "mount -t nfs -o "+opts+" "+server+":"+path+" "+k.mnt)
 }
 
 func (k *kernelClient) umount() error {

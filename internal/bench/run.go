@@ -29,6 +29,7 @@ type Report struct {
 	Raw         []Result    `json:"raw,omitempty"`     // every round's result
 	Baseline    *Baseline   `json:"baseline,omitempty"`
 	Matrix      []MatrixRow `json:"matrix,omitempty"`
+	Device      *HostDevice `json:"device,omitempty"` // the port of a -host run (Spec.Host)
 	Seconds     float64     `json:"seconds"`
 }
 
@@ -43,9 +44,12 @@ type RunOptions struct {
 	Log io.Writer
 }
 
-// Run measures spec: on the soft provider here, otherwise in one boot of
-// the VM (installing the host packages and building the image if need
-// be). It runs from the go-rpcrdma checkout, whose programs it builds.
+// Run measures spec: on the soft provider here, with Spec.Host on this
+// host's own RDMA device (host.go), otherwise in one boot of the VM
+// (installing the host packages and building the image if need be). It
+// runs from the go-rpcrdma checkout, whose programs it builds; Spec.Host
+// also runs without it, given an rdma-nfsd next to the program or in
+// $PATH.
 func Run(ctx context.Context, spec Spec, o RunOptions) (Report, error) {
 	stderr := o.Log
 	if stderr == nil {
@@ -70,6 +74,12 @@ func Run(ctx context.Context, spec Spec, o RunOptions) (Report, error) {
 		if rep.Results, err = benchSoft(ctx, spec, prog, stderr); err != nil {
 			return rep, err
 		}
+	} else if spec.Host {
+		dev, results, err := benchHost(ctx, spec, prog, stderr)
+		if err != nil {
+			return rep, err
+		}
+		rep.Provider, rep.Device, rep.Results = hostProvider(dev), &dev, results
 	} else {
 		root, err := moduleRoot()
 		if err != nil {

@@ -56,6 +56,15 @@ type Spec struct {
 	// rdma-nfsd-b is this checkout's rdma-nfsd run with them (bench
 	// -compare-flags).
 	CompareFlags []string `json:"compare_flags,omitempty"`
+	// Host runs the cells on this host's own RDMA device through
+	// rdma-core instead of in the VM (bench -host; host.go): rdma-nfsd
+	// bound to the device's address, the Go client and, if Clients has
+	// it, the kernel client. Device names the device and Addr its address
+	// ("": the first device with an active port that has an IP address,
+	// and that port's first address, IPv4 first). rdmacore only.
+	Host   bool   `json:"host,omitempty"`
+	Device string `json:"device,omitempty"`
+	Addr   string `json:"addr,omitempty"`
 }
 
 // comparing reports whether the run has rdma-nfsd-b (compare.go).
