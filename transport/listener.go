@@ -380,6 +380,27 @@ func (l *Listener) Stats() ListenerStats {
 	return s
 }
 
+// ListenerLimits are the limits of a Listener's Config, as it applies
+// them (defaults filled in): what ListenerStats' gauges are measured
+// against.
+type ListenerLimits struct {
+	// Backlog bounds Handshakes plus Queued (Config.AcceptBacklog);
+	// MaxConns, if positive, bounds Handshakes plus Conns
+	// (Config.MaxConns; 0: no cap).
+	Backlog, MaxConns int
+	// Calls, Replies and Registered bound CallBytes, ReplyBytes and
+	// Registered (MemoryLimits.ListenerCalls, ListenerReplies and
+	// ListenerRegistered).
+	Calls, Replies, Registered int
+}
+
+// Limits returns the limits the Listener applies.
+func (l *Listener) Limits() ListenerLimits {
+	m := l.cfg.Memory
+	return ListenerLimits{Backlog: l.cfg.AcceptBacklog, MaxConns: max(l.cfg.MaxConns, 0),
+		Calls: m.ListenerCalls, Replies: m.ListenerReplies, Registered: m.ListenerRegistered}
+}
+
 // Close stops listening; blocked and later Accepts fail with net.ErrClosed.
 // Handshakes in progress are abandoned and connections not yet returned
 // by Accept are closed; connections already accepted stay open.
