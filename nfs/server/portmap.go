@@ -33,7 +33,9 @@ type RpcbindConfig struct {
 	// which mount.nfs falls back to version 2) on ServeAddr, TCP and
 	// UDP, holding the Server's own registrations.
 	Serve bool
-	// ServeAddr is the portmapper's address; "" means ":111".
+	// ServeAddr is the portmapper's address; "" means ":111". With
+	// Config.ListenHosts, the portmapper listens at each of them, on
+	// ServeAddr's port.
 	ServeAddr string
 	// Timeout bounds each exchange with rpcbind: not negative; 0 means
 	// 2 s.
@@ -77,8 +79,14 @@ type rpcbindState struct {
 
 // mappings lists what the Server registers.
 func (s *Server) mappings() []mapping {
-	tcpHost, tcpPort := splitAddr(s.tcp.Addr())
-	rdmaHost, rdmaPort := splitAddr(s.rdma.Addr())
+	tcpHost, tcpPort := splitAddr(s.TCPAddr())
+	rdmaHost, rdmaPort := splitAddr(s.RDMAAddr())
+	if len(s.ls.tcp) > 1 {
+		// Several hosts share the port: the wildcard's universal
+		// address, which rpcbind completes with the address the
+		// client asked at.
+		tcpHost, rdmaHost = "", ""
+	}
 	ms := []mapping{{prog: nfs.ProgMount, vers: 3, netid: "tcp", port: tcpPort, host: tcpHost}}
 	if s.cfg.NFSOverTCP {
 		ms = append(ms, mapping{prog: nfs.ProgNFS, vers: 3, netid: "tcp", port: tcpPort, host: tcpHost})
@@ -115,7 +123,11 @@ func (s *Server) registerRpcbind() *rpcbindState {
 			return st
 		}
 		addr := cmp.Or(rc.ServeAddr, ":111")
-		pm, err := listenPortmapper(addr, s.log)
+		addrs, err := hostAddrs(addr, s.cfg.ListenHosts)
+		var pm *portmapper
+		if err == nil {
+			pm, err = listenPortmapper(addrs, s.log)
+		}
 		if err != nil {
 			s.log.Warn("nfs: no rpcbind and cannot serve a portmapper: clients need mountport=", "addr", addr, "err", err)
 			return st
@@ -126,7 +138,7 @@ func (s *Server) registerRpcbind() *rpcbindState {
 			}
 		}
 		st.pm = pm
-		s.log.Info("nfs: serving a portmapper", "addr", pm.tcp.Addr())
+		s.log.Info("nfs: serving a portmapper", "addr", pm.addrs())
 		return st
 	}
 	for _, m := range s.mappings() {
@@ -262,5 +274,5 @@ func (s *Server) PortmapperAddr() net.Addr {
 	if s.rpcb == nil || s.rpcb.pm == nil {
 		return nil
 	}
-	return s.rpcb.pm.tcp.Addr()
+	return s.rpcb.pm.tcp[0].Addr()
 }
