@@ -70,6 +70,11 @@ func TestListenHosts(t *testing.T) {
 		require.EqualValues(t, 1, ls[i].Stats.Accepted, "the connection counts at the listener of %s", h)
 		require.Equal(t, srv.RDMAAddrs()[i], ls[i].Addr)
 		require.Positive(t, ls[i].Limits.Backlog)
+		var sum transport.ListenerStats
+		for _, l := range ls {
+			sum.Accepted += l.Stats.Accepted
+		}
+		require.Equal(t, sum.Accepted, srv.ListenerStats().Accepted, "ListenerStats sums the listeners")
 		require.NoError(t, c.Close())
 	}
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -310,20 +311,17 @@ func (s *Server) IdentitySwitching() (bool, error) { return s.ids.Enabled(), s.i
 // listeners (RDMAListeners has each one's).
 func (s *Server) ListenerStats() transport.ListenerStats {
 	var sum transport.ListenerStats
+	v := reflect.ValueOf(&sum).Elem()
 	for _, l := range s.ls.rdma {
-		st := l.Stats()
-		sum.Handshakes += st.Handshakes
-		sum.Queued += st.Queued
-		sum.Conns += st.Conns
-		sum.Accepted += st.Accepted
-		sum.RejectedBacklog += st.RejectedBacklog
-		sum.RejectedCap += st.RejectedCap
-		sum.HandshakeTimeouts += st.HandshakeTimeouts
-		sum.HandshakeFailures += st.HandshakeFailures
-		sum.Registered += st.Registered
-		sum.CallBytes += st.CallBytes
-		sum.ReplyBytes += st.ReplyBytes
-		sum.HandshakesEvicted += st.HandshakesEvicted
+		st := reflect.ValueOf(l.Stats())
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.Int, reflect.Int64:
+				f.SetInt(f.Int() + st.Field(i).Int())
+			case reflect.Uint64:
+				f.SetUint(f.Uint() + st.Field(i).Uint())
+			}
+		}
 	}
 	return sum
 }
