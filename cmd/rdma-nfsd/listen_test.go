@@ -189,6 +189,7 @@ func TestListenerMetrics(t *testing.T) {
 	mfs = get()
 	require.Equal(t, float64(rounds*perRound), value(t, mfs, "rpcrdma_listener_accepted_total", l))
 	require.Zero(t, value(t, mfs, "rpcrdma_listener_rejected_cap_total", l))
+	require.Zero(t, value(t, mfs, "rpcrdma_listener_rejected_addr_total", l))
 	waitFor(t, "the registered bytes to fall back", func() bool {
 		return value(t, get(), "rpcrdma_provider_registered_bytes", "soft") <= idleRegistered
 	})

@@ -91,6 +91,8 @@ func newListenerCollector(srv *server.Server, provider verbs.Provider) *listener
 		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedBacklog) })
 	counter("rejected_cap", "Connection requests rejected: the connections were at -max-conns.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedCap) })
+	counter("rejected_addr", "Connection requests rejected: sent to another address than the listener's.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedAddr) })
 	counter("handshake_timeouts", "Handshakes abandoned after the handshake timeout.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakeTimeouts) })
 	counter("handshake_failures", "Handshakes that failed otherwise (peer gone, setup failed).",
