@@ -21,6 +21,7 @@ var rdmaNfsdGuestTests = []string{
 	"TestMountstats/no-remote-invalidate",
 	"TestExercise",
 	"TestExports",
+	"TestListenDefault",
 }
 
 // TestRdmaNfsdKernel runs cmd/rdma-nfsd as a separate process in the VM
@@ -36,8 +37,9 @@ var rdmaNfsdGuestTests = []string{
 // 1024) and of remote invalidation (none of the client's own with R set,
 // one per READ with -no-remote-invalidate); and an exports file's rules
 // (TestExports: client rules, ro, all_squash, root_squash, a subdirectory
-// mount, SIGHUP, a bad file). The guest's RDMANFSD lines are the report,
-// logged here.
+// mount, SIGHUP, a bad file); and that without -addr nothing answers at
+// 10.0.0.1 (TestListenDefault). The guest's RDMANFSD lines are the
+// report, logged here.
 func TestRdmaNfsdKernel(t *testing.T) {
 	setup := "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true"
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
@@ -45,7 +47,7 @@ func TestRdmaNfsdKernel(t *testing.T) {
 		CGO:      true,
 		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
 		Setup:    setup,
-		Args: append([]string{"-test.timeout=7m", "-test.run=^(TestWorkload|TestRestart|TestMountstats|TestExercise|TestExports)$"},
+		Args: append([]string{"-test.timeout=7m", "-test.run=^(TestWorkload|TestRestart|TestMountstats|TestExercise|TestExports|TestListenDefault)$"},
 			guestRunArgs()...),
 		Options: vm.Options{Timeout: 10 * time.Minute},
 	})

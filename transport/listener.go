@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
@@ -119,6 +120,9 @@ type ListenerStats struct {
 	// HandshakesEvicted counts the handshakes abandoned to make room for
 	// a newer connection request (see Listener).
 	HandshakesEvicted uint64
+	// RejectedAddr counts the connection requests rejected because they
+	// were sent to another address than the Listener's (see Listen).
+	RejectedAddr uint64
 }
 
 // halfOpen is a handshake in progress, an element of
@@ -132,6 +136,11 @@ type halfOpen struct {
 }
 
 // Listen listens for RPC-over-RDMA connections on addr ("host:port").
+// With a host other than the unspecified address, the Listener accepts
+// only connection requests sent to that address and rejects the others:
+// the RDMA CM hands a listener bound to a loopback address the requests
+// sent to the other addresses of the device it picked, which would serve
+// the network from a listener meant for the host alone.
 // cfg and cfg.Provider are required: without them Listen fails with an
 // error wrapping ErrNoProvider; with a field out of its range
 // (Config.Check), with an error wrapping a *ConfigError (ErrConfig),
@@ -239,6 +248,9 @@ func (l *Listener) admit(req verbs.ConnRequest) {
 	switch {
 	case l.ctx.Err() != nil:
 		why = "listener closed"
+	case !l.addressedHere(req.LocalAddr()):
+		why = "sent to " + req.LocalAddr().String() + ", not to the listener's address"
+		l.n.RejectedAddr++
 	case capFull && l.handshakes == 0:
 		why = "connection cap reached"
 		l.n.RejectedCap++
@@ -263,6 +275,27 @@ func (l *Listener) admit(req verbs.ConnRequest) {
 	l.mu.Unlock()
 	err := req.Reject(nil)
 	l.cfg.Logger.Debug("rpcrdma: connection request rejected", "remote", req.RemoteAddr(), "reason", why, "err", err)
+}
+
+// addressedHere reports whether a connection request sent to local is
+// for the Listener: its address is unspecified (every address), or
+// local's IP is its own, or the provider cannot tell (local nil).
+func (l *Listener) addressedHere(local net.Addr) bool {
+	return sameHost(l.vl.Addr(), local)
+}
+
+// sameHost reports whether local's IP is listen's, or listen's is
+// unspecified; a nil or unparsable address is not checked.
+func sameHost(listen, local net.Addr) bool {
+	if listen == nil || local == nil {
+		return true
+	}
+	la, err1 := netip.ParseAddrPort(listen.String())
+	ra, err2 := netip.ParseAddrPort(local.String())
+	if err1 != nil || err2 != nil || la.Addr().IsUnspecified() {
+		return true
+	}
+	return la.Addr().Unmap().WithZone("") == ra.Addr().Unmap().WithZone("")
 }
 
 // evictLocked abandons the handshake in progress of e, the oldest, to make
@@ -378,6 +411,27 @@ func (l *Listener) Stats() ListenerStats {
 	s.Registered = l.regs.inUse()
 	s.CallBytes, s.ReplyBytes = l.calls.inUse(), l.replies.inUse()
 	return s
+}
+
+// ListenerLimits are the limits of a Listener's Config, as it applies
+// them (defaults filled in): what ListenerStats' gauges are measured
+// against.
+type ListenerLimits struct {
+	// Backlog bounds Handshakes plus Queued (Config.AcceptBacklog);
+	// MaxConns, if positive, bounds Handshakes plus Conns
+	// (Config.MaxConns; 0: no cap).
+	Backlog, MaxConns int
+	// Calls, Replies and Registered bound CallBytes, ReplyBytes and
+	// Registered (MemoryLimits.ListenerCalls, ListenerReplies and
+	// ListenerRegistered).
+	Calls, Replies, Registered int
+}
+
+// Limits returns the limits the Listener applies.
+func (l *Listener) Limits() ListenerLimits {
+	m := l.cfg.Memory
+	return ListenerLimits{Backlog: l.cfg.AcceptBacklog, MaxConns: max(l.cfg.MaxConns, 0),
+		Calls: m.ListenerCalls, Replies: m.ListenerReplies, Registered: m.ListenerRegistered}
 }
 
 // Close stops listening; blocked and later Accepts fail with net.ErrClosed.

@@ -9,13 +9,17 @@ import (
 )
 
 // exportSet is what rdma-nfsd serves from an exports file: the exported
-// directories, kept by path across reloads so that an export the file
-// keeps keeps its handles' caches and open files.
+// directories, kept by path and fsid across reloads so that an export the
+// file keeps keeps its handles (and their caches and open files). An
+// export whose fsid= changes gets new handles, as with knfsd.
 type exportSet struct {
 	file      string
-	indexOnly bool // -index-handles
-	open      map[string]*exportDir
+	indexOnly bool                  // -index-handles
+	open      map[string]*exportDir // by openKey
 }
+
+// openKey is the key of an export's directory in exportSet.open.
+func openKey(e exports.Export) string { return e.Path + "\x00" + e.FSID }
 
 // exportDir is one exported directory.
 type exportDir struct {
@@ -43,19 +47,20 @@ func (x *exportSet) load() ([]server.Export, error) {
 		return nil, err
 	}
 	for _, e := range tab.Exports {
-		d := x.open[e.Path]
+		key := openKey(e)
+		d := x.open[key]
 		if d == nil {
 			dir, err := server.DirFS(e.Path)
 			if err != nil {
 				return fail(fmt.Errorf("%s:%d: %w", x.file, e.Line, err))
 			}
-			h, err := server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: x.indexOnly})
+			h, err := server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: x.indexOnly, FSID: e.FSID})
 			if err != nil {
 				_ = dir.Close()
 				return fail(fmt.Errorf("%s:%d: %w", x.file, e.Line, err))
 			}
 			d = &exportDir{dir: dir, h: h}
-			opened[e.Path] = d
+			opened[key] = d
 		}
 		exps = append(exps, server.Export{Path: e.Path, Handler: d.h, Rules: e.Rules})
 	}
@@ -71,12 +76,12 @@ func (x *exportSet) load() ([]server.Export, error) {
 // keep closes the directories that exps, the exports now served, no
 // longer list.
 func (x *exportSet) keep(exps []server.Export) {
-	listed := map[string]bool{}
+	listed := map[*server.DirHandler]bool{}
 	for _, e := range exps {
-		listed[e.Path] = true
+		listed[e.Handler] = true
 	}
 	for p, d := range x.open {
-		if !listed[p] {
+		if !listed[d.h] {
 			_ = d.dir.Close()
 			delete(x.open, p)
 		}

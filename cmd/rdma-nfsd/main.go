@@ -4,7 +4,11 @@
 //	rdma-nfsd -dir /srv/export -addr 10.0.0.1
 //	mount -t nfs -o vers=3,proto=rdma,port=20049 10.0.0.1:/ /mnt
 //
-// and, on any machine, with RDMA emulated over TCP (the soft provider,
+// It listens only on the addresses -addr gives (IP addresses of the RDMA
+// devices, comma-separated or -addr repeated; IPv6 ones accepted; 0.0.0.0
+// or :: for all): NFS over RDMA, MOUNT and its own portmapper alike. The
+// default is 127.0.0.1 only, so that nothing is served to the network
+// until an address is named. On any machine, with RDMA emulated over TCP (the soft provider,
 // which the Go client rdma-nfs speaks; it sends MOUNT over the RDMA
 // connection when no portmapper answers):
 //
@@ -71,23 +75,24 @@ func mainStatus(ctx context.Context, args []string, stderr io.Writer) int {
 
 // options are the command line's.
 type options struct {
-	dir, addr, provider, metrics, logLevel string
-	exports, logFormat                     string
-	version                                bool
-	squash                                 string
-	anonUID, anonGID                       uint
-	cpuProfile                             string
-	rdmaPort, tcpPort                      int
-	readOnly, nfsOverTCP, indexOnly        bool
-	rpcbind, portmap                       bool
-	inlineSend, inlineRecv                 int
-	noRemoteInvalidate, noPrivateData      bool
-	credits, maxConns, backlog             int
-	concurrentCalls                        int
-	gcPercent                              int
-	maxRPC                                 int
-	postAsyncMin                           int
-	pollBeforeWait, pollBeforeWaitMax      time.Duration
+	dir, provider, metrics, logLevel  string
+	addr                              addrList
+	exports, logFormat                string
+	version                           bool
+	squash                            string
+	anonUID, anonGID                  uint
+	cpuProfile                        string
+	rdmaPort, tcpPort                 int
+	readOnly, nfsOverTCP, indexOnly   bool
+	rpcbind, portmap                  bool
+	inlineSend, inlineRecv            int
+	noRemoteInvalidate, noPrivateData bool
+	credits, maxConns, backlog        int
+	concurrentCalls                   int
+	gcPercent                         int
+	maxRPC                            int
+	postAsyncMin                      int
+	pollBeforeWait, pollBeforeWaitMax time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -98,7 +103,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.exports, "exports", "", "exports file (exports(5) syntax: directories, client rules, options); SIGHUP re-reads it (or -dir)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
-	fs.StringVar(&o.addr, "addr", "", "address to listen on (an address of the RDMA device; empty: all)")
+	fs.Var(&o.addr, "addr", "IP addresses to listen on, for NFS/RDMA, MOUNT and -portmap (comma-separated or repeated; IPv6 accepted; 0.0.0.0 or :: for all; default 127.0.0.1 only)")
 	fs.IntVar(&o.rdmaPort, "rdma-port", nfs.DefaultRDMAPort, "NFS over RDMA port (0..65535; 0 picks one)")
 	fs.IntVar(&o.tcpPort, "tcp-port", 0, "MOUNT (and -nfs-tcp) TCP port (0..65535); 0 picks one, registered with rpcbind")
 	fs.BoolVar(&o.nfsOverTCP, "nfs-tcp", false, "serve NFS over TCP too, for comparison")
@@ -279,8 +284,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 			PostAsyncMin:       o.postAsyncMin,
 			Binding:            nfs.Binding{},
 		},
-		RDMAAddr:        net.JoinHostPort(o.addr, strconv.Itoa(o.rdmaPort)),
-		TCPAddr:         net.JoinHostPort(o.addr, strconv.Itoa(o.tcpPort)),
+		ListenHosts:     o.addr.list(),
+		RDMAAddr:        ":" + strconv.Itoa(o.rdmaPort),
+		TCPAddr:         ":" + strconv.Itoa(o.tcpPort),
 		NFSOverTCP:      o.nfsOverTCP,
 		ConcurrentCalls: o.concurrentCalls,
 		Rpcbind:         server.RpcbindConfig{Disable: !o.rpcbind, Serve: o.portmap},
@@ -294,20 +300,20 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 	if err != nil {
 		return err
 	}
-	rdmaAddr, tcpAddr := srv.Addrs()
+	rdmaAddr, tcpAddr := addrsString(srv.RDMAAddrs()), addrsString(srv.TCPAddrs())
 	if handler != nil {
-		log.Info("rdma-nfsd: serving", "dir", o.dir, "nfs_rdma", rdmaAddr.String(), "mount_tcp", tcpAddr.String(),
+		log.Info("rdma-nfsd: serving", "dir", o.dir, "nfs_rdma", rdmaAddr, "mount_tcp", tcpAddr,
 			"provider", provider.Name(), "read_only", o.readOnly, "handles_by_kernel", handler.ByKernelHandle(),
 			"squash", squash, "anonuid", o.anonUID, "anongid", o.anonGID, "version", buildinfo.Read().Version)
 	} else {
-		log.Info("rdma-nfsd: serving", "exports_file", o.exports, "exports", exportPaths(exps), "nfs_rdma", rdmaAddr.String(),
-			"mount_tcp", tcpAddr.String(), "provider", provider.Name(), "version", buildinfo.Read().Version)
+		log.Info("rdma-nfsd: serving", "exports_file", o.exports, "exports", exportPaths(exps), "nfs_rdma", rdmaAddr,
+			"mount_tcp", tcpAddr, "provider", provider.Name(), "version", buildinfo.Read().Version)
 	}
 	export := "/"
 	if len(exps) > 0 {
 		export = exps[0].Path
 	}
-	log.Info("rdma-nfsd: mount with", "command", clientHint(provider.Name(), rdmaAddr, tcpAddr, export))
+	log.Info("rdma-nfsd: mount with", "command", clientHint(provider.Name(), srv.RDMAAddr(), srv.TCPAddr(), export))
 
 	if o.metrics != "" {
 		ml, err := net.Listen("tcp", o.metrics)
@@ -317,7 +323,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/debug/vars", metricsHandler(srv, conns))
-		mux.Handle("/metrics", promHandler(srv))
+		mux.Handle("/metrics", promHandler(srv, provider))
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = hs.Serve(ml) }()
 		defer hs.Close()

@@ -9,12 +9,14 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
 // promHandler serves srv's metrics in the Prometheus text format
-// (server.Server.Collector), with the Go runtime's, the process's, and
-// rdma_nfsd_build_info (1, labelled with the build).
-func promHandler(srv *server.Server) http.Handler {
+// (server.Server.Collector), its RDMA listeners' (listenerCollector),
+// with the Go runtime's, the process's, and rdma_nfsd_build_info (1,
+// labelled with the build).
+func promHandler(srv *server.Server, provider verbs.Provider) http.Handler {
 	reg := prometheus.NewRegistry()
 	bi := buildinfo.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -23,7 +25,98 @@ func promHandler(srv *server.Server) http.Handler {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
 	})
 	build.Set(1)
-	reg.MustRegister(srv.Collector(), build,
+	reg.MustRegister(srv.Collector(), newListenerCollector(srv, provider), build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+// listenerMetric is one figure of an RDMA listener: its description and
+// how to read it.
+type listenerMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(l server.RDMAListener) float64
+}
+
+// listenerCollector reports each RDMA listener of the server
+// (transport.ListenerStats and ListenerLimits), labelled with its address
+// ("listener"), and the bytes the verbs provider holds registered.
+type listenerCollector struct {
+	srv        *server.Server
+	meter      verbs.MemoryMeter // nil if the provider does not count
+	provider   string
+	metrics    []listenerMetric
+	registered *prometheus.Desc
+}
+
+func newListenerCollector(srv *server.Server, provider verbs.Provider) *listenerCollector {
+	c := &listenerCollector{srv: srv, provider: provider.Name(),
+		registered: prometheus.NewDesc("rpcrdma_provider_registered_bytes",
+			"Bytes the verbs provider holds registered now, over all its connections.", []string{"provider"}, nil),
+	}
+	c.meter, _ = provider.(verbs.MemoryMeter)
+	gauge := func(name, help string, v func(l server.RDMAListener) float64) {
+		c.metrics = append(c.metrics, listenerMetric{
+			prometheus.NewDesc("rpcrdma_listener_"+name, help, []string{"listener"}, nil), prometheus.GaugeValue, v})
+	}
+	counter := func(name, help string, v func(l server.RDMAListener) float64) {
+		c.metrics = append(c.metrics, listenerMetric{
+			prometheus.NewDesc("rpcrdma_listener_"+name+"_total", help, []string{"listener"}, nil), prometheus.CounterValue, v})
+	}
+	gauge("handshakes", "Handshakes in progress.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.Handshakes) })
+	gauge("queued", "Connections established and waiting to be served (with the handshakes, the accept backlog).",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.Queued) })
+	gauge("backlog_limit", "Bound on handshakes plus queued connections (-backlog).",
+		func(l server.RDMAListener) float64 { return float64(l.Limits.Backlog) })
+	gauge("connections", "Connections established and not closed.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.Conns) })
+	gauge("connections_limit", "Bound on handshakes plus connections (-max-conns; 0: none).",
+		func(l server.RDMAListener) float64 { return float64(l.Limits.MaxConns) })
+	gauge("call_bytes", "Bytes of calls' Read chunk data held, not yet executed.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.CallBytes) })
+	gauge("call_bytes_limit", "Bound on call_bytes (transport.MemoryLimits.ListenerCalls).",
+		func(l server.RDMAListener) float64 { return float64(l.Limits.Calls) })
+	gauge("reply_bytes", "Bytes of replies staged for RDMA Write whose Send has not completed.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.ReplyBytes) })
+	gauge("reply_bytes_limit", "Bound on reply_bytes (transport.MemoryLimits.ListenerReplies).",
+		func(l server.RDMAListener) float64 { return float64(l.Limits.Replies) })
+	gauge("registered_bytes", "Bytes of the server's buffers its connections hold registered.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.Registered) })
+	gauge("registered_bytes_limit", "Bound on registered_bytes (transport.MemoryLimits.ListenerRegistered).",
+		func(l server.RDMAListener) float64 { return float64(l.Limits.Registered) })
+	counter("accepted", "Connections established.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.Accepted) })
+	counter("rejected_backlog", "Connection requests rejected: the backlog was full of established connections.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedBacklog) })
+	counter("rejected_cap", "Connection requests rejected: the connections were at -max-conns.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedCap) })
+	counter("rejected_addr", "Connection requests rejected: sent to another address than the listener's.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedAddr) })
+	counter("handshake_timeouts", "Handshakes abandoned after the handshake timeout.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakeTimeouts) })
+	counter("handshake_failures", "Handshakes that failed otherwise (peer gone, setup failed).",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakeFailures) })
+	counter("handshakes_evicted", "Handshakes abandoned to make room for a newer connection request.",
+		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakesEvicted) })
+	return c
+}
+
+func (c *listenerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+	ch <- c.registered
+}
+
+func (c *listenerCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, l := range c.srv.RDMAListeners() {
+		name := l.Addr.String()
+		for _, m := range c.metrics {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(l), name)
+		}
+	}
+	if c.meter != nil {
+		ch <- prometheus.MustNewConstMetric(c.registered, prometheus.GaugeValue, float64(c.meter.RegisteredBytes()), c.provider)
+	}
 }

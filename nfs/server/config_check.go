@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"net"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs/internal/settings"
 	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
@@ -47,6 +48,11 @@ func (c *Config) check() error {
 	}
 	if err := settings.Int("Config.AnonGID", int64(c.AnonGID), 0, maxAnonID, "65534"); err != nil {
 		return err
+	}
+	for _, h := range c.ListenHosts {
+		if net.ParseIP(h) == nil {
+			return settings.Error("Config.ListenHosts", h, "IP addresses (IPv6 without brackets)")
+		}
 	}
 	for _, e := range c.Exports {
 		if len(e.Path) == 0 || len(e.Path) > nfs3.MntPathLen {

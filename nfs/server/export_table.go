@@ -95,6 +95,9 @@ func newExportTable(exps []Export, policy creds.Policy) (*exportTable, error) {
 		}
 		paths[x.Path] = true
 		if other := t.byID[x.Handler.export]; other != nil {
+			if f := x.Handler.fsidOpt; f != "" {
+				return nil, fmt.Errorf("nfs: exports %q and %q have the same fsid %s", other.Path, x.Path, f)
+			}
 			return nil, fmt.Errorf("nfs: exports %q and %q are the same directory", other.Path, x.Path)
 		}
 		e := &export{Export: x, open: x.Rules == nil, open0: policy}

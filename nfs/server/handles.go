@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfs/server/exports"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +21,8 @@ import (
 //
 //	[0]      version, 1
 //	[1]      kind: 1 the kernel's file handle, 2 inode and generation
-//	[2:10]   export id: SHA-256 of the file system id and the root's identity
+//	[2:10]   export id: SHA-256 of the export's fsid (DirHandlerOptions.FSID),
+//	         or without one of the file system id and the root's identity
 //	[10:18]  inode number
 //	[18:26]  inode number of the directory the handle was made in (a hint)
 //	kind 1:  [26:30] kernel handle type, [30] its length n, [31:31+n]
@@ -192,6 +195,17 @@ type DirHandlerOptions struct {
 	// never with open_by_handle_at(2), even when the process may use it
 	// (CAP_DAC_READ_SEARCH). Handles are the same either way.
 	IndexOnly bool
+	// FSID is the export's fsid (exports(5) fsid=; the forms of
+	// exports.ParseFSID: "root" or "0", a number, a UUID). It names the
+	// export in the handles, instead of the directory's file system and
+	// root: the handles stay valid across a restart wherever the
+	// directory then lies, for as long as the fsid stays. It is also the
+	// fsid of every fattr3, as knfsd gives it: the number ("root" is 0),
+	// or a UUID's two 64-bit halves XORed. "" means none: handles name
+	// the directory's file system and root, and fattr3's fsid is the
+	// device number of the export's file system (encoded as Linux's
+	// new_encode_dev, as knfsd's).
+	FSID string
 }
 
 // DirHandler is the export a Server serves: a Dir with stable file handles
@@ -215,6 +229,8 @@ type DirHandlerOptions struct {
 type DirHandler struct {
 	dir     *Dir
 	export  [8]byte
+	fsid    uint64 // fattr3's (DirHandlerOptions.FSID)
+	fsidOpt string // DirHandlerOptions.FSID, canonical; "" if none
 	root    fileID
 	byKernl bool // open_by_handle_at works here
 
@@ -224,6 +240,13 @@ type DirHandler struct {
 
 // NewDirHandler returns a DirHandler exporting d.
 func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
+	var fsid string
+	if opt.FSID != "" {
+		var err error
+		if fsid, err = exports.ParseFSID(opt.FSID); err != nil {
+			return nil, fmt.Errorf("nfs: DirHandlerOptions.FSID: %w", err)
+		}
+	}
 	root, _, _, err := d.identify(".")
 	if err != nil {
 		return nil, fmt.Errorf("nfs: export %q: %w", d.root, err)
@@ -232,10 +255,20 @@ func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
 	if err := unix.Fstatfs(d.fd, &sfs); err != nil {
 		return nil, fmt.Errorf("nfs: export %q: statfs: %w", d.root, err)
 	}
-	h := &DirHandler{dir: d, root: root, files: newOpenFiles(openFilesMax, openFilesSweep)}
+	var rst unix.Stat_t
+	if err := unix.Fstat(d.fd, &rst); err != nil {
+		return nil, fmt.Errorf("nfs: export %q: stat: %w", d.root, err)
+	}
+	h := &DirHandler{dir: d, root: root, files: newOpenFiles(openFilesMax, openFilesSweep),
+		fsid: encodeDev(rst.Dev)}
 	sum := sha256.New()
-	_, _ = fmt.Fprintf(sum, "go-rpcrdma nfs export\x00%d:%d\x00", sfs.Fsid.Val[0], sfs.Fsid.Val[1])
-	sum.Write(encodeHandle([8]byte{}, root, 0))
+	if fsid != "" {
+		h.fsid, h.fsidOpt = fattrFSID(fsid), fsid
+		_, _ = fmt.Fprintf(sum, "go-rpcrdma nfs fsid\x00%s", fsid)
+	} else {
+		_, _ = fmt.Fprintf(sum, "go-rpcrdma nfs export\x00%d:%d\x00", sfs.Fsid.Val[0], sfs.Fsid.Val[1])
+		sum.Write(encodeHandle([8]byte{}, root, 0))
+	}
 	copy(h.export[:], sum.Sum(nil))
 	d.idx.add(root.ino, ".", true)
 	if !opt.IndexOnly && root.kind == fhKindKernel {
@@ -247,6 +280,43 @@ func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
 	}
 	return h, nil
 }
+
+// encodeDev encodes a device number as Linux's new_encode_dev (what
+// knfsd's fattr3 fsid is without fsid=): minor's low byte, then the
+// major, then minor's other bits.
+func encodeDev(dev uint64) uint64 {
+	major, minor := uint64(unix.Major(dev)), uint64(unix.Minor(dev))
+	return minor&0xff | major<<8 | (minor&^0xff)<<12
+}
+
+// fattrFSID is fattr3's fsid for a canonical fsid= value
+// (exports.ParseFSID), as knfsd's encode_fattr3 gives it: the number
+// (root: 0), or a UUID's two halves XORed, each read as a 64-bit word in
+// the host's byte order.
+func fattrFSID(fsid string) uint64 {
+	if fsid == "root" {
+		return 0
+	}
+	if n, err := strconv.ParseUint(fsid, 10, 32); err == nil {
+		return n
+	}
+	u, _ := hex.DecodeString(fsid) // 16 bytes: ParseFSID checked it
+	if len(u) != 16 {
+		return 0
+	}
+	return binary.NativeEndian.Uint64(u[:8]) ^ binary.NativeEndian.Uint64(u[8:])
+}
+
+// fattr returns the fattr3 of st (fattrOf), a file of h's export, with
+// the export's fsid.
+func (h *DirHandler) fattr(st *unix.Stat_t) nfs3.Fattr {
+	a := fattrOf(st)
+	a.FSID = h.fsid
+	return a
+}
+
+// FSID returns the fsid of the export's fattr3s (DirHandlerOptions.FSID).
+func (h *DirHandler) FSID() uint64 { return h.fsid }
 
 // ByKernelHandle reports whether the handler resolves handles with
 // open_by_handle_at(2).

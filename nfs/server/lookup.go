@@ -29,7 +29,7 @@ func (s *Server) getattr(c *call, args []byte) (reply []byte, ok bool) {
 	var st unix.Stat_t
 	res.Status = statusOf(c.dh.statHandle(a.Object, &st))
 	if res.Status == nfs3.OK {
-		res.Attr = fattrOf(&st)
+		res.Attr = c.dh.fattr(&st)
 	}
 	return res.Append(successReply(xid, nil)), true
 }
@@ -129,7 +129,7 @@ func (h *DirHandler) objectAt(name string) (*object, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &object{fd: fd, name: name}
+	o := &object{dh: h, fd: fd, name: name}
 	id, err := fdIdentity(fd, &o.st)
 	if err != nil {
 		o.close()

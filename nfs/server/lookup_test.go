@@ -34,7 +34,16 @@ func lstatAttr(t *testing.T, name string) nfsv3.Fattr3 {
 		Size: uint64(st.Size), Used: uint64(st.Blocks) * 512,
 		Rdev:   nfsv3.Specdata3{Specdata1: unix.Major(st.Rdev), Specdata2: unix.Minor(st.Rdev)},
 		Fileid: st.Ino, Atime: ts(st.Atim), Mtime: ts(st.Mtim), Ctime: ts(st.Ctim),
+		Fsid: devFSID(st.Dev), // the export's file system's: no fsid= in these tests
 	}
+}
+
+// devFSID is fattr3's fsid of a file on the device dev when the export
+// has no fsid=: the device number as knfsd gives it (Linux's
+// new_encode_dev).
+func devFSID(dev uint64) uint64 {
+	major, minor := uint64(unix.Major(dev)), uint64(unix.Minor(dev))
+	return minor&0xff | major<<8 | (minor&^0xff)<<12
 }
 
 // requireAttrs fails t unless a holds the attributes of name.

@@ -15,6 +15,7 @@ import (
 // reach the file the handle names whatever its depth, and never another
 // that took its name.
 type object struct {
+	dh   *DirHandler // of its export
 	fd   int
 	st   unix.Stat_t // its attributes when opened
 	name string      // below the export's root, "." for the root
@@ -33,7 +34,7 @@ func (h *DirHandler) openObject(fh []byte) (*object, error) {
 	if err != nil {
 		return nil, ErrStaleHandle
 	}
-	o := &object{fd: fd, name: name, fh: fh}
+	o := &object{dh: h, fd: fd, name: name, fh: fh}
 	got, err := fdIdentity(fd, &o.st)
 	if err != nil || !got.equal(id) || (o.st.Nlink == 0 && !o.isDir()) {
 		o.close()
@@ -74,7 +75,7 @@ func (o *object) child(base string) string {
 }
 
 // attr returns the attributes o had when opened.
-func (o *object) attr() nfs3.PostOpAttr { return nfs3.PostOpAttr{Set: true, Attr: fattrOf(&o.st)} }
+func (o *object) attr() nfs3.PostOpAttr { return nfs3.PostOpAttr{Set: true, Attr: o.dh.fattr(&o.st)} }
 
 // fresh returns o's attributes now (none if they cannot be read).
 func (o *object) fresh() nfs3.PostOpAttr {
@@ -82,7 +83,7 @@ func (o *object) fresh() nfs3.PostOpAttr {
 	if unix.Fstat(o.fd, &st) != nil {
 		return nfs3.PostOpAttr{}
 	}
-	return nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+	return nfs3.PostOpAttr{Set: true, Attr: o.dh.fattr(&st)}
 }
 
 // wcc returns o's wcc_data (RFC 1813 §2.6): its size and times when
@@ -93,7 +94,8 @@ func (o *object) wcc() nfs3.WccData {
 
 // fattrOf returns the fattr3 (RFC 1813 §2.6) of st: its type and mode
 // (with the setuid, setgid and sticky bits), real atime, mtime and ctime,
-// and the bytes used by its blocks.
+// and the bytes used by its blocks; its fsid is 0 (DirHandler.fattr
+// gives the export's).
 func fattrOf(st *unix.Stat_t) nfs3.Fattr {
 	return nfs3.Fattr{
 		Type:   fileTypeOf(st.Mode),

@@ -78,7 +78,7 @@ func (ss *session) permit(c *call, proc uint32, args []byte) []byte {
 	}
 	b := successReply(c.xid, nil)
 	b = xdr.AppendUint32(b, uint32(statusOf(err)))
-	attr := nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+	attr := nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
 	if proc == nfs.ProcWrite || proc == nfs.ProcCommit {
 		wcc := nfs3.WccData{Before: preOpOf(&st), After: attr}
 		return wcc.Append(b)

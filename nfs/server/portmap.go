@@ -35,7 +35,9 @@ type RpcbindConfig struct {
 	// UDP, holding the Server's own registrations. false (the zero
 	// value) serves none.
 	Serve bool
-	// ServeAddr is the portmapper's address; "" means ":111".
+	// ServeAddr is the portmapper's address; "" means ":111". With
+	// Config.ListenHosts, the portmapper listens at each of them, on
+	// ServeAddr's port.
 	ServeAddr string
 	// Timeout bounds each exchange with rpcbind: not negative; 0 means
 	// 2 s.
@@ -79,8 +81,14 @@ type rpcbindState struct {
 
 // mappings lists what the Server registers.
 func (s *Server) mappings() []mapping {
-	tcpHost, tcpPort := splitAddr(s.tcp.Addr())
-	rdmaHost, rdmaPort := splitAddr(s.rdma.Addr())
+	tcpHost, tcpPort := splitAddr(s.TCPAddr())
+	rdmaHost, rdmaPort := splitAddr(s.RDMAAddr())
+	if len(s.ls.tcp) > 1 {
+		// Several hosts share the port: the wildcard's universal
+		// address, which rpcbind completes with the address the
+		// client asked at.
+		tcpHost, rdmaHost = "", ""
+	}
 	ms := []mapping{{prog: nfs.ProgMount, vers: 3, netid: "tcp", port: tcpPort, host: tcpHost}}
 	if s.cfg.NFSOverTCP {
 		ms = append(ms, mapping{prog: nfs.ProgNFS, vers: 3, netid: "tcp", port: tcpPort, host: tcpHost})
@@ -124,13 +132,17 @@ func (s *Server) registerRpcbind() *rpcbindState {
 	c := s.rpcbindClient()
 	if err := c.call(nfs.PmapVers, nfs.PmapProcNull, nil, nil); err != nil {
 		if !rc.Serve {
-			s.log.Info("nfs: no rpcbind: "+s.unregisteredHint(), "rpcbind", c.addr, "mount_tcp", s.tcp.Addr().String(), "err", err)
+			s.log.Info("nfs: no rpcbind: "+s.unregisteredHint(), "rpcbind", c.addr, "mount_tcp", s.TCPAddr().String(), "err", err)
 			return st
 		}
 		addr := cmp.Or(rc.ServeAddr, ":111")
-		pm, err := listenPortmapper(addr, s.log)
+		addrs, err := hostAddrs(addr, s.cfg.ListenHosts)
+		var pm *portmapper
+		if err == nil {
+			pm, err = listenPortmapper(addrs, s.log)
+		}
 		if err != nil {
-			s.log.Warn("nfs: no rpcbind and cannot serve a portmapper: "+s.unregisteredHint(), "addr", addr, "mount_tcp", s.tcp.Addr().String(), "err", err)
+			s.log.Warn("nfs: no rpcbind and cannot serve a portmapper: "+s.unregisteredHint(), "addr", addr, "mount_tcp", s.TCPAddr().String(), "err", err)
 			return st
 		}
 		for _, m := range s.mappings() {
@@ -139,7 +151,7 @@ func (s *Server) registerRpcbind() *rpcbindState {
 			}
 		}
 		st.pm = pm
-		s.log.Info("nfs: serving a portmapper", "addr", pm.tcp.Addr())
+		s.log.Info("nfs: serving a portmapper", "addr", pm.addrs())
 		return st
 	}
 	for _, m := range s.mappings() {
@@ -275,5 +287,5 @@ func (s *Server) PortmapperAddr() net.Addr {
 	if s.rpcb == nil || s.rpcb.pm == nil {
 		return nil
 	}
-	return s.rpcb.pm.tcp.Addr()
+	return s.rpcb.pm.tcp[0].Addr()
 }

@@ -15,8 +15,8 @@ import (
 // UDP, for hosts without rpcbind. SET and UNSET are accepted from loopback
 // addresses only.
 type portmapper struct {
-	tcp net.Listener
-	udp net.PacketConn
+	tcp []net.Listener   // one per address
+	udp []net.PacketConn // one per address, at its TCP listener's port
 	log *slog.Logger
 	wg  sync.WaitGroup
 
@@ -28,27 +28,56 @@ type portmapper struct {
 
 type pmapKey struct{ prog, vers, prot uint32 }
 
-// listenPortmapper serves a portmapper on addr (TCP and UDP, same port).
-func listenPortmapper(addr string, log *slog.Logger) (*portmapper, error) {
-	tl, err := net.Listen("tcp", addr)
-	if err != nil {
+// listenPortmapper serves a portmapper at each of addrs (TCP and UDP,
+// same port; a port 0 is chosen at the first and taken at the others).
+func listenPortmapper(addrs []string, log *slog.Logger) (*portmapper, error) {
+	pm := &portmapper{log: log, maps: map[pmapKey]uint32{}, conns: map[net.Conn]struct{}{}}
+	fail := func(err error) (*portmapper, error) {
+		for _, l := range pm.tcp {
+			_ = l.Close()
+		}
+		for _, u := range pm.udp {
+			_ = u.Close()
+		}
 		return nil, err
 	}
-	// The UDP socket takes the TCP listener's port (addr's may be 0).
-	host, _, _ := net.SplitHostPort(addr)
-	_, port, _ := net.SplitHostPort(tl.Addr().String())
-	ul, err := net.ListenPacket("udp", net.JoinHostPort(host, port))
-	if err != nil {
-		_ = tl.Close()
-		return nil, err
+	for i, addr := range addrs {
+		if i > 0 {
+			addr = samePort(addr, pm.tcp[0].Addr())
+		}
+		tl, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fail(err)
+		}
+		pm.tcp = append(pm.tcp, tl)
+		// The UDP socket takes the TCP listener's port (addr's may be 0).
+		host, _, _ := net.SplitHostPort(addr)
+		_, port, _ := net.SplitHostPort(tl.Addr().String())
+		ul, err := net.ListenPacket("udp", net.JoinHostPort(host, port))
+		if err != nil {
+			return fail(err)
+		}
+		pm.udp = append(pm.udp, ul)
 	}
-	pm := &portmapper{tcp: tl, udp: ul, log: log, maps: map[pmapKey]uint32{}, conns: map[net.Conn]struct{}{}}
-	pm.set(nfs.ProgPortmap, nfs.PmapVers, nfs.IPProtoTCP, uint32(tl.Addr().(*net.TCPAddr).Port))
-	pm.set(nfs.ProgPortmap, nfs.PmapVers, nfs.IPProtoUDP, uint32(ul.LocalAddr().(*net.UDPAddr).Port))
-	pm.wg.Add(2)
-	go pm.serveTCP()
-	go pm.serveUDP()
+	pm.set(nfs.ProgPortmap, nfs.PmapVers, nfs.IPProtoTCP, uint32(pm.tcp[0].Addr().(*net.TCPAddr).Port))
+	pm.set(nfs.ProgPortmap, nfs.PmapVers, nfs.IPProtoUDP, uint32(pm.udp[0].LocalAddr().(*net.UDPAddr).Port))
+	pm.wg.Add(len(pm.tcp) + len(pm.udp))
+	for _, l := range pm.tcp {
+		go pm.serveTCP(l)
+	}
+	for _, u := range pm.udp {
+		go pm.serveUDP(u)
+	}
 	return pm, nil
+}
+
+// addrs returns the TCP addresses the portmapper listens at.
+func (pm *portmapper) addrs() []net.Addr {
+	out := make([]net.Addr, len(pm.tcp))
+	for i, l := range pm.tcp {
+		out[i] = l.Addr()
+	}
+	return out
 }
 
 // set registers a mapping; false if (prog, vers, prot) is taken (RFC 1833
@@ -87,18 +116,22 @@ func (pm *portmapper) close() {
 		conns = append(conns, c)
 	}
 	pm.mu.Unlock()
-	_ = pm.tcp.Close()
-	_ = pm.udp.Close()
+	for _, l := range pm.tcp {
+		_ = l.Close()
+	}
+	for _, u := range pm.udp {
+		_ = u.Close()
+	}
 	for _, c := range conns {
 		_ = c.Close()
 	}
 	pm.wg.Wait()
 }
 
-func (pm *portmapper) serveTCP() {
+func (pm *portmapper) serveTCP(l net.Listener) {
 	defer pm.wg.Done()
 	for {
-		c, err := pm.tcp.Accept()
+		c, err := l.Accept()
 		if err != nil {
 			return
 		}
@@ -137,11 +170,11 @@ func (pm *portmapper) serveTCP() {
 	}
 }
 
-func (pm *portmapper) serveUDP() {
+func (pm *portmapper) serveUDP(u net.PacketConn) {
 	defer pm.wg.Done()
 	buf := make([]byte, 64<<10)
 	for {
-		n, from, err := pm.udp.ReadFrom(buf)
+		n, from, err := u.ReadFrom(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -149,7 +182,7 @@ func (pm *portmapper) serveUDP() {
 			continue
 		}
 		if reply := pm.handle(buf[:n], from); reply != nil {
-			_, _ = pm.udp.WriteTo(reply, from)
+			_, _ = u.WriteTo(reply, from)
 		}
 	}
 }

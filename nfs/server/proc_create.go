@@ -23,7 +23,7 @@ func (h *DirHandler) childOf(dir *object, name string) (*object, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &object{fd: fd, name: dir.child(name)}
+	o := &object{dh: h, fd: fd, name: dir.child(name)}
 	id, err := fdIdentity(fd, &o.st)
 	if err != nil {
 		o.close()

@@ -40,7 +40,7 @@ func (s *Server) read(c *call, args []byte) (reply []byte, rb *replyBuf, ok bool
 			// Not a regular file or a directory (or one that cannot be
 			// opened): its attributes, and no data.
 			if err = c.dh.statHandle(a.File, &st); err == nil {
-				res.FileAttr = nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+				res.FileAttr = nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
 				err = nfs3.ErrInval
 				if st.Mode&unix.S_IFMT == unix.S_IFREG {
 					err = unix.EACCES
@@ -53,7 +53,7 @@ func (s *Server) read(c *call, args []byte) (reply []byte, rb *replyBuf, ok bool
 	if err := c.dh.statOpen(a.File, of, &st); err != nil {
 		return fail(err)
 	}
-	res.FileAttr = nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+	res.FileAttr = nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return fail(nfs3.ErrIsDir)
 	}

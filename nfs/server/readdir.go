@@ -196,7 +196,7 @@ func (s *Server) readdir(c *call, args []byte, plus bool) (reply []byte, ok bool
 					continue // removed since the listing was read
 				}
 				if err == nil {
-					attr = nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+					attr = nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
 					fileid = st.Ino
 				}
 			}

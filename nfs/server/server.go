@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,8 +67,19 @@ type Config struct {
 	// RDMAAddr is the address of the RPC-over-RDMA listener; "" means
 	// ":20049" (nfs.DefaultRDMAPort). TCPAddr is the address of the TCP
 	// listener that serves MOUNT (and NFS if NFSOverTCP); "" means ":0",
-	// a port of the system's choosing, registered with rpcbind.
+	// a port of the system's choosing, registered with rpcbind. An
+	// empty host means every address of the system.
 	RDMAAddr, TCPAddr string
+	// ListenHosts, if not empty, are the hosts (IP addresses, IPv6 ones
+	// without brackets) the Server listens on, and only those: an
+	// RPC-over-RDMA listener at each on RDMAAddr's port, a TCP listener
+	// at each on TCPAddr's port, and, if it serves its own portmapper
+	// (RpcbindConfig.Serve), the portmapper at each on ServeAddr's port;
+	// the hosts of those addresses are then ignored. A port 0 is chosen
+	// at the first host and the same port taken at the others, so that
+	// one registration with rpcbind holds for every host. Empty means
+	// the hosts of RDMAAddr, TCPAddr and ServeAddr themselves.
+	ListenHosts []string
 	// NFSOverTCP serves NFS version 3 on the TCP listener too (for
 	// comparison with RDMA); false (the zero value) answers NFS calls
 	// over TCP with PROG_UNAVAIL.
@@ -184,8 +196,7 @@ type Server struct {
 	drc     *drc
 	maxMsg  int
 
-	rdma *transport.Listener
-	tcp  net.Listener
+	ls   *listeners // RDMA and TCP, one of each per listening host
 	rpcb *rpcbindState
 
 	wg        sync.WaitGroup
@@ -202,7 +213,8 @@ type Server struct {
 	metrics    *callMetrics
 }
 
-// New listens on cfg.RDMAAddr and cfg.TCPAddr; Serve then serves.
+// New listens on cfg.RDMAAddr and cfg.TCPAddr (at each of
+// cfg.ListenHosts); Serve then serves.
 // Errors are *net.OpError for the listeners, as net.Listen's; a field of
 // cfg out of its range is a *transport.ConfigError naming it
 // (errors.Is(err, transport.ErrConfig)), returned before anything listens.
@@ -248,13 +260,8 @@ func New(cfg Config) (*Server, error) {
 	if maxMsg <= 0 {
 		maxMsg = transport.DefaultMaxRPCSize
 	}
-	rl, err := transport.Listen(cfg.RDMAAddr, &tcfg)
+	ls, err := listen(&cfg, &tcfg)
 	if err != nil {
-		return nil, err
-	}
-	tl, err := net.Listen("tcp", cfg.TCPAddr)
-	if err != nil {
-		_ = rl.Close()
 		return nil, err
 	}
 	ids := creds.NewSwitcher()
@@ -271,7 +278,7 @@ func New(cfg Config) (*Server, error) {
 		metrics: newCallMetrics(),
 		umask:   uint32(umask),
 		drc:     newDRC(cfg.DRCSize, cfg.DRCMaxAge), maxMsg: maxMsg,
-		rdma: rl, tcp: tl,
+		ls:   ls,
 		done: make(chan struct{}), registered: make(chan struct{}),
 		sessions: map[*session]struct{}{},
 	}
@@ -293,15 +300,16 @@ func (s *Server) SetExports(exps []Export) error {
 	return nil
 }
 
-// RDMAAddr returns the address of the RPC-over-RDMA listener.
-func (s *Server) RDMAAddr() net.Addr { return s.rdma.Addr() }
+// RDMAAddr returns the address of the (first) RPC-over-RDMA listener.
+func (s *Server) RDMAAddr() net.Addr { return s.ls.rdma[0].Addr() }
 
-// TCPAddr returns the address of the TCP listener (MOUNT, and NFS if
-// Config.NFSOverTCP).
-func (s *Server) TCPAddr() net.Addr { return s.tcp.Addr() }
+// TCPAddr returns the address of the (first) TCP listener (MOUNT, and
+// NFS if Config.NFSOverTCP).
+func (s *Server) TCPAddr() net.Addr { return s.ls.tcp[0].Addr() }
 
-// Addrs returns the RDMA and the TCP listeners' addresses.
-func (s *Server) Addrs() (rdma, tcp net.Addr) { return s.rdma.Addr(), s.tcp.Addr() }
+// Addrs returns the (first) RDMA and TCP listeners' addresses; RDMAAddrs
+// and TCPAddrs return all of them.
+func (s *Server) Addrs() (rdma, tcp net.Addr) { return s.RDMAAddr(), s.TCPAddr() }
 
 // WriteVerifier returns the write verifier of WRITE and COMMIT replies
 // (RFC 1813 §3.3.7): new at every New.
@@ -311,9 +319,25 @@ func (s *Server) WriteVerifier() [8]byte { return s.verf }
 // not, every call runs as the process itself, and the error says why.
 func (s *Server) IdentitySwitching() (bool, error) { return s.ids.Enabled(), s.ids.Reason() }
 
-// ListenerStats returns the RDMA listener's counters: handshakes,
-// connections, rejects (transport.ListenerStats).
-func (s *Server) ListenerStats() transport.ListenerStats { return s.rdma.Stats() }
+// ListenerStats returns the RDMA listeners' counters: handshakes,
+// connections, rejects (transport.ListenerStats), summed over the
+// listeners (RDMAListeners has each one's).
+func (s *Server) ListenerStats() transport.ListenerStats {
+	var sum transport.ListenerStats
+	v := reflect.ValueOf(&sum).Elem()
+	for _, l := range s.ls.rdma {
+		st := reflect.ValueOf(l.Stats())
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.Int, reflect.Int64:
+				f.SetInt(f.Int() + st.Field(i).Int())
+			case reflect.Uint64:
+				f.SetUint(f.Uint() + st.Field(i).Uint())
+			}
+		}
+	}
+	return sum
+}
 
 // DRCStats returns the counters of the duplicate request cache.
 func (s *Server) DRCStats() DRCStats { return s.drc.stats() }
@@ -333,18 +357,22 @@ func (s *Server) Serve(ctx context.Context) error {
 		return errors.New("nfs: Serve called twice")
 	}
 	s.serving = true
-	s.wg.Add(2)
+	s.wg.Add(len(s.ls.rdma) + len(s.ls.tcp))
 	s.mu.Unlock()
 
-	go func() {
-		defer s.wg.Done()
-		s.acceptRDMA()
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.acceptTCP()
-	}()
-	s.log.Info("nfs: serving", "rdma", s.rdma.Addr(), "tcp", s.tcp.Addr(), "nfs_over_tcp", s.cfg.NFSOverTCP)
+	for _, l := range s.ls.rdma {
+		go func() {
+			defer s.wg.Done()
+			s.acceptRDMA(l)
+		}()
+	}
+	for _, l := range s.ls.tcp {
+		go func() {
+			defer s.wg.Done()
+			s.acceptTCP(l)
+		}()
+	}
+	s.log.Info("nfs: serving", "rdma", s.RDMAAddrs(), "tcp", s.TCPAddrs(), "nfs_over_tcp", s.cfg.NFSOverTCP)
 	rpcb := s.registerRpcbind()
 	s.mu.Lock()
 	s.rpcb = rpcb
@@ -359,9 +387,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
-func (s *Server) acceptRDMA() {
+func (s *Server) acceptRDMA(l *transport.Listener) {
 	for {
-		c, err := s.rdma.AcceptRDMA()
+		c, err := l.AcceptRDMA()
 		if err != nil {
 			s.acceptFailed(NetRDMA, err)
 			return
@@ -370,9 +398,9 @@ func (s *Server) acceptRDMA() {
 	}
 }
 
-func (s *Server) acceptTCP() {
+func (s *Server) acceptTCP(l net.Listener) {
 	for {
-		c, err := s.tcp.Accept()
+		c, err := l.Accept()
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -468,11 +496,7 @@ func (s *Server) Close() error {
 		}
 		s.mu.Unlock()
 		close(s.done)
-		errR := s.rdma.Close()
-		errT := s.tcp.Close()
-		if errors.Is(errT, net.ErrClosed) {
-			errT = nil
-		}
+		errL := s.ls.close()
 		for _, ss := range sessions {
 			ss.close(nil)
 		}
@@ -481,7 +505,7 @@ func (s *Server) Close() error {
 			s.unregisterRpcbind(s.rpcb)
 		}
 		s.wg.Wait()
-		err = errors.Join(errR, errT)
+		err = errL
 	})
 	return err
 }

@@ -58,7 +58,7 @@ func (s *Server) write(c *call, args []byte) (reply []byte, ok bool) {
 	if c.readOnly() {
 		var st unix.Stat_t
 		if res.Status = statusOf(c.dh.statHandle(fh, &st)); res.Status == nfs3.OK {
-			res.Status, res.Wcc.After = nfs3.ErrROFS, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+			res.Status, res.Wcc.After = nfs3.ErrROFS, nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
 		}
 		return res.Append(b), true
 	}
@@ -72,7 +72,7 @@ func (s *Server) write(c *call, args []byte) (reply []byte, ok bool) {
 		// Not a regular file (or one that cannot be opened for
 		// writing): its attributes, and nothing written.
 		if err = c.dh.statHandle(fh, &st); err == nil {
-			res.Wcc = nfs3.WccData{Before: preOpOf(&st), After: nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}}
+			res.Wcc = nfs3.WccData{Before: preOpOf(&st), After: nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}}
 			err = nfs3.ErrInval
 			if st.Mode&unix.S_IFMT == unix.S_IFREG {
 				err = unix.EACCES
@@ -98,14 +98,14 @@ func (s *Server) writeTo(b []byte, w openWrite, data []byte, offset uint64, stab
 	}
 	res.Wcc.Before = preOpOf(&pre)
 	if pre.Mode&unix.S_IFMT != unix.S_IFREG {
-		res.Status, res.Wcc.After = nfs3.ErrInval, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&pre)}
+		res.Status, res.Wcc.After = nfs3.ErrInval, nfs3.PostOpAttr{Set: true, Attr: w.dh.fattr(&pre)}
 		return res.Append(b)
 	}
 	// NFS3ERR_FBIG, as knfsd's nfsd3_proc_write answers an offset past
 	// OFFSET_MAX (2^63-1) or data that would end past it: pwrite(2) would
 	// take such an offset for a negative one (EINVAL).
 	if offset > math.MaxInt64 || offset+uint64(len(data)) > math.MaxInt64 {
-		res.Status, res.Wcc.After = nfs3.ErrFBig, nfs3.PostOpAttr{Set: true, Attr: fattrOf(&pre)}
+		res.Status, res.Wcc.After = nfs3.ErrFBig, nfs3.PostOpAttr{Set: true, Attr: w.dh.fattr(&pre)}
 		return res.Append(b)
 	}
 	f := fdFile(w.of.fd)
@@ -150,7 +150,7 @@ func (w openWrite) post() nfs3.PostOpAttr {
 	if w.stat(&st) != nil {
 		return nfs3.PostOpAttr{}
 	}
-	return nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+	return nfs3.PostOpAttr{Set: true, Attr: w.dh.fattr(&st)}
 }
 
 // commit executes an NFSv3 COMMIT (RFC 1813 §3.3.21): it syncs the whole
@@ -173,7 +173,7 @@ func (s *Server) commit(c *call, args []byte) (reply []byte, ok bool) {
 		var st unix.Stat_t
 		if errors.Is(err, errNotCacheable) {
 			if err = c.dh.statHandle(a.File, &st); err == nil {
-				attr := nfs3.PostOpAttr{Set: true, Attr: fattrOf(&st)}
+				attr := nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
 				res.Wcc = nfs3.WccData{Before: preOpOf(&st), After: attr}
 				err = nfs3.ErrInval
 				if st.Mode&unix.S_IFMT == unix.S_IFREG {

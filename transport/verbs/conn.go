@@ -167,6 +167,12 @@ type ConnRequest interface {
 	// sent none.
 	PrivateData() []byte
 	RemoteAddr() net.Addr
+	// LocalAddr is the address the request was sent to: the local end
+	// of the connection it would make (nil if the provider cannot tell).
+	// It may differ from the Listener's own: the RDMA CM hands a listener
+	// bound to a loopback address the requests sent to its device's
+	// other addresses.
+	LocalAddr() net.Addr
 	// Accept creates the queue pair, runs opts.Setup and accepts with
 	// opts.PrivateData.
 	Accept(ctx context.Context, opts *ConnOptions) (Conn, error)

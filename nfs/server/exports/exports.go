@@ -92,7 +92,10 @@ type Export struct {
 	// Path is the directory, absolute and clean.
 	Path string
 	// FSID is the fsid= option ("" if none was given; "root" for fsid=0
-	// or fsid=root): a number or a UUID.
+	// or fsid=root): a number or a UUID, canonical (ParseFSID). It names
+	// the export in file handles instead of its directory's file system
+	// and is the fsid of its files' attributes; no two exports of a file
+	// share one.
 	FSID string
 	// Rules, in the order written.
 	Rules []Rule
@@ -185,6 +188,7 @@ func Parse(name string, text []byte) (*Table, error) {
 	}
 	t := &Table{}
 	byPath := map[string]int{}
+	byFSID := map[string]*Export{}
 	for ln := range logicalLines(text) {
 		words, err := splitWords(ln.text)
 		if err != nil {
@@ -201,6 +205,13 @@ func Parse(name string, text []byte) (*Table, error) {
 			return nil, &Error{File: name, Line: ln.num, Msg: fmt.Sprintf("%s is exported on line %d already", e.Path, at)}
 		}
 		byPath[e.Path] = ln.num
+		if e.FSID != "" {
+			if other := byFSID[e.FSID]; other != nil {
+				return nil, &Error{File: name, Line: ln.num,
+					Msg: fmt.Sprintf("fsid %s: %s has it already (line %d); it names one export in file handles", e.FSID, other.Path, other.Line)}
+			}
+			byFSID[e.FSID] = e
+		}
 		t.Exports = append(t.Exports, *e)
 	}
 	return t, nil
@@ -456,7 +467,7 @@ func parseOptions(list string, o *Options, e *Export) error {
 				o.AnonGID = uint32(n)
 			}
 		case hasVal && name == "fsid":
-			id, err := parseFSID(val)
+			id, err := ParseFSID(val)
 			if err != nil {
 				return err
 			}
@@ -474,9 +485,11 @@ func parseOptions(list string, o *Options, e *Export) error {
 	return nil
 }
 
-// parseFSID parses fsid=: "root" or 0, a number, or a UUID (32 hex
-// digits, dashes anywhere ignored), returned in a canonical form.
-func parseFSID(v string) (string, error) {
+// ParseFSID parses the value of fsid=: "root" or 0, a number (below
+// 2^32), or a UUID (32 hex digits, dashes anywhere ignored), returned in
+// the canonical form Export.FSID holds: "root", the decimal number, or
+// the 32 hex digits in lower case.
+func ParseFSID(v string) (string, error) {
 	if v == "root" || v == "0" {
 		return "root", nil
 	}

@@ -156,6 +156,7 @@ type connRequest struct {
 	c      *conn
 	pd     []byte // as delivered: 56 bytes
 	remote *net.TCPAddr
+	local  *net.TCPAddr // the address the request was sent to
 	// The peer's conn param: what it can take and what it wants.
 	peerResponder, peerInitiator int
 	queued                       time.Time // when the event arrived
@@ -183,6 +184,7 @@ func newConnRequest(l *listener, ev *cmEvent) *connRequest {
 		c:             c,
 		pd:            c.peerPD,
 		remote:        c.remote,
+		local:         c.local,
 		peerResponder: int(ev.initiatorDepth),
 		peerInitiator: int(ev.responderResources),
 		queued:        time.Now(),
@@ -194,6 +196,14 @@ func (r *connRequest) PrivateData() []byte { return bytes.Clone(r.pd) }
 
 // RemoteAddr returns the requester's address.
 func (r *connRequest) RemoteAddr() net.Addr { return r.remote }
+
+// LocalAddr returns the address the request was sent to.
+func (r *connRequest) LocalAddr() net.Addr {
+	if r.local == nil {
+		return nil
+	}
+	return r.local
+}
 
 // take marks the request used.
 func (r *connRequest) take() error {

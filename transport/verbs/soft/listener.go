@@ -274,6 +274,9 @@ func (r *connRequest) PrivateData() []byte { return bytes.Clone(r.pd) }
 // RemoteAddr returns the dialer's TCP address.
 func (r *connRequest) RemoteAddr() net.Addr { return r.nc.RemoteAddr() }
 
+// LocalAddr returns the address the request was sent to.
+func (r *connRequest) LocalAddr() net.Addr { return r.nc.LocalAddr() }
+
 // take marks the request used; it fails if it already was.
 func (r *connRequest) take() bool {
 	r.mu.Lock()

@@ -1,0 +1,110 @@
+//go:build e2eguest
+
+package nfsdguest
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/transport"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
+)
+
+// TestListenDefault: rdma-nfsd started without -addr listens on
+// 127.0.0.1 only, so nothing answers at 10.0.0.1, the RDMA device's
+// address: MOUNT over TCP is refused there, an RPC-over-RDMA connection
+// request is rejected, and the kernel client's mount fails. The RDMA CM
+// binds a listener on 127.0.0.1 to a device and hands it the requests
+// sent to that device's addresses: the transport's Listener rejects
+// those (ListenerStats.RejectedAddr). If rdma-nfsd cannot listen on
+// 127.0.0.1 at all, it must end naming that address.
+func TestListenDefault(t *testing.T) {
+	requireGuest(t)
+	const logPath = "/tmp/rdma-nfsd-default.log"
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(binary, "-dir", t.TempDir(), "-provider", "rdmacore", "-rdma-port", strconv.Itoa(rdmaPort),
+		"-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited, ended := make(chan error, 1), make(chan struct{})
+	go func() { waited <- cmd.Wait(); close(ended) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-waited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-waited
+		}
+	})
+	var log string
+	serving := false
+wait:
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		b, _ := os.ReadFile(logPath)
+		log = string(b)
+		if serving = strings.Contains(log, "rdma-nfsd: serving"); serving {
+			break
+		}
+		select {
+		case <-ended:
+			b, _ := os.ReadFile(logPath)
+			log = string(b)
+			break wait
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rdma-nfsd neither serves nor ends after 30 s:\n%s", log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	switch {
+	case serving:
+		if !strings.Contains(log, "nfs_rdma=127.0.0.1:"+strconv.Itoa(rdmaPort)) || !strings.Contains(log, "mount_tcp=127.0.0.1:") {
+			t.Fatalf("without -addr, not serving on 127.0.0.1 only:\n%s", log)
+		}
+		t.Logf("RDMANFSD without -addr: rdma-nfsd serves 127.0.0.1 only")
+	default:
+		if !strings.Contains(log, "127.0.0.1") {
+			t.Fatalf("rdma-nfsd ended without naming the address it could not listen on:\n%s", log)
+		}
+		t.Logf("RDMANFSD without -addr: rdma-nfsd does not start on rdmacore: %s", strings.TrimSpace(log))
+	}
+
+	addr := func(port int) string { return net.JoinHostPort(serverAddr, strconv.Itoa(port)) }
+	if c, err := net.DialTimeout("tcp", addr(tcpPort), 5*time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("MOUNT's TCP port answers at %s", addr(tcpPort))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if c, err := transport.Dial(ctx, addr(rdmaPort), &transport.Config{Provider: &rdmacore.Provider{LocalAddr: "10.0.0.2"}}); err == nil {
+		t.Errorf("an RPC-over-RDMA connection to %s was accepted (local %v, remote %v)", addr(rdmaPort), c.LocalAddr(), c.RemoteAddr())
+		_ = c.Close()
+		time.Sleep(time.Second)
+		b, _ := os.ReadFile(logPath)
+		t.Logf("rdma-nfsd's log:\n%s", b)
+	} else {
+		t.Logf("RPC-over-RDMA to %s: %v", addr(rdmaPort), err)
+	}
+	const mnt = "/mnt/rdma-nfsd-default"
+	if out, err := run("mkdir -p " + mnt + " && mount -t nfs -o " + mountOpts + ",retry=0 " + serverAddr + ":/ " + mnt); err == nil {
+		_, _ = run("umount " + mnt)
+		t.Errorf("the kernel client mounted %s:/ from an rdma-nfsd started without -addr:\n%s", serverAddr, out)
+	} else {
+		t.Logf("RDMANFSD without -addr: mount of %s:/ fails: %s", serverAddr, strings.TrimSpace(out))
+	}
+}
