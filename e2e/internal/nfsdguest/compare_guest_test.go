@@ -49,7 +49,7 @@ func (s *nfsd) waitLog(want string) {
 	}
 }
 
-// TestNoMountport mounts rdma-nfsd the way the README says, with no
+// TestNoMountport mounts rdma-nfsd as docs/operations.md says, with no
 // mountport=: mount.nfs asks the portmapper at 10.0.0.1:111 for MOUNT v3
 // on TCP. First with no rpcbind running, where rdma-nfsd (-portmap)
 // serves the portmapper itself; then with the system's rpcbind, with
