@@ -26,7 +26,8 @@ all: test
 test: deps tools lint unit fuzz
 
 # deps installs the host packages the tests need (idempotent, quiet, fast when
-# present): qemu-system-x86 and xz-utils for the VM harness.
+# present): qemu-system-x86 and xz-utils for the VM harness; gcc,
+# libibverbs-dev and librdmacm-dev for the rdmacore provider (cgo).
 deps:
 	sh internal/vm/install-host-deps.sh
 

@@ -5,17 +5,20 @@
 // outside the VM.
 //
 //	rpcrdma-bench-guest [-mode bench|demo|matrix] [-spec FILE] [-out FILE] [-rdma-nfsd BIN]
+//	rpcrdma-bench-guest -version
 package main
 
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/bench"
+	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 )
 
@@ -34,8 +37,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Spec, "spec", "/host/spec.json", "the spec (JSON)")
 	fs.StringVar(&o.Out, "out", "/host/results.jsonl", "results, one JSON object a line")
 	fs.StringVar(&o.RdmaNfsd, "rdma-nfsd", "/host/rdma-nfsd", "the rdma-nfsd binary")
+	version := fs.Bool("version", false, "print the build and exit")
 	if err := cmdline.Parse(fs, args); err != nil {
 		return err
+	}
+	if *version {
+		fmt.Fprintln(stdout, buildinfo.Read().String("rpcrdma-bench-guest"))
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return cmdline.Usagef("unexpected arguments: %v", fs.Args())

@@ -8,7 +8,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 )
 
-// TestFlags: -h exits 0, a bad flag or an argument exits 2 naming it, and
+// TestFlags: -h and -version exit 0, a bad flag or an argument exits 2 naming it, and
 // outside the VM the program refuses to run (status 1, saying why).
 func TestFlags(t *testing.T) {
 	t.Setenv("RPCRDMA_IN_VM", "")
@@ -18,6 +18,7 @@ func TestFlags(t *testing.T) {
 		name   string
 	}{
 		{[]string{"-h"}, 0, ""},
+		{[]string{"-version"}, 0, ""},
 		{[]string{"-nope"}, 2, "-nope"},
 		{[]string{"extra"}, 2, "extra"},
 		{[]string{"-mode", "bench"}, 1, "inside the VM only"},
@@ -26,6 +27,9 @@ func TestFlags(t *testing.T) {
 		status := cmdline.Status("rpcrdma-bench-guest", run(t.Context(), tc.args, &out, &errb), &errb)
 		if status != tc.status || !strings.Contains(errb.String(), tc.name) {
 			t.Errorf("%v: status %d, stderr %q; want %d naming %q", tc.args, status, errb.String(), tc.status, tc.name)
+		}
+		if tc.args[0] == "-version" && !strings.HasPrefix(out.String(), "rpcrdma-bench-guest ") {
+			t.Errorf("-version printed %q", out.String())
 		}
 	}
 }

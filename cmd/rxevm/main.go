@@ -17,6 +17,8 @@
 //	-t SECS    kill the VM after SECS seconds (default 300)
 //	-m MIB     guest memory (default 2048)   -c N  vCPUs (default 2)
 //	-net MODE  wire (default), flat or none
+//	-mtu N     MTU of the veth pair under rxe (default 1500: path MTU 1024; 9000: 4096)
+//	-append P  extra guest kernel parameters (after the harness's own)
 //	-l FILE    also write the console output to FILE
 //	-v         full kernel log on the console, build progress
 //
@@ -51,7 +53,8 @@ func usage() {
                                   failed, 126 no status, 130 interrupted)
   rxevm shell [flags]             boot into an interactive shell
   rxevm manifest                  print the image's package versions
-run/shell flags: -s DIR (share at /host) -t SECS -m MIB -c N -net wire|flat|none -l FILE -v
+run/shell flags: -s DIR (share at /host) -t SECS -m MIB -c N -net wire|flat|none
+                 -mtu N -append PARAMS -l FILE -v
 cache: $RPCRDMA_VM_CACHE, default $HOME/.cache/go-rpcrdma/vm
 `)
 }
