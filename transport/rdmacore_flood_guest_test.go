@@ -25,8 +25,9 @@ import (
 
 // TestRdmacoreHalfOpenFlood: 1,000 half-open peers (rdmacore.DialHalfOpen:
 // a REQ, then no RTU) from 8 goroutines against a Listener with the
-// default settings; 10 real Dials after them must each connect and be
-// served, within the handshake timeout. It prints the Dial latencies, and
+// default settings; 10 real Dials after them (once the queue pairs on
+// rxe0 settled: their number unchanged for a second) must each connect
+// and be served, within the handshake timeout. It prints the Dial latencies, and
 // the heap and registered memory the flood adds: the heap bounded by
 // haFloodHeapSlack, as on the soft provider, the registered memory by
 // twice the backlog's worth of what one half-open handshake registers
@@ -129,6 +130,9 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	flooded := time.Since(start)
+	// The Dials come once the queue pairs on rxe0 settled, as against
+	// knfsd below: the same moment of the same flood for both.
+	qpSettled, qpPeak, settled := rxeSettle(t, start)
 	heapFlood := haHeap()
 	regFlood := prov.RegisteredBytes() - reg0
 	if heapFlood > heap0+haFloodHeapSlack {
@@ -142,8 +146,8 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	tokens := len(l.setups)
 	inOrder := haDialsInOrder(t, l, dialer, accepted, 10)
 	took := slices.Sorted(slices.Values(inOrder))
-	t.Logf("FLOOD rdmacore: %d half-open peers sent in %v, all handled in %v; %d handshakes holding resources; 10 real Dials after them: min %v, median %v, max %v (in order: %v); live heap %+.1f MiB, registered %+.1f MiB over idle during the flood, of which %.1f MiB spare (one half-open handshake: %.2f MiB; bound %.0f MiB); guest MemAvailable %+.0f MiB; stats %+v",
-		haFlood, sent, flooded, tokens, took[0], took[len(took)/2], took[len(took)-1], inOrder,
+	t.Logf("FLOOD rdmacore: %d half-open peers sent in %v, all handled in %v, queue pairs on rxe0 settled at %d (peak %d) after %v; %d handshakes holding resources; 10 real Dials after them: min %v, median %v, max %v (in order: %v); live heap %+.1f MiB, registered %+.1f MiB over idle during the flood, of which %.1f MiB spare (one half-open handshake: %.2f MiB; bound %.0f MiB); guest MemAvailable %+.0f MiB; stats %+v",
+		haFlood, sent, flooded, qpSettled, qpPeak, settled, tokens, took[0], took[len(took)/2], took[len(took)-1], inOrder,
 		(float64(heapFlood)-float64(heap0))/(1<<20), float64(regFlood)/(1<<20), float64(prov.SpareBytes())/(1<<20),
 		float64(perHandshake)/(1<<20), float64(regBound)/(1<<20), float64(memAvailable(t)-avail0)/(1<<20), l.Stats())
 
@@ -251,18 +255,8 @@ func knfsdFlood(t *testing.T, p verbs.Provider) knfsdDials {
 		t.FailNow()
 	}
 	sent := time.Since(start)
-	// Handled: the number of queue pairs on rxe0 has not changed for a
-	// second (knfsd creates one for each request it accepts).
-	peak, last, stable := qp0, qp0, time.Now()
-	for time.Since(stable) < time.Second && time.Since(start) < 2*time.Minute {
-		time.Sleep(100 * time.Millisecond)
-		n := rxeQPs(t)
-		peak = max(peak, n)
-		if n != last {
-			last, stable = n, time.Now()
-		}
-	}
-	handled := time.Since(start)
+	// Handled: knfsd creates a queue pair for each request it accepts.
+	last, peak, handled := rxeSettle(t, start)
 	availFlood := memAvailable(t)
 	for i := range 10 {
 		dctx, dcancel := context.WithTimeout(ctx, DefaultHandshakeTimeout)
@@ -287,6 +281,24 @@ func knfsdFlood(t *testing.T, p verbs.Provider) knfsdDials {
 		haFlood, sent, last, peak, qp0, handled, k.failed, took[0], took[len(took)/2], k.max, k.took,
 		float64(availFlood-avail0)/(1<<20))
 	return k
+}
+
+// rxeSettle waits until the number of queue pairs on rxe0 has not changed
+// for a second (within two minutes of start) and returns it, the most
+// seen meanwhile and the time since start.
+func rxeSettle(t *testing.T, start time.Time) (n, peak int, d time.Duration) {
+	t.Helper()
+	n = rxeQPs(t)
+	peak = n
+	for stable := time.Now(); time.Since(stable) < time.Second && time.Since(start) < 2*time.Minute; {
+		time.Sleep(100 * time.Millisecond)
+		m := rxeQPs(t)
+		peak = max(peak, m)
+		if m != n {
+			n, stable = m, time.Now()
+		}
+	}
+	return n, peak, time.Since(start)
 }
 
 // rxeQPs returns the number of queue pairs on rxe0 (rdma resource show).
