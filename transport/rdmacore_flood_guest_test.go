@@ -115,12 +115,20 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	sent := time.Since(start)
 	// The requests reached the Listener: the newest hold the backlog,
 	// the others were evicted (or, on a host slow enough, timed out). A
-	// few may not reach it (1% allowed): the provider's own queue rejects
-	// requests beyond 128 not yet taken, and the CM may drop one.
+	// few may not reach it: the provider's own queue rejects requests
+	// beyond 128 not yet taken, and the CM may drop one. Done when 99%
+	// are accounted for, or when the count has not moved for 2 s (a
+	// longer wait would let the backlog's handshakes time out); at most
+	// 5% may be lost.
 	deadline = time.Now().Add(time.Minute)
+	total, moved := -1, time.Now()
 	for {
 		st := l.Stats()
-		if st.Handshakes == DefaultAcceptBacklog && st.Handshakes+int(st.HandshakesEvicted+st.HandshakeTimeouts+st.HandshakeFailures) >= haFlood*99/100 {
+		n := st.Handshakes + int(st.HandshakesEvicted+st.HandshakeTimeouts+st.HandshakeFailures)
+		if n != total {
+			total, moved = n, time.Now()
+		}
+		if st.Handshakes == DefaultAcceptBacklog && (total >= haFlood*99/100 || time.Since(moved) > 2*time.Second) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -128,6 +136,10 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	lost := haFlood - total
+	if lost > haFlood/20 {
+		t.Errorf("%d of %d half-open requests never reached the Listener, over 5%%", lost, haFlood)
 	}
 	flooded := time.Since(start)
 	// The Dials come once the queue pairs on rxe0 settled, as against
@@ -146,8 +158,8 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	tokens := len(l.setups)
 	inOrder := haDialsInOrder(t, l, dialer, accepted, 10)
 	took := slices.Sorted(slices.Values(inOrder))
-	t.Logf("FLOOD rdmacore: %d half-open peers sent in %v, all handled in %v, queue pairs on rxe0 settled at %d (peak %d) after %v; %d handshakes holding resources; 10 real Dials after them: min %v, median %v, max %v (in order: %v); live heap %+.1f MiB, registered %+.1f MiB over idle during the flood, of which %.1f MiB spare (one half-open handshake: %.2f MiB; bound %.0f MiB); guest MemAvailable %+.0f MiB; stats %+v",
-		haFlood, sent, flooded, qpSettled, qpPeak, settled, tokens, took[0], took[len(took)/2], took[len(took)-1], inOrder,
+	t.Logf("FLOOD rdmacore: %d half-open peers sent in %v, all handled in %v (%d lost), queue pairs on rxe0 settled at %d (peak %d) after %v; %d handshakes holding resources; 10 real Dials after them: min %v, median %v, max %v (in order: %v); live heap %+.1f MiB, registered %+.1f MiB over idle during the flood, of which %.1f MiB spare (one half-open handshake: %.2f MiB; bound %.0f MiB); guest MemAvailable %+.0f MiB; stats %+v",
+		haFlood, sent, flooded, lost, qpSettled, qpPeak, settled, tokens, took[0], took[len(took)/2], took[len(took)-1], inOrder,
 		(float64(heapFlood)-float64(heap0))/(1<<20), float64(regFlood)/(1<<20), float64(prov.SpareBytes())/(1<<20),
 		float64(perHandshake)/(1<<20), float64(regBound)/(1<<20), float64(memAvailable(t)-avail0)/(1<<20), l.Stats())
 
