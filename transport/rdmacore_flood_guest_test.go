@@ -27,13 +27,13 @@ import (
 // a REQ, then no RTU) from 8 goroutines against a Listener with the
 // default settings; 10 real Dials after them (once the queue pairs on
 // rxe0 settled: their number unchanged for a second) must each connect
-// and be served, within the handshake timeout. It prints the Dial latencies, and
-// the heap and registered memory the flood adds: the heap bounded by
-// haFloodHeapSlack, as on the soft provider, the registered memory by
-// twice the backlog's worth of what one half-open handshake registers
-// (measured first) and the provider's spare regions (SpareLimit); once
-// the peers are gone, the spares are freed and the registered memory is
-// back to idle. Then knfsd (rxevm-nfsd-start) gets the same flood and 10
+// and be served, within the handshake timeout. It prints the Dial
+// latencies, and the heap and registered memory the flood adds: the heap
+// bounded by haFloodHeapSlack, as on the soft provider, the registered
+// memory by twice the backlog's worth of what one half-open handshake
+// registers (measured first) and the provider's spare regions
+// (SpareLimit); once the peers are gone, the spares are freed and the
+// registered memory is back to idle. Then knfsd (rxevm-nfsd-start) gets the same flood and 10
 // Dials: our slowest Dial must take under 1 s or no longer than knfsd's
 // slowest (parity measured in the same boot).
 func TestRdmacoreHalfOpenFlood(t *testing.T) {
