@@ -64,7 +64,7 @@ func WithKey(rkey uint32, key uint8) uint32 { return rkey&^0xff | uint32(key) }
 
 // MemoryMeter is implemented by providers that count the memory registered
 // through them (regions not yet closed, in bytes, over every connection of
-// the provider). Tests and metrics use it to show that registered memory
+// the provider, and what the provider keeps registered for reuse). Tests and metrics use it to show that registered memory
 // stays within the transport's configured bounds.
 type MemoryMeter interface {
 	RegisteredBytes() int64

@@ -111,6 +111,9 @@ type conn struct {
 	done         chan struct{}
 	disconnected bool // rdma_disconnect was called
 	idGone       bool // the cm_id is being destroyed
+	// established is set when the connection reaches stateEstablished;
+	// free keeps the regions of a connection that never did as spares.
+	established bool
 
 	sq    []sendSlot
 	sqSeq uint64 // sequence number of the next send work request
@@ -296,6 +299,7 @@ func (c *conn) cmEvent(ev *cmEvent) {
 	case stateConnecting:
 		if ev.typ == evEstablished {
 			c.state = stateEstablished
+			c.established = true
 			if c.peerPD == nil { // the active side: the accept's private data
 				c.peerPD = padPrivateData(ev.privateData, verbs.AcceptPrivateDataLen)
 			}
@@ -415,6 +419,7 @@ func (c *conn) free() error {
 	c.idGone = true
 	regions, windows := c.regions, c.windows
 	c.regions, c.windows = nil, nil
+	spares := !c.established
 	c.mu.Unlock()
 
 	var errs []error
@@ -427,7 +432,12 @@ func (c *conn) free() error {
 	if c.qp != nil {
 		C.rc_destroy_qp(c.cm.id)
 	}
+	// The queue pair is gone: nothing writes the regions any more. Those
+	// of a connection that was never established become spares.
 	for r := range regions {
+		if spares && c.p.keepSpare(c, r) {
+			continue
+		}
 		if err := r.free(); err != nil {
 			errs = append(errs, err)
 		}

@@ -29,6 +29,7 @@ type providerState struct {
 	mu      sync.Mutex
 	ch      *eventChannel
 	devices map[*C.struct_ibv_context]*device
+	spares  sparePool
 }
 
 // device is an RDMA device (a verbs context opened by librdmacm) with the
@@ -74,6 +75,14 @@ func (p *Provider) openDevice(ctx *C.struct_ibv_context) (*device, error) {
 	}
 	s.devices[ctx] = d
 	return d, nil
+}
+
+// retainDevice adds a reference to d, which the caller holds one of.
+func (p *Provider) retainDevice(d *device) {
+	s := &p.state
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d.refs++
 }
 
 // closeDevice drops a reference to d; the last one frees its protection

@@ -41,7 +41,12 @@
 // is 0; the window's remote rights are the bind's (IBV_ACCESS_REMOTE_READ,
 // IBV_ACCESS_REMOTE_WRITE). All connections of a provider
 // on one device share its protection domain; regions and windows still
-// belong to the connection that made them and are freed by its Close.
+// belong to the connection that made them and are freed by its Close,
+// except the regions of a connection that closes without ever being
+// established: those stay registered, zeroed, as spares for the next
+// AllocRegion of the same size on the device (at most SpareLimit bytes,
+// each freed after SpareIdle unused), so that a flood of handshakes that
+// never complete does not pin and unpin pages for each.
 //
 // # Work requests and completions
 //

@@ -102,7 +102,8 @@ var pageSize = os.Getpagesize()
 
 // AllocRegion maps size bytes of anonymous memory, excluded from fork
 // (MADV_DONTFORK: a child must not share, or copy on write, pages the NIC
-// writes), and registers exactly size bytes of it.
+// writes), and registers exactly size bytes of it; or it takes a spare
+// region of that size on the connection's device (SpareLimit), zeroed.
 func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 	if size <= 0 {
 		return nil, errRegionSize
@@ -111,6 +112,19 @@ func (c *conn) AllocRegion(size int) (verbs.Region, error) {
 	if n < size { // overflow
 		return nil, errRegionSize
 	}
+	c.mu.Lock()
+	if c.closed || c.dev == nil {
+		c.mu.Unlock()
+		return nil, errConnClosed
+	}
+	if sp := c.p.takeSpare(c.dev, size); sp != nil {
+		r := &region{c: c, mem: sp.mem, size: size, mr: sp.mr, lkey: sp.lkey, base: sp.base}
+		c.regions[r] = struct{}{}
+		c.mu.Unlock()
+		c.p.closeDevice(sp.dev) // the spare's reference: c holds its own
+		return r, nil
+	}
+	c.mu.Unlock()
 	mem, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		return nil, fmt.Errorf("rdmacore: mmap %d bytes: %w", n, err)

@@ -50,9 +50,25 @@ type Provider struct {
 
 	state providerState
 	// registered counts the bytes of the regions of the provider's
-	// connections that are not closed yet.
+	// connections that are not closed yet, and of its spare regions.
 	registered atomic.Int64
+	// spareBytes mirrors the spare pool's size, for SpareBytes.
+	spareBytes atomic.Int64
 }
+
+// SpareLimit is the most bytes of spare regions a Provider keeps: regions
+// of connections that closed without ever being established (a handshake
+// that failed, timed out or was given up), kept registered and zeroed
+// for the next AllocRegion of the same size on the same device, which so
+// costs neither ibv_reg_mr nor ibv_dereg_mr (pinning and unpinning every
+// page). A region that does not fit is freed at once. The regions of a
+// connection that was established are never kept: its peer may still
+// hold rkeys of windows bound to them.
+const SpareLimit = 16 << 20
+
+// SpareIdle is how long a spare region stays unused before it is
+// deregistered and unmapped.
+const SpareIdle = 2 * time.Second
 
 // DefaultPollBeforeWait is Provider.PollBeforeWait's default.
 const DefaultPollBeforeWait = 50 * time.Microsecond
@@ -67,8 +83,14 @@ var (
 
 // RegisteredBytes returns the bytes registered with ibv_reg_mr for the
 // regions of the provider's connections that are not yet closed (by
-// Region.Close or by the connection's Close).
+// Region.Close or by the connection's Close), and for its spare regions
+// (SpareBytes).
 func (p *Provider) RegisteredBytes() int64 { return p.registered.Load() }
+
+// SpareBytes returns the bytes of the provider's spare regions, at most
+// SpareLimit: registered, counted in RegisteredBytes, and owned by no
+// connection (see SpareLimit and SpareIdle).
+func (p *Provider) SpareBytes() int64 { return p.spareBytes.Load() }
 
 // Name returns "rdmacore".
 func (p *Provider) Name() string { return "rdmacore" }

@@ -1,0 +1,121 @@
+//go:build e2eguest
+
+package rdmacore_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
+)
+
+// spareCaps are the queues of the connections of TestSpareRegions.
+var spareCaps = verbs.QueueCaps{SendQueue: 4, RecvQueue: 4, MaxSGE: 1, ReadDepth: 1}
+
+// failedAccept accepts a half-open request (rdmacore.DialHalfOpen: no RTU
+// ever comes) on ln, with a Setup that allocates a region of each of
+// sizes, reports each through seen (before it writes to it) and fills it
+// with 0xa5; the Accept must fail once its context ends, the connection
+// never established.
+func failedAccept(t *testing.T, ln verbs.Listener, seen func(i int, r verbs.Region), sizes ...int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := rdmacore.DialHalfOpen(ctx, ln.Addr().String(), clientIP, nil)
+	require.NoError(t, err)
+	defer h.Close()
+	req, err := ln.Accept(ctx)
+	require.NoError(t, err)
+	actx, acancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer acancel()
+	_, err = req.Accept(actx, &verbs.ConnOptions{Caps: spareCaps, Setup: func(c verbs.Conn) error {
+		for i, size := range sizes {
+			r, err := c.AllocRegion(size)
+			if err != nil {
+				return err
+			}
+			seen(i, r)
+			for j := range r.Bytes() {
+				r.Bytes()[j] = 0xa5
+			}
+		}
+		return nil
+	}})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "accepting a half-open request")
+}
+
+// TestSpareRegions: the regions of a connection that was never
+// established (an Accept whose peer never sent its RTU) stay registered
+// as spares, zeroed, and the next AllocRegion of the same size takes one
+// instead of registering memory; a region of another size is registered
+// anew; an established connection's regions, spare or not, are freed by
+// its Close and never kept; and the spares are freed after SpareIdle
+// unused, the provider back to nothing registered.
+func TestSpareRegions(t *testing.T) {
+	const size, other = 3 * 4096, 5000
+	server := &rdmacore.Provider{}
+	client := &rdmacore.Provider{LocalAddr: clientIP}
+	ln, err := server.Listen(listenAddr)
+	require.NoError(t, err)
+	defer ln.Close()
+
+	var first uint64
+	failedAccept(t, ln, func(_ int, r verbs.Region) { first = r.Addr(0) }, size)
+	require.EqualValues(t, size, server.SpareBytes(), "spare after the failed handshake")
+	require.EqualValues(t, size, server.RegisteredBytes(), "the spare stays registered")
+
+	// The next handshake takes the spare, zeroed, and registers the
+	// other size.
+	var addrs [2]uint64
+	before := time.Now() // the spare of the other size is kept after this
+	failedAccept(t, ln, func(i int, r verbs.Region) {
+		addrs[i] = r.Addr(0)
+		if i == 0 {
+			if !bytes.Equal(r.Bytes(), make([]byte, size)) {
+				t.Errorf("the spare region was not cleared")
+			}
+			if got := server.SpareBytes(); got != 0 {
+				t.Errorf("%d spare bytes once the spare is taken, want 0", got)
+			}
+		}
+	}, size, other)
+	require.Equal(t, first, addrs[0], "the region of the same size is the spare")
+	require.NotEqual(t, first, addrs[1], "a region of another size is new")
+	kept := time.Now() // and before this
+	require.EqualValues(t, size+other, server.SpareBytes())
+	require.EqualValues(t, size+other, server.RegisteredBytes())
+
+	// An established connection takes the spare of its size; its Close
+	// frees it rather than keeping it, and the client, whose connection
+	// was established too, keeps nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := dialPair(t, ctx, client, ln, spareCaps, size, 0, 0)
+	require.Equal(t, first, p.sregion.Addr(0), "the established connection takes the spare")
+	require.EqualValues(t, other, server.SpareBytes())
+	require.NoError(t, p.client.Close())
+	require.NoError(t, p.server.Close())
+	require.EqualValues(t, other, server.SpareBytes(), "an established connection's region was kept")
+	require.EqualValues(t, other, server.RegisteredBytes())
+	require.Zero(t, client.SpareBytes())
+	require.Zero(t, client.RegisteredBytes())
+
+	// The spare left goes SpareIdle after it was kept.
+	deadline := kept.Add(rdmacore.SpareIdle + 10*time.Second)
+	for server.SpareBytes() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spare bytes %v after they were kept, SpareIdle %v", server.SpareBytes(), time.Since(kept), rdmacore.SpareIdle)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	idle := time.Since(before)
+	require.GreaterOrEqual(t, idle, rdmacore.SpareIdle, "spares freed before SpareIdle")
+	require.Zero(t, server.RegisteredBytes(), "registered once the spares are freed")
+	t.Logf("spares freed %v to %v after they were kept (SpareIdle %v)",
+		time.Since(kept).Round(time.Millisecond), idle.Round(time.Millisecond), rdmacore.SpareIdle)
+}
