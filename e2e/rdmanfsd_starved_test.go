@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/e2e/vm"
+	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
 )
 
