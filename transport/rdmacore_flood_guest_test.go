@@ -90,32 +90,9 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 		return st.Handshakes + int(st.HandshakesEvicted+st.HandshakeTimeouts+st.HandshakeFailures)
 	}
 	before := handled(l.Stats()) // the one above
-	peers := make([]*rdmacore.HalfOpen, haFlood)
-	defer func() {
-		for _, h := range peers {
-			if h != nil {
-				_ = h.Close()
-			}
-		}
-	}()
 	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < haFlood; i += 8 {
-				h, err := rdmacore.DialHalfOpen(ctx, addr, "10.0.0.2", hpLinuxClientPD)
-				if err != nil {
-					t.Errorf("half-open peer %d: %v", i, err)
-					return
-				}
-				peers[i] = h
-			}
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	peers := halfOpenFlood(ctx, t, addr, "")
+	defer closeHalfOpen(peers)
 	sent := time.Since(start)
 	// The requests reached the Listener: the newest hold the backlog,
 	// the others were evicted (or, on a host slow enough, timed out). A
@@ -244,32 +221,9 @@ func knfsdFlood(t *testing.T, p verbs.Provider) knfsdDials {
 	_ = c.Close()
 	qp0 := rxeQPs(t)
 	avail0 := memAvailable(t)
-	peers := make([]*rdmacore.HalfOpen, haFlood)
-	defer func() {
-		for _, h := range peers {
-			if h != nil {
-				_ = h.Close()
-			}
-		}
-	}()
 	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < haFlood; i += 8 {
-				h, err := rdmacore.DialHalfOpen(ctx, knfsdAddr, "10.0.0.2", hpLinuxClientPD)
-				if err != nil {
-					t.Errorf("half-open peer %d of knfsd: %v", i, err)
-					return
-				}
-				peers[i] = h
-			}
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	peers := halfOpenFlood(ctx, t, knfsdAddr, " of knfsd")
+	defer closeHalfOpen(peers)
 	sent := time.Since(start)
 	// Handled: knfsd creates a queue pair for each request it accepts.
 	last, peak, handled := rxeSettle(t, start)
@@ -356,4 +310,41 @@ func haDialsInOrder(t *testing.T, l *Listener, p verbs.Provider, accepted <-chan
 		took = append(took, haDialsWith(t, l, p, accepted, 1)...)
 	}
 	return took
+}
+
+// halfOpenFlood sends haFlood half-open connection requests
+// (rdmacore.DialHalfOpen) to addr from eight goroutines and returns the
+// peers; the test fails at once if one cannot be sent. what names the
+// listener in an error.
+func halfOpenFlood(ctx context.Context, t *testing.T, addr, what string) []*rdmacore.HalfOpen {
+	t.Helper()
+	peers := make([]*rdmacore.HalfOpen, haFlood)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < haFlood; i += 8 {
+				h, err := rdmacore.DialHalfOpen(ctx, addr, "10.0.0.2", hpLinuxClientPD)
+				if err != nil {
+					t.Errorf("half-open peer %d%s: %v", i, what, err)
+					return
+				}
+				peers[i] = h
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		closeHalfOpen(peers)
+		t.FailNow()
+	}
+	return peers
+}
+
+// closeHalfOpen closes the peers not closed yet.
+func closeHalfOpen(peers []*rdmacore.HalfOpen) {
+	for _, h := range peers {
+		if h != nil {
+			_ = h.Close()
+		}
+	}
 }
