@@ -6,13 +6,12 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/e2e/internal/guesttest"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
 )
@@ -28,49 +27,13 @@ import (
 func TestListenDefault(t *testing.T) {
 	requireGuest(t)
 	const logPath = "/tmp/rdma-nfsd-default.log"
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(binary, "-dir", t.TempDir(), "-provider", "rdmacore", "-rdma-port", strconv.Itoa(rdmaPort),
-		"-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited, ended := make(chan error, 1), make(chan struct{})
-	go func() { waited <- cmd.Wait(); close(ended) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-waited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-waited
-		}
-	})
-	var log string
-	serving := false
-wait:
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		b, _ := os.ReadFile(logPath)
-		log = string(b)
-		if serving = strings.Contains(log, "rdma-nfsd: serving"); serving {
-			break
-		}
-		select {
-		case <-ended:
-			b, _ := os.ReadFile(logPath)
-			log = string(b)
-			break wait
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rdma-nfsd neither serves nor ends after 30 s:\n%s", log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	_ = os.Remove(logPath)
+	srv := &guesttest.RdmaNfsd{Binary: binary, Log: logPath, Args: []string{"-dir", t.TempDir(), "-provider", "rdmacore",
+		"-rdma-port", strconv.Itoa(rdmaPort), "-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false"}}
+	t.Cleanup(srv.Stop)
+	serving := srv.Launch(t)
+	b, _ := os.ReadFile(logPath)
+	log := string(b)
 	switch {
 	case serving:
 		if !strings.Contains(log, "nfs_rdma=127.0.0.1:"+strconv.Itoa(rdmaPort)) || !strings.Contains(log, "mount_tcp=127.0.0.1:") {
