@@ -48,9 +48,10 @@ type Binary struct {
 
 // RunGuestTests compiles the tests of g.Pkg on the host (go test -c) and
 // the main packages of g.Binaries (go build) into a new share, boots the VM
-// once and runs the tests there from the share with -test.v. The guest
-// output is logged, each failed guest test becomes an error of t, and t also
-// fails if the binary exits with a non-zero status.
+// once and runs the tests there from the share with -test.v. Each failed
+// guest test becomes an error of t, with its output, and t also fails if the
+// binary exits with a non-zero status; then the whole guest output is
+// logged.
 func RunGuestTests(t testing.TB, g GuestTests) *Result {
 	t.Helper()
 	img := Require(t)
@@ -85,20 +86,83 @@ func RunGuestTests(t testing.TB, g GuestTests) *Result {
 		script += " " + shellQuote(a)
 	}
 	r := Run(t, opts, script+"\n")
-	var failed []string
-	for _, l := range r.Lines() {
-		if s := strings.TrimSpace(l); strings.HasPrefix(s, "--- FAIL:") {
-			failed = append(failed, s)
-		}
-	}
-	t.Logf("guest output of %s:\n%s", g.Pkg, guestOutput(r))
-	for _, f := range failed {
+	// The failures come first, each with its own output, so that a log cut
+	// to its first lines still says what failed and why.
+	out := guestOutput(r)
+	for _, f := range guestFailures(out) {
 		t.Errorf("in the VM: %s", f)
 	}
 	if r.Status != 0 {
 		t.Errorf("in the VM: %s exited with status %d", name, r.Status)
 	}
+	t.Logf("guest output of %s:\n%s", g.Pkg, out)
 	return r
+}
+
+// failureLines is how many lines of a failed test's output guestFailures
+// keeps: its last ones, where the failure is.
+const failureLines = 30
+
+// guestFailures returns each failed test of the output of a go test -v run
+// ("--- FAIL: TestX/sub (1.00s)") with the lines the test printed (from its
+// "=== RUN", "=== CONT" or "=== NAME" line on, the last failureLines of
+// them), and a panic with the lines that follow it. A test whose subtest
+// failed is named on its own line: its subtest's entry has the output.
+func guestFailures(out string) []string {
+	lines := strings.Split(out, "\n")
+	var fails []string
+	failed := map[string]bool{} // tests with a failed subtest
+	for _, l := range lines {
+		if name, ok := failName(l); ok {
+			for i := strings.LastIndexByte(name, '/'); i > 0; i = strings.LastIndexByte(name[:i], '/') {
+				failed[name[:i]] = true
+			}
+		}
+	}
+	start := -1 // where the current test's output starts
+	for i, l := range lines {
+		s := strings.TrimSpace(l)
+		if strings.HasPrefix(s, "=== RUN") || strings.HasPrefix(s, "=== CONT") || strings.HasPrefix(s, "=== NAME") {
+			start = i
+		}
+		if strings.HasPrefix(s, "panic: ") {
+			end := min(i+failureLines, len(lines))
+			fails = append(fails, strings.Join(lines[i:end], "\n"))
+			continue
+		}
+		name, ok := failName(l)
+		if !ok {
+			continue
+		}
+		if failed[name] || start < 0 {
+			fails = append(fails, s)
+			continue
+		}
+		// The messages of t.Errorf follow the FAIL line when the output
+		// is not streamed (they are indented under it).
+		end := i + 1
+		for end < len(lines) && strings.HasPrefix(lines[end], strings.Repeat(" ", indent(l)+4)) {
+			end++
+		}
+		seg := lines[max(start, end-failureLines):end]
+		fails = append(fails, s+"\n"+strings.Join(seg, "\n"))
+	}
+	return fails
+}
+
+// failName returns the test named by a "--- FAIL: " line.
+func failName(l string) (string, bool) {
+	s, ok := strings.CutPrefix(strings.TrimSpace(l), "--- FAIL: ")
+	if !ok {
+		return "", false
+	}
+	name, _, _ := strings.Cut(s, " ")
+	return name, true
+}
+
+// indent is the number of leading spaces of l.
+func indent(l string) int {
+	return len(l) - len(strings.TrimLeft(l, " "))
 }
 
 // guestOutput drops the kernel's console messages ("[   12.345] ...") from

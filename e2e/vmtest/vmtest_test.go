@@ -174,3 +174,41 @@ func TestTestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestGuestFailures: each failed test comes with its own output, a parent
+// of a failed subtest on its own line, a panic with what follows it.
+func TestGuestFailures(t *testing.T) {
+	out := strings.Join([]string{
+		"=== RUN   TestOK",
+		"    ok_test.go:1: fine",
+		"--- PASS: TestOK (0.00s)",
+		"=== RUN   TestBad",
+		"    bad_test.go:7: got 1, want 2",
+		"--- FAIL: TestBad (0.01s)",
+		"=== RUN   TestParent",
+		"=== RUN   TestParent/sub",
+		"    sub_test.go:9: broken",
+		"--- FAIL: TestParent (0.02s)",
+		"    --- FAIL: TestParent/sub (0.01s)",
+		"        sub_test.go:3: after the line",
+		"=== RUN   TestPanics",
+		"panic: boom",
+		"goroutine 1 [running]:",
+	}, "\n")
+	got := guestFailures(out)
+	want := []string{
+		"--- FAIL: TestBad (0.01s)\n=== RUN   TestBad\n    bad_test.go:7: got 1, want 2\n--- FAIL: TestBad (0.01s)",
+		"--- FAIL: TestParent (0.02s)",
+		"--- FAIL: TestParent/sub (0.01s)\n=== RUN   TestParent/sub\n    sub_test.go:9: broken\n--- FAIL: TestParent (0.02s)\n" +
+			"    --- FAIL: TestParent/sub (0.01s)\n        sub_test.go:3: after the line",
+		"panic: boom\ngoroutine 1 [running]:",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("guestFailures = %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("failure %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}
