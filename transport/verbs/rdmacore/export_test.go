@@ -20,3 +20,21 @@ func SetYieldThread(f func()) (restore func()) {
 // SpinLimit returns how long c's next Wait polls before it sleeps. Call it
 // from the goroutine that Waits on c.
 func SpinLimit(c verbs.Conn) time.Duration { return c.(*conn).spin.limit() }
+
+// SetSpareIdle sets how long p's spare regions stay unused before they are
+// freed (SpareIdle unless set), and trims the pool at once by that rule.
+func SetSpareIdle(p *Provider, d time.Duration) {
+	s := &p.state.spares
+	s.mu.Lock()
+	s.idleFor = d
+	// A timer stopped before it ran is replaced by the trim below; one
+	// that has fired runs trimSpares by the new rule.
+	trim := s.timer != nil && s.timer.Stop()
+	if trim {
+		s.timer = nil
+	}
+	s.mu.Unlock()
+	if trim {
+		p.trimSpares()
+	}
+}

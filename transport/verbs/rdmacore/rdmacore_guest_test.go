@@ -184,9 +184,11 @@ func waitAll(t *testing.T, conns []verbs.Conn) (cancel func(), done func()) {
 // TestIdleConnectionsParkOnNetpoller opens 64 connections (128 queue
 // pairs, both sides in this process) and waits for completions on every
 // one: each waiting goroutine parks on the Go netpoller (the completion
-// channel's fd), so that the process has no more OS threads with 128
-// waiters than before; the providers' event channel goroutines are parked
-// there too.
+// channel's fd), so that the process has hardly more OS threads with 128
+// waiters than before (at most 8 more: the runtime may start a thread
+// while the 64 connections are dialled on a busy host, when a cgo call
+// blocks; 128 waiters blocked in the kernel would take 128); the
+// providers' event channel goroutines are parked there too.
 func TestIdleConnectionsParkOnNetpoller(t *testing.T) {
 	const conns = 64
 	client, server := providers()
@@ -218,7 +220,7 @@ func TestIdleConnectionsParkOnNetpoller(t *testing.T) {
 	done()
 	t.Logf("OS threads: %d before, %d with %d connections and %d goroutines in Wait (GOMAXPROCS %d)",
 		before, during, conns, len(all), runtime.GOMAXPROCS(0))
-	require.LessOrEqual(t, during, before+2, "OS threads with %d parked Waits", len(all))
+	require.LessOrEqual(t, during, before+8, "OS threads with %d parked Waits", len(all))
 	require.Equal(t, 2, eventLoops, "one event channel goroutine per provider, parked on the netpoller")
 
 	// The connections still work after all that waiting.
@@ -510,14 +512,16 @@ func pumpUntilBind(ctx context.Context, c verbs.Conn, cs []verbs.Completion) (ve
 
 // TestWaitSpinAdapts checks that Wait's polling follows the connection's
 // recent waits (spinPolicy): answers that come 5 ms after the call make
-// the requester's Wait poll longer than PollBeforeWait; answers 200 ms
+// the requester's Wait poll longer than PollBeforeWait; answers 600 ms
 // late make it poll for PollBeforeWait only (the median wait is then over
-// PollBeforeWaitMax, 50 ms here); 5 ms again bring the long polls back.
+// PollBeforeWaitMax, 200 ms here); 5 ms again bring the long polls back.
 // Each round trip waits for its answer and at most once for its Send's
 // completion, so at least half of the last 8 waits are answers and their
-// median at least half an answer's delay.
+// median at least half an answer's delay. PollBeforeWaitMax is far above
+// 5 ms so that a guest slowed by a busy host (a round trip of tens of
+// milliseconds) still counts as answering fast.
 func TestWaitSpinAdapts(t *testing.T) {
-	const min, max = 50 * time.Microsecond, 50 * time.Millisecond
+	const min, max = 50 * time.Microsecond, 200 * time.Millisecond
 	client := &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: min, PollBeforeWaitMax: max}
 	pp := newPingPongerOn(t, client, &rdmacore.Provider{}, 64, false)
 	c := pp.p.client
@@ -531,9 +535,9 @@ func TestWaitSpinAdapts(t *testing.T) {
 	if got := rdmacore.SpinLimit(c); got <= min || got > max {
 		t.Fatalf("after 8 round trips of 5 ms Wait polls for %v, want more than %v, at most %v", got, min, max)
 	}
-	roundTrips(8, 200*time.Millisecond)
+	roundTrips(8, 600*time.Millisecond)
 	if got := rdmacore.SpinLimit(c); got != min {
-		t.Fatalf("after 8 round trips of 200 ms Wait polls for %v, want %v", got, min)
+		t.Fatalf("after 8 round trips of 600 ms Wait polls for %v, want %v", got, min)
 	}
 	roundTrips(8, 5*time.Millisecond)
 	if got := rdmacore.SpinLimit(c); got <= min {

@@ -47,6 +47,18 @@ type sparePool struct {
 	bytes int64
 	// timer runs trimSpares while the pool is not empty; nil when it is.
 	timer *time.Timer
+	// idleFor is how long a spare stays unused before it is freed; zero
+	// means SpareIdle (tests set it with SetSpareIdle).
+	idleFor time.Duration
+}
+
+// idle returns how long a spare stays unused before it is freed. Called
+// with s.mu held.
+func (s *sparePool) idle() time.Duration {
+	if s.idleFor > 0 {
+		return s.idleFor
+	}
+	return SpareIdle
 }
 
 // keepSpare makes r, a region of c, which closes without having been
@@ -84,7 +96,7 @@ func (p *Provider) keepSpare(c *conn, r *region) bool {
 	s.free[k] = append(s.free[k], sp)
 	p.spareBytes.Store(s.bytes)
 	if s.timer == nil {
-		s.timer = time.AfterFunc(SpareIdle, p.trimSpares)
+		s.timer = time.AfterFunc(s.idle(), p.trimSpares)
 	}
 	return true
 }
@@ -121,9 +133,10 @@ func (p *Provider) trimSpares() {
 	var old []*spare
 	var next time.Time
 	s.mu.Lock()
+	idle := s.idle()
 	for k, list := range s.free {
 		i := 0
-		for i < len(list) && now.Sub(list[i].since) >= SpareIdle {
+		for i < len(list) && now.Sub(list[i].since) >= idle {
 			old = append(old, list[i])
 			s.bytes -= int64(list[i].size)
 			i++
@@ -143,7 +156,7 @@ func (p *Provider) trimSpares() {
 	if next.IsZero() {
 		s.timer = nil
 	} else {
-		s.timer = time.AfterFunc(next.Add(SpareIdle).Sub(now), p.trimSpares)
+		s.timer = time.AfterFunc(next.Add(idle).Sub(now), p.trimSpares)
 	}
 	s.mu.Unlock()
 	for _, sp := range old {

@@ -54,11 +54,15 @@ func failedAccept(t *testing.T, ln verbs.Listener, seen func(i int, r verbs.Regi
 // as spares, zeroed, and the next AllocRegion of the same size takes one
 // instead of registering memory; a region of another size is registered
 // anew; an established connection's regions, spare or not, are freed by
-// its Close and never kept; and the spares are freed after SpareIdle
-// unused, the provider back to nothing registered.
+// its Close and never kept; and the spares are freed once unused for the
+// pool's idle time, the provider back to nothing registered. The reuse
+// is checked with an idle time of a minute, so that a slow handshake on a
+// loaded host never sees its spare age out; the release with 1.5 s.
 func TestSpareRegions(t *testing.T) {
 	const size, other = 3 * 4096, 5000
+	const idle = 1500 * time.Millisecond
 	server := &rdmacore.Provider{}
+	rdmacore.SetSpareIdle(server, time.Minute)
 	client := &rdmacore.Provider{LocalAddr: clientIP}
 	ln, err := server.Listen(listenAddr)
 	require.NoError(t, err)
@@ -72,7 +76,6 @@ func TestSpareRegions(t *testing.T) {
 	// The next handshake takes the spare, zeroed, and registers the
 	// other size.
 	var addrs [2]uint64
-	before := time.Now() // the spare of the other size is kept after this
 	failedAccept(t, ln, func(i int, r verbs.Region) {
 		addrs[i] = r.Addr(0)
 		if i == 0 {
@@ -84,9 +87,9 @@ func TestSpareRegions(t *testing.T) {
 			}
 		}
 	}, size, other)
+	kept := time.Now() // the spares of this handshake were kept before this
 	require.Equal(t, first, addrs[0], "the region of the same size is the spare")
 	require.NotEqual(t, first, addrs[1], "a region of another size is new")
-	kept := time.Now() // and before this
 	require.EqualValues(t, size+other, server.SpareBytes())
 	require.EqualValues(t, size+other, server.RegisteredBytes())
 
@@ -105,17 +108,24 @@ func TestSpareRegions(t *testing.T) {
 	require.Zero(t, client.SpareBytes())
 	require.Zero(t, client.RegisteredBytes())
 
-	// The spare left goes SpareIdle after it was kept.
-	deadline := kept.Add(rdmacore.SpareIdle + 10*time.Second)
+	// A spare is freed once unused for the idle time: one kept now, and
+	// the one left, kept earlier, once the idle time is 1.5 s. (The
+	// handshake takes its 500 ms deadline: the time it was kept is
+	// between beforeLast and keptLast.)
+	beforeLast := time.Now()
+	failedAccept(t, ln, func(int, verbs.Region) {}, size)
+	keptLast := time.Now()
+	require.EqualValues(t, size+other, server.SpareBytes())
+	rdmacore.SetSpareIdle(server, idle)
+	deadline := time.Now().Add(idle + 30*time.Second)
 	for server.SpareBytes() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d spare bytes %v after they were kept, SpareIdle %v", server.SpareBytes(), time.Since(kept), rdmacore.SpareIdle)
+			t.Fatalf("%d spare bytes %v after they were kept, idle time %v", server.SpareBytes(), time.Since(kept), idle)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	idle := time.Since(before)
-	require.GreaterOrEqual(t, idle, rdmacore.SpareIdle, "spares freed before SpareIdle")
 	require.Zero(t, server.RegisteredBytes(), "registered once the spares are freed")
-	t.Logf("spares freed %v to %v after they were kept (SpareIdle %v)",
-		time.Since(kept).Round(time.Millisecond), idle.Round(time.Millisecond), rdmacore.SpareIdle)
+	require.GreaterOrEqual(t, time.Since(beforeLast), idle, "a spare freed before the idle time")
+	t.Logf("spares freed %v to %v after the last was kept (idle time %v)",
+		time.Since(keptLast).Round(time.Millisecond), time.Since(beforeLast).Round(time.Millisecond), idle)
 }
