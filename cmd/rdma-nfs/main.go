@@ -44,10 +44,8 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
@@ -60,18 +58,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	status := mainStatus(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(status)
-}
-
-// mainStatus runs the command line args and returns the exit status,
-// having reported an error on stderr (cmdline.Status).
-func mainStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return cmdline.Status("rdma-nfs", run(ctx, args, stdout, stderr), stderr)
-}
+func main() { cmdline.Main("rdma-nfs", run) }
 
 // options are the command line's global flags.
 type options struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
@@ -434,4 +435,10 @@ func TestCpDirectoryTarget(t *testing.T) {
 	got, err = os.ReadFile(filepath.Join(ldir, "tree", "sub", "x"))
 	require.NoError(t, err)
 	require.Equal(t, "x", string(got))
+}
+
+// mainStatus runs the command line args as main does and returns the exit
+// status, having reported an error on stderr (cmdline.Status).
+func mainStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return cmdline.Status("rdma-nfs", run(ctx, args, stdout, stderr), stderr)
 }

@@ -60,17 +60,9 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	status := mainStatus(ctx, os.Args[1:], os.Stderr)
-	stop()
-	os.Exit(status)
-}
-
-// mainStatus serves with the command line args until ctx is done and
-// returns the exit status, having reported an error on stderr
-// (cmdline.Status).
-func mainStatus(ctx context.Context, args []string, stderr io.Writer) int {
-	return cmdline.Status("rdma-nfsd", run(ctx, args, stderr, nil), stderr)
+	cmdline.Main("rdma-nfsd", func(ctx context.Context, args []string, _, stderr io.Writer) error {
+		return run(ctx, args, stderr, nil)
+	})
 }
 
 // options are the command line's.

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -398,4 +399,11 @@ func TestRdmaNfsdExports(t *testing.T) {
 	require.Equal(t, 2, mainStatus(t.Context(), []string{"-exports", file, "-squash", "all_squash"}, &errb))
 	require.Contains(t, errb.String(), "-squash: with -exports")
 	require.Equal(t, 0, mainStatus(t.Context(), []string{"-version"}, io.Discard))
+}
+
+// mainStatus serves with the command line args as main does until ctx is
+// done and returns the exit status, having reported an error on stderr
+// (cmdline.Status).
+func mainStatus(ctx context.Context, args []string, stderr io.Writer) int {
+	return cmdline.Status("rdma-nfsd", run(ctx, args, stderr, nil), stderr)
 }

@@ -13,21 +13,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/bench"
 	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(cmdline.Status("rpcrdma-bench-guest", err, os.Stderr))
-}
+func main() { cmdline.Main("rpcrdma-bench-guest", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := bench.GuestOptions{Stdout: stdout}

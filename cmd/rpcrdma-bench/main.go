@@ -27,20 +27,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(cmdline.Status("rpcrdma-bench", err, os.Stderr))
-}
+func main() { cmdline.Main("rpcrdma-bench", dispatch) }
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:

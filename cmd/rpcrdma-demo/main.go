@@ -15,20 +15,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/bench"
 	"github.com/go-rpcrdma/rpcrdma/internal/buildinfo"
 	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(cmdline.Status("rpcrdma-demo", err, os.Stderr))
-}
+func main() { cmdline.Main("rpcrdma-demo", run) }
 
 // run is the command: a bad flag is a usage error (exit status 2), -h
 // exits 0.

@@ -1,17 +1,21 @@
 // Package cmdline holds what the programs of the module (cmd/rdma-nfs,
-// cmd/rdma-nfsd, cmd/rpcrdma-bench) share about their command lines:
-// range checks of flags that name the flag, and the exit statuses of
-// flag.ExitOnError: 0 for -h, 2 for a mistake on the command line (an
+// cmd/rdma-nfsd, cmd/rpcrdma-bench...) share about their command lines:
+// their main (Main), range checks of flags that name the flag, and the
+// exit statuses of flag.ExitOnError: 0 for -h, 2 for a mistake on the command line (an
 // unknown flag, a value out of its range, a setting the library refuses:
 // transport.ErrConfig), 1 for a failure while running.
 package cmdline
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -41,6 +45,16 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	return &usageError{err: err, reported: true}
+}
+
+// Main is a program's main: it calls run with the command line's
+// arguments, standard output and standard error, and a context that ends
+// at SIGINT or SIGTERM, and exits with Status(prog, run's error).
+func Main(prog string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(Status(prog, err, os.Stderr))
 }
 
 // Status returns the exit status of a run of prog that ended with err,
