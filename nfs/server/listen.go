@@ -57,29 +57,55 @@ func listen(cfg *Config, tcfg *transport.Config) (*listeners, error) {
 		return nil, fmt.Errorf("nfs: Config.TCPAddr: %w", err)
 	}
 	ls := &listeners{}
-	for i, addr := range rdmaAddrs {
-		if i > 0 {
-			addr = samePort(addr, ls.rdma[0].Addr())
-		}
-		l, err := transport.Listen(addr, tcfg)
-		if err != nil {
-			_ = ls.close()
-			return nil, err
-		}
-		ls.rdma = append(ls.rdma, l)
+	if ls.rdma, err = listenEach(rdmaAddrs, func(addr string) (*transport.Listener, error) {
+		return transport.Listen(addr, tcfg)
+	}); err != nil {
+		return nil, err
 	}
-	for i, addr := range tcpAddrs {
-		if i > 0 {
-			addr = samePort(addr, ls.tcp[0].Addr())
-		}
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			_ = ls.close()
-			return nil, err
-		}
-		ls.tcp = append(ls.tcp, l)
+	if ls.tcp, err = listenEach(tcpAddrs, func(addr string) (net.Listener, error) {
+		return net.Listen("tcp", addr)
+	}); err != nil {
+		_ = ls.close()
+		return nil, err
 	}
 	return ls, nil
+}
+
+// listener is what listenEach opens: a transport.Listener or a
+// net.Listener.
+type listener interface {
+	Addr() net.Addr
+	Close() error
+}
+
+// listenEach opens a listener at each of addrs with open, the first
+// choosing the port if addrs' is 0 and the others taking it (samePort);
+// on an error it closes those it opened.
+func listenEach[L listener](addrs []string, open func(addr string) (L, error)) ([]L, error) {
+	var ls []L
+	for i, addr := range addrs {
+		if i > 0 {
+			addr = samePort(addr, ls[0].Addr())
+		}
+		l, err := open(addr)
+		if err != nil {
+			for _, l := range ls {
+				_ = l.Close()
+			}
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+// addrsOf returns the addresses of ls, in order.
+func addrsOf[L interface{ Addr() net.Addr }](ls []L) []net.Addr {
+	out := make([]net.Addr, len(ls))
+	for i, l := range ls {
+		out[i] = l.Addr()
+	}
+	return out
 }
 
 // close closes every listener.
@@ -115,19 +141,7 @@ func (s *Server) RDMAListeners() []RDMAListener {
 }
 
 // RDMAAddrs returns the addresses of the RPC-over-RDMA listeners.
-func (s *Server) RDMAAddrs() []net.Addr {
-	out := make([]net.Addr, len(s.ls.rdma))
-	for i, l := range s.ls.rdma {
-		out[i] = l.Addr()
-	}
-	return out
-}
+func (s *Server) RDMAAddrs() []net.Addr { return addrsOf(s.ls.rdma) }
 
 // TCPAddrs returns the addresses of the TCP listeners.
-func (s *Server) TCPAddrs() []net.Addr {
-	out := make([]net.Addr, len(s.ls.tcp))
-	for i, l := range s.ls.tcp {
-		out[i] = l.Addr()
-	}
-	return out
-}
+func (s *Server) TCPAddrs() []net.Addr { return addrsOf(s.ls.tcp) }

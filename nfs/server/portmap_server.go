@@ -32,30 +32,18 @@ type pmapKey struct{ prog, vers, prot uint32 }
 // same port; a port 0 is chosen at the first and taken at the others).
 func listenPortmapper(addrs []string, log *slog.Logger) (*portmapper, error) {
 	pm := &portmapper{log: log, maps: map[pmapKey]uint32{}, conns: map[net.Conn]struct{}{}}
-	fail := func(err error) (*portmapper, error) {
-		for _, l := range pm.tcp {
-			_ = l.Close()
-		}
-		for _, u := range pm.udp {
-			_ = u.Close()
-		}
+	var err error
+	if pm.tcp, err = listenEach(addrs, func(addr string) (net.Listener, error) {
+		return net.Listen("tcp", addr)
+	}); err != nil {
 		return nil, err
 	}
-	for i, addr := range addrs {
-		if i > 0 {
-			addr = samePort(addr, pm.tcp[0].Addr())
-		}
-		tl, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fail(err)
-		}
-		pm.tcp = append(pm.tcp, tl)
+	for i, tl := range pm.tcp {
 		// The UDP socket takes the TCP listener's port (addr's may be 0).
-		host, _, _ := net.SplitHostPort(addr)
-		_, port, _ := net.SplitHostPort(tl.Addr().String())
-		ul, err := net.ListenPacket("udp", net.JoinHostPort(host, port))
+		ul, err := net.ListenPacket("udp", samePort(addrs[i], tl.Addr()))
 		if err != nil {
-			return fail(err)
+			pm.close() // nothing is served yet: it closes the sockets
+			return nil, err
 		}
 		pm.udp = append(pm.udp, ul)
 	}
@@ -72,13 +60,7 @@ func listenPortmapper(addrs []string, log *slog.Logger) (*portmapper, error) {
 }
 
 // addrs returns the TCP addresses the portmapper listens at.
-func (pm *portmapper) addrs() []net.Addr {
-	out := make([]net.Addr, len(pm.tcp))
-	for i, l := range pm.tcp {
-		out[i] = l.Addr()
-	}
-	return out
-}
+func (pm *portmapper) addrs() []net.Addr { return addrsOf(pm.tcp) }
 
 // set registers a mapping; false if (prog, vers, prot) is taken (RFC 1833
 // §3.2: PMAPPROC_SET).
