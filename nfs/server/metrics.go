@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -262,11 +263,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.drcEntries, prometheus.GaugeValue, float64(d.Entries))
 }
 
-// addStats adds every uint64 counter of b to a.
-func addStats(a *transport.Stats, b transport.Stats) {
+// addStats adds every uint64 counter of b to a (the other fields of
+// transport.Stats are not counters).
+func addStats(a *transport.Stats, b transport.Stats) { addFields(a, b, reflect.Uint64) }
+
+// addFields adds to each field of the struct *a whose kind is one of kinds
+// (integer kinds) the same field of b.
+func addFields[T any](a *T, b T, kinds ...reflect.Kind) {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b)
 	for i := range va.NumField() {
-		if f := va.Field(i); f.Kind() == reflect.Uint64 {
+		switch f := va.Field(i); {
+		case !slices.Contains(kinds, f.Kind()):
+		case f.CanInt():
+			f.SetInt(f.Int() + vb.Field(i).Int())
+		case f.CanUint():
 			f.SetUint(f.Uint() + vb.Field(i).Uint())
 		}
 	}

@@ -324,17 +324,8 @@ func (s *Server) IdentitySwitching() (bool, error) { return s.ids.Enabled(), s.i
 // listeners (RDMAListeners has each one's).
 func (s *Server) ListenerStats() transport.ListenerStats {
 	var sum transport.ListenerStats
-	v := reflect.ValueOf(&sum).Elem()
 	for _, l := range s.ls.rdma {
-		st := reflect.ValueOf(l.Stats())
-		for i := range v.NumField() {
-			switch f := v.Field(i); f.Kind() {
-			case reflect.Int, reflect.Int64:
-				f.SetInt(f.Int() + st.Field(i).Int())
-			case reflect.Uint64:
-				f.SetUint(f.Uint() + st.Field(i).Uint())
-			}
-		}
+		addFields(&sum, l.Stats(), reflect.Int, reflect.Int64, reflect.Uint64)
 	}
 	return sum
 }
