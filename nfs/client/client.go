@@ -30,6 +30,16 @@ type Auth struct {
 	MachineName string
 }
 
+// authOrProcess returns auth, or ProcessAuth() if auth is nil: what a nil
+// Config.Auth, or a nil auth argument, means.
+func authOrProcess(auth *Auth) *Auth {
+	if auth == nil {
+		a := ProcessAuth()
+		return &a
+	}
+	return auth
+}
+
 // ProcessAuth is the AUTH_SYS credential of the running process: its
 // effective user and group and its supplementary groups (the first 16),
 // as the Linux client sends them.
@@ -189,11 +199,7 @@ func newClient(conn *transport.Conn, cfg *Config, maxRPC int) *Client {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	auth := cfg.Auth
-	if auth == nil {
-		a := ProcessAuth()
-		auth = &a
-	}
+	auth := authOrProcess(cfg.Auth)
 	h := xdr.CallHeader{Prog: nfs.ProgNFS, Vers: 3}
 	tmpl := append(h.Append(nil)[:6*4], auth.credVerf()...)
 	c := &Client{conn: conn, rpc: conn, tmpl: tmpl, inFlight: 16}

@@ -69,11 +69,7 @@ func Mount(ctx context.Context, server, exportPath string, opt *MountOptions) (*
 	if err := opt.check(); err != nil {
 		return nil, err
 	}
-	auth := opt.Client.Auth
-	if auth == nil {
-		a := ProcessAuth()
-		auth = &a
-	}
+	auth := authOrProcess(opt.Client.Auth)
 	cfg := opt.Client
 	cfg.Auth = auth
 	mc, c, err := opt.dialMount(ctx, server, &cfg)
@@ -152,11 +148,7 @@ func (o *MountOptions) dialMount(ctx context.Context, server string, cfg *Config
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w; NFS over RDMA (for MOUNT): %w", pmErr, err)
 	}
-	auth := cfg.Auth
-	if auth == nil {
-		a := ProcessAuth()
-		auth = &a
-	}
+	auth := authOrProcess(cfg.Auth)
 	mc := &MountClient{rpc: newCallerRPC(keepOpen{c.rpc}, nfs.ProgMount, 3, auth), Timeout: o.MountTimeout}
 	return mc, c, nil
 }

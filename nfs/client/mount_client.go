@@ -220,10 +220,7 @@ func dialMount(ctx context.Context, addr string, auth *Auth, timeout time.Durati
 		}
 		addr = net.JoinHostPort(host, strconv.Itoa(p))
 	}
-	if auth == nil {
-		a := ProcessAuth()
-		auth = &a
-	}
+	auth = authOrProcess(auth)
 	bctx, cancel, d := boundCtx(ctx, timeout)
 	defer cancel()
 	conn, err := nfs.DialReserved(bctx, addr)
@@ -238,6 +235,9 @@ func (m *MountClient) call(ctx context.Context, proc uint32, args []byte) (*xdr.
 	bctx, cancel, d := boundCtx(ctx, m.Timeout)
 	defer cancel()
 	r, err := m.rpc.call(bctx, nfs.ProgMount, proc, args)
+	if err == nil {
+		return r, nil
+	}
 	what := "nfs: " + nfs.ProcName(nfs.ProgMount, 3, proc)
 	if a := m.RemoteAddr(); a != nil {
 		what = "nfs: mount " + a.String() + ": " + nfs.ProcName(nfs.ProgMount, 3, proc)
@@ -252,10 +252,7 @@ func (m *MountClient) call(ctx context.Context, proc uint32, args []byte) (*xdr.
 // an auth AUTH_SYS cannot carry (Config.Auth) is a
 // *transport.ConfigError. Close closes rpc if it is an io.Closer.
 func NewMountClientCaller(rpc Caller, auth *Auth) (*MountClient, error) {
-	if auth == nil {
-		a := ProcessAuth()
-		auth = &a
-	}
+	auth = authOrProcess(auth)
 	if err := auth.check("Auth"); err != nil {
 		return nil, err
 	}
