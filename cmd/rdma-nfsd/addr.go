@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 )
 
@@ -14,8 +15,7 @@ const defaultAddr = "127.0.0.1"
 // addrList is the value of -addr: IP addresses, comma-separated or one
 // per -addr; the first -addr replaces the default.
 type addrList struct {
-	hosts []string
-	set   bool // -addr was given
+	hosts []string // none: the default
 }
 
 func (a *addrList) String() string {
@@ -28,9 +28,6 @@ func (a *addrList) String() string {
 // Set takes one -addr value: IP addresses separated by commas, an IPv6
 // one with or without brackets.
 func (a *addrList) Set(v string) error {
-	if !a.set {
-		a.hosts, a.set = nil, true
-	}
 	for _, h := range strings.Split(v, ",") {
 		h = strings.TrimSpace(h)
 		if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
@@ -41,10 +38,8 @@ func (a *addrList) Set(v string) error {
 			return fmt.Errorf("%q is not an IP address", h)
 		}
 		h = ip.String()
-		for _, seen := range a.hosts {
-			if seen == h {
-				return fmt.Errorf("%s given twice", h)
-			}
+		if slices.Contains(a.hosts, h) {
+			return fmt.Errorf("%s given twice", h)
 		}
 		a.hosts = append(a.hosts, h)
 	}
