@@ -55,8 +55,11 @@ import (
 // end before it creates its own. A half-open flood so holds at most
 // 2 x AcceptBacklog times a handshake's memory, whatever its rate.
 type Listener struct {
-	cfg    Config
-	vl     verbs.Listener
+	cfg Config
+	vl  verbs.Listener
+	// host is vl's IP (listenHost), parsed once: the address requests
+	// must be sent to; invalid when every address is (addressedHere).
+	host   netip.Addr
 	ctx    context.Context // cancelled by Close: ends the handshakes
 	cancel context.CancelFunc
 	// calls and replies are the MemoryLimits.ListenerCalls and
@@ -157,6 +160,7 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 	l := &Listener{
 		cfg:      c,
 		vl:       vl,
+		host:     listenHost(vl.Addr()),
 		ready:    make(chan *Conn, c.AcceptBacklog),
 		setups:   make(chan struct{}, 2*c.AcceptBacklog),
 		loopDone: make(chan struct{}),
@@ -279,23 +283,28 @@ func (l *Listener) admit(req verbs.ConnRequest) {
 
 // addressedHere reports whether a connection request sent to local is
 // for the Listener: its address is unspecified (every address), or
-// local's IP is its own, or the provider cannot tell (local nil).
+// local's IP is its own, or the provider cannot tell (local nil or
+// unparsable).
 func (l *Listener) addressedHere(local net.Addr) bool {
-	return sameHost(l.vl.Addr(), local)
+	if !l.host.IsValid() || local == nil {
+		return true
+	}
+	ra, err := netip.ParseAddrPort(local.String())
+	return err != nil || ra.Addr().Unmap().WithZone("") == l.host
 }
 
-// sameHost reports whether local's IP is listen's, or listen's is
-// unspecified; a nil or unparsable address is not checked.
-func sameHost(listen, local net.Addr) bool {
-	if listen == nil || local == nil {
-		return true
+// listenHost returns the IP of a listener's address a, unmapped and
+// without its zone: the zero Addr if a is nil, unparsable or unspecified
+// (every address).
+func listenHost(a net.Addr) netip.Addr {
+	if a == nil {
+		return netip.Addr{}
 	}
-	la, err1 := netip.ParseAddrPort(listen.String())
-	ra, err2 := netip.ParseAddrPort(local.String())
-	if err1 != nil || err2 != nil || la.Addr().IsUnspecified() {
-		return true
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil || ap.Addr().IsUnspecified() {
+		return netip.Addr{}
 	}
-	return la.Addr().Unmap().WithZone("") == ra.Addr().Unmap().WithZone("")
+	return ap.Addr().Unmap().WithZone("")
 }
 
 // evictLocked abandons the handshake in progress of e, the oldest, to make
