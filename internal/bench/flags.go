@@ -113,11 +113,13 @@ func (f *Flags) Spec(args []string) (Spec, error) {
 	s.ServerFlags = strings.Fields(f.serverFlags)
 	// Profiles are written in the VM's share, copied out after the run
 	// (rdma-nfsd's, and the Go client's, which runs in the bench's guest
-	// process); on soft, into the directory itself.
-	if s.ServerProfile, err = profileDir("-server-profile", f.ServerProfileOut, s.Provider); err != nil {
+	// process); on soft and with -host, where this process and rdma-nfsd
+	// run, into the directory itself.
+	local := s.Provider == "soft" || f.host
+	if s.ServerProfile, err = profileDir("-server-profile", f.ServerProfileOut, local); err != nil {
 		return s, err
 	}
-	if s.ClientProfile, err = profileDir("-client-profile", f.ClientProfileOut, s.Provider); err != nil {
+	if s.ClientProfile, err = profileDir("-client-profile", f.ClientProfileOut, local); err != nil {
 		return s, err
 	}
 	if s.Provider == "soft" {
@@ -141,16 +143,17 @@ func (f *Flags) Spec(args []string) (Spec, error) {
 func ParseSizes(s string) ([]int, error) { return parseInts(s, parseSize) }
 
 // profileDir creates out, the directory of a profile flag (name), and
-// returns where the profiling process writes into it: guestProfileDir in
-// the VM, out itself (absolute) on soft; "" if out is "".
-func profileDir(name, out, provider string) (string, error) {
+// returns where the profiling process writes into it: out itself
+// (absolute) if it runs here (local), guestProfileDir in the VM; "" if out
+// is "".
+func profileDir(name, out string, local bool) (string, error) {
 	if out == "" {
 		return "", nil
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	if provider != "soft" {
+	if !local {
 		return guestProfileDir, nil
 	}
 	abs, err := filepath.Abs(out)

@@ -76,20 +76,6 @@ func (f *Flags) hostSpec(s Spec) (Spec, error) {
 	if f.kernel {
 		s.Clients = append(s.Clients, ClientKernel)
 	}
-	// Profiles are written where this process and rdma-nfsd run: here.
-	for _, p := range []struct {
-		dst       *string
-		name, out string
-	}{{&s.ServerProfile, "-server-profile", f.ServerProfileOut}, {&s.ClientProfile, "-client-profile", f.ClientProfileOut}} {
-		if p.out == "" {
-			continue
-		}
-		abs, err := filepath.Abs(p.out)
-		if err != nil {
-			return s, fmt.Errorf("%s: %w", p.name, err)
-		}
-		*p.dst = abs
-	}
 	return s, nil
 }
 
