@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,6 +43,22 @@ func TestHostSpec(t *testing.T) {
 	}
 	if kernelCells == 0 {
 		t.Error("-host -kernel has no kernel client cell")
+	}
+	// Profiles are written here, where rdma-nfsd and the Go client run:
+	// into the directories themselves, made absolute.
+	t.Chdir(t.TempDir())
+	s, _, err = parseBench([]string{"-host", "-server-profile", "sp", "-client-profile", "cp"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, got := range map[string]string{"sp": s.ServerProfile, "cp": s.ClientProfile} {
+		want, _ := filepath.Abs(flag)
+		if got != want {
+			t.Errorf("-host profile %s written to %q, want %q", flag, got, want)
+		}
+		if fi, err := os.Stat(want); err != nil || !fi.IsDir() {
+			t.Errorf("-host profile directory %s: %v", want, err)
+		}
 	}
 	for _, tc := range []struct {
 		args []string
