@@ -64,7 +64,7 @@ func TestListenDefault(t *testing.T) {
 		t.Logf("RPC-over-RDMA to %s: %v", addr(rdmaPort), err)
 	}
 	const mnt = "/mnt/rdma-nfsd-default"
-	if out, err := run("mkdir -p " + mnt + " && mount -t nfs -o " + mountOpts + ",retry=0 " + serverAddr + ":/ " + mnt); err == nil {
+	if out, err := run(guesttest.MountCommand(serverAddr+":/", mnt, mountOpts+",retry=0")); err == nil {
 		_, _ = run("umount " + mnt)
 		t.Errorf("the kernel client mounted %s:/ from an rdma-nfsd started without -addr:\n%s", serverAddr, out)
 	} else {
