@@ -71,25 +71,23 @@ func startNfsd(t *testing.T, export, mnt, name string, extra ...string) *nfsd {
 func launchNfsd(t *testing.T, export, mnt, name string, args ...string) *nfsd {
 	t.Helper()
 	s := &nfsd{RdmaNfsd: &guesttest.RdmaNfsd{Log: "/tmp/rdma-nfsd-" + name + ".log"}, t: t, export: export}
-	_ = os.Remove(s.Log)
 	s.Args = append([]string{"-provider", "rdmacore", "-addr", serverAddr, "-rdma-port", strconv.Itoa(rdmaPort)}, args...)
 	if export != "" {
 		// -dir export, all of it the client's: as knfsd's export here.
 		s.Args = append([]string{"-dir", export, "-squash", "no_root_squash"}, s.Args...)
 	}
+	// Runs after StartRdmaNfsd's clean-up (which stops the server and
+	// logs the end of its log if the test failed).
 	t.Cleanup(func() {
-		s.Stop()
 		if !t.Failed() {
 			return
 		}
-		out, _ := run("dmesg | tail -n 40")
-		t.Logf("dmesg tail:\n%s", out)
-		out, _ = run("grep -A 8 ' " + mnt + " ' /proc/self/mountstats")
+		guesttest.LogKernelTail(t, 40)
+		out, _ := run("grep -A 8 ' " + mnt + " ' /proc/self/mountstats")
 		t.Logf("mountstats:\n%s", out)
-		out, _ = run("tail -n 150 " + s.Log)
-		t.Logf("rdma-nfsd log (%s, last lines):\n%s", s.Log, out)
 	})
-	s.start()
+	guesttest.StartRdmaNfsd(t, s.RdmaNfsd)
+	serverPid.Store(int32(s.Pid()))
 	return s
 }
 
