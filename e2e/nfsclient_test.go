@@ -63,12 +63,7 @@ func TestNFSClientKnfsd(t *testing.T) {
 	if guestRunArgs() == nil {
 		requireGuestPassed(t, r, nfsClientGuestTests)
 	}
-	var report []string
-	for _, l := range r.Lines() {
-		if i := strings.Index(l, "NFSCLIENT "); i >= 0 {
-			report = append(report, l[i+len("NFSCLIENT "):])
-		}
-	}
+	report := r.Tagged("NFSCLIENT")
 	t.Logf("the Go NFS client against knfsd (VM run %.0f s):\n  %s", r.Elapsed.Seconds(), strings.Join(report, "\n  "))
 
 	// The Go client's CPU profiles of TestKnfsdVsKernel's profiled pass.

@@ -32,12 +32,7 @@ func TestPosixVsKnfsd(t *testing.T) {
 	if os.Getenv("RPCRDMA_GUEST_RUN") == "" {
 		requireGuestPassed(t, r, []string{"TestPosix"})
 	}
-	var table []string
-	for _, l := range r.Lines() {
-		if i := strings.Index(l, "POSIXCMP "); i >= 0 {
-			table = append(table, l[i+len("POSIXCMP "):])
-		}
-	}
+	table := r.Tagged("POSIXCMP")
 	if len(table) == 0 {
 		t.Errorf("the guest printed no comparison table")
 	}

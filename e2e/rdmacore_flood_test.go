@@ -24,12 +24,7 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 		Args:    []string{"-test.run=^TestRdmacoreHalfOpenFlood$", "-test.timeout=8m"},
 		Options: vm.Options{Timeout: 10 * time.Minute},
 	})
-	var report []string
-	for _, l := range r.Lines() {
-		if i := strings.Index(l, "FLOOD "); i >= 0 {
-			report = append(report, l[i+len("FLOOD "):])
-		}
-	}
+	report := r.Tagged("FLOOD")
 	if len(report) == 0 {
 		t.Error("no FLOOD line in the guest output")
 	}

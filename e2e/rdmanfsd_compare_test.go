@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
-	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // compareGuestTests are the guest tests of TestRdmaNfsdVsKnfsd, in the
@@ -36,23 +35,12 @@ var compareGuestTests = []string{
 // pprof -top and, with $RPCRDMA_NFSD_PROFILE_DIR set, copied there.
 func TestRdmaNfsdVsKnfsd(t *testing.T) {
 	root := filepath.Dir(t.TempDir()) // the share is a sibling: vmtest.ShareDir
-	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
-		Pkg:      "./internal/nfsdguest",
-		CGO:      true,
-		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
-		Setup:    "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true",
-		Args:     append([]string{"-test.timeout=20m", "-test.run=^(TestNoMountport|TestVsKnfsd)$"}, guestRunArgs()...),
-		Options:  vm.Options{Timeout: 22 * time.Minute},
-	})
+	r := vmtest.RunGuestTests(t, nfsdGuestTests(22*time.Minute,
+		append([]string{"-test.timeout=20m", "-test.run=^(TestNoMountport|TestVsKnfsd)$"}, guestRunArgs()...)...))
 	if os.Getenv("RPCRDMA_GUEST_RUN") == "" {
 		requireGuestPassed(t, r, compareGuestTests)
 	}
-	var report []string
-	for _, l := range r.Lines() {
-		if i := strings.Index(l, "RDMANFSD "); i >= 0 {
-			report = append(report, l[i+len("RDMANFSD "):])
-		}
-	}
+	report := r.Tagged("RDMANFSD")
 	t.Logf("rdma-nfsd against knfsd, the kernel's NFSv3 client over RDMA, one boot (VM run %.0f s):\n  %s",
 		r.Elapsed.Seconds(), strings.Join(report, "\n  "))
 

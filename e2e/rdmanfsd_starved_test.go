@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/e2e/vmtest"
-	"github.com/go-rpcrdma/rpcrdma/internal/vm"
 )
 
 // starveForEnv names the variable that sets how long TestRdmaNfsdStarved
@@ -38,23 +37,11 @@ func TestRdmaNfsdStarved(t *testing.T) {
 	}
 	stop := busyHost(runtime.NumCPU())
 	defer stop()
-	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
-		Pkg:      "./internal/nfsdguest",
-		CGO:      true,
-		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
-		Setup:    "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true",
-		Args: []string{"-test.timeout=" + (d + 6*time.Minute).String(), "-test.run=^TestStarved$",
-			"-starve-for=" + d.String()},
-		Options: vm.Options{Timeout: d + 8*time.Minute},
-	})
+	r := vmtest.RunGuestTests(t, nfsdGuestTests(d+8*time.Minute,
+		"-test.timeout="+(d+6*time.Minute).String(), "-test.run=^TestStarved$", "-starve-for="+d.String()))
 	stop()
 	requireGuestPassed(t, r, []string{"TestStarved"})
-	var report []string
-	for _, l := range r.Lines() {
-		if i := strings.Index(l, "RDMANFSD "); i >= 0 {
-			report = append(report, l[i+len("RDMANFSD "):])
-		}
-	}
+	report := r.Tagged("RDMANFSD")
 	t.Logf("rdma-nfsd under CPU starvation (VM run %.0f s):\n  %s", r.Elapsed.Seconds(), strings.Join(report, "\n  "))
 }
 

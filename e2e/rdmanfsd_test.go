@@ -41,25 +41,28 @@ var rdmaNfsdGuestTests = []string{
 // 10.0.0.1 (TestListenDefault). The guest's RDMANFSD lines are the
 // report, logged here.
 func TestRdmaNfsdKernel(t *testing.T) {
-	setup := "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true"
-	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
+	r := vmtest.RunGuestTests(t, nfsdGuestTests(10*time.Minute,
+		append([]string{"-test.timeout=7m", "-test.run=^(TestWorkload|TestRestart|TestMountstats|TestExercise|TestExports|TestListenDefault)$"},
+			guestRunArgs()...)...))
+	requireGuestPassed(t, r, rdmaNfsdGuestTests)
+	report := r.Tagged("RDMANFSD")
+	t.Logf("the kernel's NFSv3 client over RDMA against rdma-nfsd (VM run %.0f s):\n  %s",
+		r.Elapsed.Seconds(), strings.Join(report, "\n  "))
+}
+
+// nfsdGuestTests are the tests of internal/nfsdguest, with rdma-nfsd in
+// the share, run with the test binary's flags args in a VM run of at most
+// timeout. The ping first fills 10.0.0.1's neighbour cache (see
+// perftestScript).
+func nfsdGuestTests(timeout time.Duration, args ...string) vmtest.GuestTests {
+	return vmtest.GuestTests{
 		Pkg:      "./internal/nfsdguest",
 		CGO:      true,
 		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
-		Setup:    setup,
-		Args: append([]string{"-test.timeout=7m", "-test.run=^(TestWorkload|TestRestart|TestMountstats|TestExercise|TestExports|TestListenDefault)$"},
-			guestRunArgs()...),
-		Options: vm.Options{Timeout: 10 * time.Minute},
-	})
-	requireGuestPassed(t, r, rdmaNfsdGuestTests)
-	var report []string
-	for _, l := range r.Lines() {
-		if i := strings.Index(l, "RDMANFSD "); i >= 0 {
-			report = append(report, l[i+len("RDMANFSD "):])
-		}
+		Setup:    "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true",
+		Args:     args,
+		Options:  vm.Options{Timeout: timeout},
 	}
-	t.Logf("the kernel's NFSv3 client over RDMA against rdma-nfsd (VM run %.0f s):\n  %s",
-		r.Elapsed.Seconds(), strings.Join(report, "\n  "))
 }
 
 // guestRunArgs narrows the guest tests with $RPCRDMA_GUEST_RUN (a

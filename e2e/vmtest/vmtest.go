@@ -145,6 +145,19 @@ func (r *Result) Lines() []string {
 	return strings.Split(strings.TrimRight(s, "\n"), "\n")
 }
 
+// Tagged returns what follows "TAG " on each console line that has it, in
+// order: the lines a guest test prints for the host's report ("RDMANFSD
+// ...", "FLOOD ...").
+func (r *Result) Tagged(tag string) []string {
+	var out []string
+	for _, l := range r.Lines() {
+		if _, rest, ok := strings.Cut(l, tag+" "); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
 // Tail returns the last n console lines.
 func (r *Result) Tail(n int) string {
 	l := r.Lines()

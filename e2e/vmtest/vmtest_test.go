@@ -59,6 +59,10 @@ func TestResultLines(t *testing.T) {
 	if got := r.Tail(10); got != "a\nb\n[ 1.0] c" {
 		t.Errorf("Tail(10) = %q", got)
 	}
+	r = &Result{Console: []byte("FLOOD one\r\n    x_test.go:9: FLOOD two 2\r\nFLOODED\r\nFLOOD\r\n")}
+	if got := r.Tagged("FLOOD"); !reflect.DeepEqual(got, []string{"one", "two 2"}) {
+		t.Errorf("Tagged = %q", got)
+	}
 }
 
 // udpFrame builds an Ethernet/IPv4/UDP frame.
