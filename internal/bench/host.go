@@ -209,16 +209,10 @@ func benchHost(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 		return dev, nil, err
 	}
 	fmt.Fprintf(stderr, "on %s; rdma-nfsd: %s\n", dev, bin)
-	srv := newRdmaNfsd(bin, "rdmacore", dev.Addr, filepath.Join(tmp, "export"))
-	srv.logPath = filepath.Join(tmp, "rdma-nfsd.log")
-	srv.profileDir, srv.extra = spec.ServerProfile, spec.ServerFlags
-	var results []Result
 	r := &runner{spec: spec, label: fmt.Sprintf("rdmacore (%s, this host)", dev.Name),
 		provider: &rdmacore.Provider{LocalAddr: dev.Addr},
-		servers:  map[string]server{ServerGo: srv},
-		emit:     func(res Result) { results = append(results, res) },
+		servers:  map[string]server{ServerGo: localNfsd(bin, "rdmacore", dev.Addr, tmp, spec)},
 	}
-	r.progress = func(done, total int, c Cell) { prog.cell(done, total, c.Label(), &results) }
 	if kernel {
 		r.kernel = &kernelClient{mnt: filepath.Join(tmp, "mnt"), server: dev.Addr}
 		restore, err := saveInlineSysctls()
@@ -228,8 +222,7 @@ func benchHost(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 		defer restore()
 	}
 	fmt.Fprintf(stderr, "%d cells × %d rounds of %v each\n", len(spec.AllCells()), spec.Rounds, spec.Duration)
-	err = r.run(ctx)
-	prog.end()
+	results, err := runHere(ctx, r, prog)
 	return dev, results, err
 }
 

@@ -147,9 +147,7 @@ func benchSoft(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build ./cmd/rdma-nfsd: %w\n%s", err, b)
 	}
-	srv := newRdmaNfsd(bin, "soft", "127.0.0.1", filepath.Join(tmp, "export"))
-	srv.logPath = filepath.Join(tmp, "rdma-nfsd.log")
-	srv.profileDir, srv.extra = spec.ServerProfile, spec.ServerFlags
+	srv := localNfsd(bin, "soft", "127.0.0.1", tmp, spec)
 	servers := map[string]server{ServerGo: srv}
 	if spec.comparing() {
 		b := serverB(srv, spec)
@@ -160,16 +158,28 @@ func benchSoft(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 		}
 		servers[ServerGoB] = b
 	}
-	var results []Result
-	r := &runner{spec: spec, label: "soft (TCP)", provider: &soft.Provider{},
-		servers: servers,
-		emit:    func(res Result) { results = append(results, res) },
-	}
-	r.progress = func(done, total int, c Cell) {
-		prog.cell(done, total, c.Label(), &results)
-	}
+	r := &runner{spec: spec, label: "soft (TCP)", provider: &soft.Provider{}, servers: servers}
 	fmt.Fprintf(stderr, "%d cells of %v each on the soft provider\n", len(spec.AllCells()), spec.Duration)
-	err = r.run(ctx)
+	return runHere(ctx, r, prog)
+}
+
+// localNfsd is rdma-nfsd run here (soft, -host) from bin with the
+// provider, at addr, exporting tmp/export, its log in tmp, with spec's
+// profile directory and flags.
+func localNfsd(bin, provider, addr, tmp string, spec Spec) *rdmaNfsd {
+	srv := newRdmaNfsd(bin, provider, addr, filepath.Join(tmp, "export"))
+	srv.logPath = filepath.Join(tmp, "rdma-nfsd.log")
+	srv.profileDir, srv.extra = spec.ServerProfile, spec.ServerFlags
+	return srv
+}
+
+// runHere runs r's cells here, collects their results and reports each
+// through prog.
+func runHere(ctx context.Context, r *runner, prog *progress) ([]Result, error) {
+	var results []Result
+	r.emit = func(res Result) { results = append(results, res) }
+	r.progress = func(done, total int, c Cell) { prog.cell(done, total, c.Label(), &results) }
+	err := r.run(ctx)
 	prog.end()
 	return results, err
 }
