@@ -87,8 +87,9 @@ type flagSet struct {
 
 // pickHostDevice chooses the port a -host run measures among devs: the
 // device named name ("" for any) and the address addr ("" for the port's
-// first, IPv4 before IPv6), on the first active port that has it.
-func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string) (HostDevice, error) {
+// first, IPv4 before IPv6; only IPv4 if ipv4, for the kernel client's
+// cells), on the first active port that has it.
+func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string, ipv4 bool) (HostDevice, error) {
 	if len(devs) == 0 {
 		return HostDevice{}, fmt.Errorf("%w: rdma-core lists none (load the device's driver, e.g. mlx5_ib, or add a Soft-RoCE device: rdma link add rxe0 type rxe netdev eth0)", errNoDevice)
 	}
@@ -129,10 +130,15 @@ func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string) (HostDevice, 
 				continue
 			}
 			a, ok := portAddr(p, want)
+			if ok && ipv4 && !a.Is4() {
+				ok = false
+			}
 			if !ok {
 				switch {
 				case want.IsValid():
 					seen = append(seen, fmt.Sprintf("%s has %s", where, addrList(p.Addrs)))
+				case ipv4 && len(p.Addrs) > 0:
+					seen = append(seen, fmt.Sprintf("%s has no IPv4 address, which -kernel needs (%s)", where, addrList(p.Addrs)))
 				default:
 					seen = append(seen, where+" has no IP address RDMA-CM binds (give its netdev one)")
 				}
@@ -142,6 +148,9 @@ func pickHostDevice(devs []rdmacore.DeviceInfo, name, addr string) (HostDevice, 
 		}
 	}
 	what := "an active port with an IP address"
+	if ipv4 {
+		what = "an active port with an IPv4 address"
+	}
 	if want.IsValid() {
 		what = "an active port with address " + want.String()
 	}
@@ -189,11 +198,11 @@ func benchHost(ctx context.Context, spec Spec, prog *progress, stderr io.Writer)
 	if err != nil {
 		return HostDevice{}, nil, fmt.Errorf("%w: %w", errNoDevice, err)
 	}
-	dev, err := pickHostDevice(devs, spec.Device, spec.Addr)
+	kernel := has(spec.Clients, ClientKernel)
+	dev, err := pickHostDevice(devs, spec.Device, spec.Addr, kernel)
 	if err != nil {
 		return dev, nil, err
 	}
-	kernel := has(spec.Clients, ClientKernel)
 	if kernel {
 		if err := kernelClientReady(); err != nil {
 			return dev, nil, fmt.Errorf("-kernel: %w", err)

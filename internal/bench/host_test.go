@@ -97,9 +97,13 @@ func TestPickHostDevice(t *testing.T) {
 			{Num: 2, State: "ACTIVE", LinkLayer: "Ethernet", ActiveMTU: 4096, Addrs: []netip.Addr{a("fd00::2"), a("10.1.0.2"), a("10.2.0.2")}},
 		}},
 	}
+	v6only := []rdmacore.DeviceInfo{{Name: "rxe0", Ports: []rdmacore.PortInfo{
+		{Num: 1, State: "ACTIVE", LinkLayer: "Ethernet", ActiveMTU: 1024, Addrs: []netip.Addr{a("fd00::1")}},
+	}}}
 	for _, tc := range []struct {
 		devs       []rdmacore.DeviceInfo
 		name, addr string
+		ipv4       bool // -kernel
 		want       HostDevice
 		err        string
 	}{
@@ -112,8 +116,12 @@ func TestPickHostDevice(t *testing.T) {
 		{devs: devs, name: "mlx5_1", err: "permission denied"},
 		{devs: devs, addr: "192.168.7.1", err: "mlx5_2 port 1 has no IP address; mlx5_2 port 2 has fd00::2, 10.1.0.2, 10.2.0.2"},
 		{devs: devs[2:], name: "mlx5_2", addr: "10.9.9.9", err: "no device has an active port with address 10.9.9.9"},
+		// -kernel: an IPv4 address only.
+		{devs: devs, ipv4: true, want: HostDevice{Name: "mlx5_2", Port: 2, LinkLayer: "Ethernet", PathMTU: 4096, Addr: "10.1.0.2"}},
+		{devs: v6only, ipv4: true, err: "no device has an active port with an IPv4 address (rxe0 port 1 has no IPv4 address, which -kernel needs (fd00::1))"},
+		{devs: v6only, want: HostDevice{Name: "rxe0", Port: 1, LinkLayer: "Ethernet", PathMTU: 1024, Addr: "fd00::1"}},
 	} {
-		got, err := pickHostDevice(tc.devs, tc.name, tc.addr)
+		got, err := pickHostDevice(tc.devs, tc.name, tc.addr, tc.ipv4)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, errNoDevice) {
 				t.Errorf("%s %s: %v, %v; want an error with %q", tc.name, tc.addr, got, err, tc.err)
