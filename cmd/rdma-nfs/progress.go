@@ -24,10 +24,10 @@ type progress struct {
 	tree       bool
 	filesTotal int64
 	files      atomic.Int64
-	start time.Time
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	drawn bool
+	start      time.Time
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	drawn      bool
 }
 
 // newProgress starts a bar for name (total bytes, -1 if unknown); it is
