@@ -40,7 +40,9 @@ func (s *session) rm(ctx context.Context, args []string, recursive bool) error {
 			return errors.New("rm: refusing to remove the export's root /")
 		}
 		fh, attr, err := s.exp.Lookup(ctx, name, false)
-		if err != nil {
+		if pe, ok := err.(*fs.PathError); ok {
+			return &fs.PathError{Op: "remove", Path: pe.Path, Err: pe.Err}
+		} else if err != nil {
 			return err
 		}
 		if attr.Type == client.TypeDir {
