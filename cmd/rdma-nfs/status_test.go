@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -59,6 +60,8 @@ func TestExitStatus(t *testing.T) {
 	closedPort := l.Addr().String()
 	l.Close()
 	missing := filepath.Join(t.TempDir(), "missing")
+	local := filepath.Join(t.TempDir(), "local")
+	require.NoError(t, os.WriteFile(local, []byte("x"), 0o644))
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -72,6 +75,7 @@ func TestExitStatus(t *testing.T) {
 		{"mount noent", append(refused, "-export", "/nope", "ls"), exitMount, "rdma-nfs: mount 127.0.0.1:/nope: no such file or directory (MNT3ERR_NOENT)\n"},
 		{"nfs", append(flags, "get", "/a/b", t.TempDir()), exitNFS, "rdma-nfs: lstat /a/b: no such file or directory (NFS3ERR_NOENT)\n"},
 		{"nfs rm", append(flags, "rm", "/a"), exitNFS, "rdma-nfs: remove /a: no such file or directory (NFS3ERR_NOENT)\n"},
+		{"nfs put", append(flags, "put", local, "/nodir/x"), exitNFS, "rdma-nfs: open /nodir/x: no such file or directory (NFS3ERR_NOENT)\n"},
 	} {
 		var errb bytes.Buffer
 		status := mainStatus(t.Context(), tc.args, io.Discard, &errb)
