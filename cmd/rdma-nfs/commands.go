@@ -298,9 +298,6 @@ func (s *session) upload(ctx context.Context, local, remote string, preserve boo
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	if remote == "." {
-		return fmt.Errorf("%s is a directory", display(remote))
-	}
 	// Owner read and write while it is written, whatever perm says.
 	f, tmp, err := s.createTemp(ctx, remote, perm|0o600)
 	if err != nil {
