@@ -10,6 +10,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
@@ -102,6 +104,9 @@ func (s *session) get(ctx context.Context, args []string, preserve bool) error {
 // is a directory.
 func (s *session) put(ctx context.Context, args []string, preserve bool) error {
 	remote := remotePath(args[1])
+	if err := s.checkDirTarget(ctx, args[1], remote); err != nil {
+		return err
+	}
 	if args[0] != "-" {
 		return s.cpToRemote(ctx, args[0], remote, false, preserve)
 	}
@@ -109,6 +114,23 @@ func (s *session) put(ctx context.Context, args []string, preserve bool) error {
 		return fmt.Errorf("put: %s is a directory: name the file to write stdin to", display(remote))
 	}
 	return s.upload(ctx, "-", remote, false, nil)
+}
+
+// checkDirTarget checks that a remote target written with a trailing
+// '/' (raw, as typed; name, its io/fs name) is a directory, as cp(1) does:
+// "put f /d/" never writes a file named d.
+func (s *session) checkDirTarget(ctx context.Context, raw, name string) error {
+	if !strings.HasSuffix(raw, "/") || name == "." {
+		return nil
+	}
+	fi, err := s.exp.Stat(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &fs.PathError{Op: "stat", Path: display(name), Err: syscall.ENOTDIR}
+	}
+	return nil
 }
 
 // copyBuf is the buffer of a transfer: the File gathers or splits it into

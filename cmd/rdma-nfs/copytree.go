@@ -47,6 +47,11 @@ func (s *session) cp(ctx context.Context, args []string, recursive, preserve boo
 	if strings.HasPrefix(src, ":") {
 		return s.cpFromRemote(ctx, remotePath(src[1:]), dst, recursive, preserve)
 	}
+	if !recursive { // cp -r d new/ makes new, as cp(1)
+		if err := s.checkDirTarget(ctx, dst[1:], remotePath(dst[1:])); err != nil {
+			return err
+		}
+	}
 	return s.cpToRemote(ctx, src, remotePath(dst[1:]), recursive, preserve)
 }
 

@@ -120,6 +120,12 @@ func TestPutReplaces(t *testing.T) {
 	require.Equal(t, "new", string(got))
 	_, _, err = rdmaNFS(t, flags, "put", "-", "/d")
 	require.ErrorContains(t, err, "/d is a directory")
+	// A target written as a directory must be one.
+	_, _, err = rdmaNFS(t, flags, "put", src, "/nodir/")
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, _, err = rdmaNFS(t, flags, "cp", src, ":/f.txt/")
+	require.ErrorContains(t, err, "stat /f.txt: not a directory")
+	require.NoFileExists(t, filepath.Join(dir, "nodir"))
 	require.Equal(t, []string{"f.txt"}, entries(t, filepath.Join(dir, "d")))
 
 	// A put the server refuses (a directory it may not write) leaves
