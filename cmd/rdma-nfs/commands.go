@@ -243,6 +243,12 @@ func writeAtomic(name string, meta fileMeta, preserve bool, write func(io.Writer
 		return fmt.Errorf("%s is a directory", name)
 	}
 	dir, base := filepath.Split(name)
+	if base == "" { // "d/", not a directory (cpFromRemote went into one)
+		if statErr == nil {
+			statErr = &fs.PathError{Op: "stat", Path: name, Err: syscall.ENOTDIR}
+		}
+		return statErr
+	}
 	var out *os.File
 	for range 100 {
 		tmp := filepath.Join(dir, tempName(base))

@@ -400,6 +400,8 @@ func TestWriteAtomic(t *testing.T) {
 	require.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the link stays a link")
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
 	require.ErrorContains(t, writeAtomic(filepath.Join(dir, "d"), fileMeta{perm: 0o644}, false, failing), "is a directory")
+	require.ErrorIs(t, writeAtomic(filepath.Join(dir, "nodir")+"/", fileMeta{perm: 0o644}, false, failing), os.ErrNotExist)
+	require.ErrorContains(t, writeAtomic(target+"/", fileMeta{perm: 0o644}, false, failing), "not a directory")
 }
 
 // TestCpDirectoryTarget: as cp(1), cp into an existing directory (either
