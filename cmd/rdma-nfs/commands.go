@@ -316,6 +316,9 @@ func (s *session) upload(ctx context.Context, local, remote string, preserve boo
 			return fmt.Errorf("%s is a directory (cp -r copies trees)", local)
 		}
 		r, size, meta = in, fi.Size(), localMeta(fi)
+		if !fi.Mode().IsRegular() { // a FIFO, a device: a Read may wait for ever
+			r, size = newCtxReader(ctx, in), -1
+		}
 	}
 	perm := meta.perm
 	switch old, err := s.exp.Stat(ctx, remote); {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,49 +37,75 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
-// TestPutInterrupted: rdma-nfs put, interrupted by SIGINT while it
-// writes, exits 130 and leaves the file it was replacing as it was, and
-// no temporary file; the bytes it had sent were in a temporary file
-// beside the target, never under the target's name.
+// TestPutInterrupted: rdma-nfs put (from stdin) and cp to the export
+// (from a FIFO), interrupted by SIGINT while they write, exit 130 and
+// leave the file they were replacing as it was, and no temporary file;
+// the bytes they had sent were in a temporary file beside the target,
+// never under the target's name.
 func TestPutInterrupted(t *testing.T) {
-	dir, flags := testServer(t)
-	target := filepath.Join(dir, "big")
-	old := []byte("the old content, whole\n")
-	require.NoError(t, os.WriteFile(target, old, 0o640))
+	for _, how := range []string{"put", "cp"} {
+		t.Run(how, func(t *testing.T) {
+			dir, flags := testServer(t)
+			target := filepath.Join(dir, "big")
+			old := []byte("the old content, whole\n")
+			require.NoError(t, os.WriteFile(target, old, 0o640))
 
-	cmd := exec.Command(os.Args[0], append(flags, "-progress", "never", "put", "-", "/big")...)
-	cmd.Env = append(os.Environ(), "RDMA_NFS_TEST_MAIN=1")
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	go func() { _, _ = stdin.Write(bytes.Repeat([]byte("new "), 1<<20)) }() // 4 MiB, stdin left open
-	var temp string
-	require.Eventually(t, func() bool {
-		for _, name := range entries(t, dir) {
-			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && strings.HasPrefix(name, ".big.rdma-nfs-") && fi.Size() > 0 {
-				temp = name
-				return true
+			// 4 MiB of input, then the input is left open: the copy waits.
+			data := bytes.Repeat([]byte("new "), 1<<20)
+			done := make(chan struct{})
+			t.Cleanup(func() { close(done) })
+			feed := func(open func() (io.WriteCloser, error)) {
+				w, err := open()
+				if err != nil {
+					return
+				}
+				_, _ = w.Write(data)
+				<-done
+				w.Close()
 			}
-		}
-		return false
-	}, 30*time.Second, 5*time.Millisecond, "no temporary file beside the target")
-	got, err := os.ReadFile(target)
-	require.NoError(t, err)
-	require.Equal(t, old, got, "the target changed while the copy ran")
+			var cmd *exec.Cmd
+			if how == "put" {
+				cmd = exec.Command(os.Args[0], append(flags, "-progress", "never", "put", "-", "/big")...)
+				stdin, err := cmd.StdinPipe()
+				require.NoError(t, err)
+				go feed(func() (io.WriteCloser, error) { return stdin, nil })
+			} else {
+				fifo := filepath.Join(t.TempDir(), "fifo")
+				require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+				cmd = exec.Command(os.Args[0], append(flags, "-progress", "never", "cp", fifo, ":/big")...)
+				go feed(func() (io.WriteCloser, error) { return os.OpenFile(fifo, os.O_WRONLY, 0) }) // waits for the reader
+			}
+			cmd.Env = append(os.Environ(), "RDMA_NFS_TEST_MAIN=1")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			var temp string
+			require.Eventually(t, func() bool {
+				for _, name := range entries(t, dir) {
+					if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && strings.HasPrefix(name, ".big.rdma-nfs-") && fi.Size() > 0 {
+						temp = name
+						return true
+					}
+				}
+				return false
+			}, 30*time.Second, 5*time.Millisecond, "no temporary file beside the target")
+			got, err := os.ReadFile(target)
+			require.NoError(t, err)
+			require.Equal(t, old, got, "the target changed while the copy ran")
 
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
-	require.Equal(t, 130, ee.ExitCode(), "stderr: %s", stderr.String())
-	require.Equal(t, "rdma-nfs: interrupted (SIGINT)\n", stderr.String())
-	got, err = os.ReadFile(target)
-	require.NoError(t, err)
-	require.Equal(t, old, got, "the interrupted put changed the target")
-	require.Equal(t, []string{"big"}, entries(t, dir), "the temporary file %s is left", temp)
+			require.NoError(t, cmd.Process.Signal(os.Interrupt))
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+			require.Equal(t, 130, ee.ExitCode(), "stderr: %s", stderr.String())
+			require.Equal(t, "rdma-nfs: interrupted (SIGINT)\n", stderr.String())
+			got, err = os.ReadFile(target)
+			require.NoError(t, err)
+			require.Equal(t, old, got, "the interrupted copy changed the target")
+			require.Equal(t, []string{"big"}, entries(t, dir), "the temporary file %s is left", temp)
+		})
+	}
 }
 
 // TestPutReplaces: put over an existing file replaces it whole through a
