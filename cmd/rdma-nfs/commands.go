@@ -299,10 +299,12 @@ func writeAtomic(name string, meta fileMeta, preserve bool, write func(io.Writer
 // its owner is the caller (the file replaced may have had another). With
 // preserve it gets local's permissions and times (SETATTR).
 func (s *session) upload(ctx context.Context, local, remote string, preserve bool, bar *progress) (err error) {
-	var r io.Reader = newCtxReader(ctx, os.Stdin) // an interrupt ends a Read that waits
 	size := int64(-1)
 	meta := fileMeta{perm: 0o644}
-	if local != "-" {
+	var r io.Reader
+	if local == "-" {
+		r = newCtxReader(ctx, os.Stdin) // an interrupt ends a Read that waits
+	} else {
 		in, err := os.Open(local)
 		if err != nil {
 			return err
