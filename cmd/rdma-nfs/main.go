@@ -8,31 +8,49 @@
 // and against a server on an RDMA network:
 //
 //	rdma-nfs -server 10.0.0.1 -export /export ls /
-//	rdma-nfs -server 10.0.0.1 -export /export put big.iso iso/big.iso
-//	rdma-nfs -server 10.0.0.1 -export /export -stats get iso/big.iso /tmp/big.iso
-//	rdma-nfs -server 10.0.0.1 -export /export cp -r :src ./dst
+//	rdma-nfs -server 10.0.0.1 -export /export put big.iso /iso/
+//	rdma-nfs -server 10.0.0.1 -export /export -stats get -p /iso/big.iso /tmp
+//	rdma-nfs -server 10.0.0.1 -export /export cp -r -p :src ./dst
+//	rdma-nfs -server 10.0.0.1 -export /export mkdir -p /a/b && rdma-nfs ... mv /a /c
 //	rdma-nfs -server 10.0.0.1 -export /export bench -size 32MiB
 //
-// Commands: ls [path], stat path, cat path, get remote local, put local
-// remote, cp [-r] src dst (remote paths start with ":"; a directory
-// target receives the source under its name, as with cp(1)), exports,
-// bench; "rdma-nfs command -h" describes each. MOUNT goes over TCP (its
-// port from the portmapper unless -mount-addr) or, when no portmapper
-// answers, over the RDMA connection (rdma-nfsd serves it there); each
-// exchange waits at most -mount-timeout. NFS goes over RDMA to -port
-// (20049). get and cp write a local file under a temporary name and
-// rename it when complete: a failed transfer leaves no partial file under
-// the name asked for. bench never overwrites or removes a file it did not
-// create. Transfers longer than a moment show a progress bar on a
-// terminal (-progress). -stats prints the connection's negotiated
-// settings (RFC 8797 inline sizes, credits, remote invalidation) and
-// counters at the end.
+// Commands: ls [path], stat path, cat path, get [-p] remote local, put
+// [-p] local remote, cp [-r] [-p] src dst (remote paths start with ":"),
+// mv src dst, rm [-r] path..., mkdir [-p] path..., exports, bench;
+// "rdma-nfs command -h" describes each. Paths of the export are from its
+// root, "/a/b" (or "a/b"), and messages name them so. A target that is a
+// directory receives the source under its base name, as with cp(1) and
+// mv(1). MOUNT goes over TCP (its port from the portmapper unless
+// -mount-addr) or, when no portmapper answers, over the RDMA connection
+// (rdma-nfsd serves it there); each exchange waits at most
+// -mount-timeout. NFS goes over RDMA to -port (20049).
 //
-// The exit status is 0 on success (and for -h), 2 for a mistake on the
-// command line (an unknown flag or command, a value out of its range: the
-// one-line message names the flag), 1 when the command failed; NFS
-// failures read in plain words with the status in parentheses ("no such
-// file or directory (NFS3ERR_NOENT)").
+// A file copied is written under a temporary name in its target's
+// directory (".name.rdma-nfs-XXXXXXXX", locally or on the server, where
+// it is created exclusively) and renamed over the target once written
+// whole (and, on the server, committed): a failed or interrupted copy
+// leaves no partial file under the name asked for, and removes its
+// temporary file. A file replaced keeps its permissions (with -p: takes
+// the source's), but it is a new file: its owner is the caller's, as
+// with rsync without -o. -p keeps the source's modification and access
+// times and mode (SETATTR on the server, chtimes and chmod locally).
+// bench never overwrites or removes a file it did not create. Transfers
+// longer than a moment show a progress bar on a terminal (-progress); cp
+// -r shows one for the whole tree (files and bytes done of the total).
+// -stats prints the connection's negotiated settings (RFC 8797 inline
+// sizes, credits, remote invalidation) and counters at the end.
+//
+// The exit status says what failed: 0 success (and -h, which prints the
+// usage on stdout), 1 a local failure or one of no other class, 2 a
+// mistake on the command line (an unknown flag or command, a value out of
+// its range: the one-line message names the flag), 3 the server not
+// reached or the connection failed (refused, lost, no reply within
+// -mount-timeout or -timeout), 4 MOUNT refused the export (MNT3ERR_*), 5
+// the server refused an NFS call (NFS3ERR_*: no such file, permission
+// denied...), 130 interrupted by SIGINT (143 by SIGTERM; a second signal
+// exits at once). Failures read in plain words with the RFC 1813 status
+// in parentheses ("lstat /a/b: no such file or directory
+// (NFS3ERR_NOENT)", "permission denied (MNT3ERR_ACCES)").
 package main
 
 import (
@@ -58,8 +76,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 )
 
-func main() { cmdline.Main("rdma-nfs", run) }
-
 // options are the command line's global flags.
 type options struct {
 	server, export, provider, mountAddr, progress string
@@ -72,26 +88,38 @@ type options struct {
 	timeout, mountTimeout                         time.Duration
 }
 
-const usage = `usage: rdma-nfs [flags] command [args]
+const usageHead = `usage: rdma-nfs [flags] command [args]
 
-commands ("rdma-nfs command -h" describes one):
+commands ("rdma-nfs command -h" describes one; remote paths are from the
+export's root, "/a/b"):
 %s
 flags:
+`
+
+const usageTail = `
+exit status: 0 success (and -h); 1 a local failure, or one of no other class;
+2 a mistake on the command line; 3 the server not reached or the connection
+failed (refused, lost, no reply within -mount-timeout or -timeout); 4 MOUNT
+refused the export (MNT3ERR_*); 5 the server refused an NFS call (NFS3ERR_*:
+no such file, permission denied...); 130 interrupted (SIGINT; 143 SIGTERM).
 `
 
 // command is one of the commands: its arguments and what it does.
 type command struct {
 	name, args, help string
-	min, max         int // how many arguments
+	min, max         int // how many arguments (max -1: no bound)
 }
 
 var commands = []command{
 	{"ls", "[path]", "list a directory (long format)", 0, 1},
 	{"stat", "path", "show a file's attributes", 1, 1},
 	{"cat", "path", "write a file to stdout", 1, 1},
-	{"get", "remote local", "copy a file from the export (\"-\" for stdout)", 2, 2},
-	{"put", "local remote", "copy a file to the export (\"-\" for stdin)", 2, 2},
-	{"cp", "[-r] src dst", "copy files or trees; remote paths start with \":\"", 2, 2},
+	{"get", "[-p] remote local", "copy a file from the export (\"-\" for stdout; into local if a directory)", 2, 2},
+	{"put", "[-p] local remote", "copy a file to the export (\"-\" for stdin; into remote if a directory)", 2, 2},
+	{"cp", "[-r] [-p] src dst", "copy files or trees; remote paths start with \":\"", 2, 2},
+	{"mv", "src dst", "rename a file of the export (RENAME; into dst if a directory)", 2, 2},
+	{"rm", "[-r] path...", "remove files of the export (-r: and directories, with what they hold)", 1, -1},
+	{"mkdir", "[-p] path...", "make directories in the export (-p: and their parents; no error if they exist)", 1, -1},
 	{"exports", "", "list the server's exports (MOUNT EXPORT)", 0, 0},
 	{"bench", "[flags]", "sequential write and read, random 4 KiB reads", 0, 0},
 }
@@ -109,13 +137,38 @@ func commandList() string {
 type invocation struct {
 	name      string
 	args      []string
-	recursive bool // cp -r
+	recursive bool // cp -r, rm -r
+	preserve  bool // get, put, cp -p
+	parents   bool // mkdir -p
 	bench     benchOptions
+}
+
+// parseFlags parses args with fset: -h prints the usage (usage(w) writes
+// it) on stdout; a mistake prints it on stderr after flag's message.
+func parseFlags(fset *flag.FlagSet, args []string, usage func(io.Writer), stdout, stderr io.Writer) error {
+	fset.SetOutput(stderr)
+	fset.Usage = func() {}
+	err := cmdline.Parse(fset, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage(stdout)
+	case err != nil:
+		usage(stderr)
+	}
+	return err
+}
+
+// printDefaults prints fset's flags on w.
+func printDefaults(fset *flag.FlagSet, w io.Writer) {
+	out := fset.Output()
+	fset.SetOutput(w)
+	fset.PrintDefaults()
+	fset.SetOutput(out)
 }
 
 // parseCommand parses the command and its flags and arguments (args[0]
 // is the command), before anything connects: its -h prints its usage.
-func parseCommand(args []string, stderr io.Writer) (invocation, error) {
+func parseCommand(args []string, stdout, stderr io.Writer) (invocation, error) {
 	var c *command
 	for i := range commands {
 		if commands[i].name == args[0] {
@@ -127,26 +180,34 @@ func parseCommand(args []string, stderr io.Writer) (invocation, error) {
 	}
 	inv := invocation{name: c.name}
 	fset := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fset.SetOutput(stderr)
 	line := strings.TrimSpace("rdma-nfs [flags] " + c.name + " " + c.args)
-	fset.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s\n\n%s\n", line, c.help)
-		if c.name == "cp" || c.name == "bench" {
-			fmt.Fprintf(stderr, "\n%s flags:\n", c.name)
-			fset.PrintDefaults()
-		}
-	}
 	var finish func() error
 	switch c.name {
 	case "cp":
 		fset.BoolVar(&inv.recursive, "r", false, "copy directories recursively")
+		fset.BoolVar(&inv.preserve, "p", false, "keep the source's modification and access times and mode")
+	case "get", "put":
+		fset.BoolVar(&inv.preserve, "p", false, "keep the source's modification and access times and mode")
+	case "rm":
+		fset.BoolVar(&inv.recursive, "r", false, "remove directories and what they hold")
+	case "mkdir":
+		fset.BoolVar(&inv.parents, "p", false, "make the missing parents too; no error for a directory that exists")
 	case "bench":
 		finish = inv.bench.define(fset)
 	}
-	if err := cmdline.Parse(fset, args[1:]); err != nil {
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "usage: %s\n\n%s\n", line, c.help)
+		hasFlags := false
+		fset.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintf(w, "\n%s flags:\n", c.name)
+			printDefaults(fset, w)
+		}
+	}
+	if err := parseFlags(fset, args[1:], usage, stdout, stderr); err != nil {
 		return inv, err
 	}
-	if n := fset.NArg(); n < c.min || n > c.max {
+	if n := fset.NArg(); n < c.min || c.max >= 0 && n > c.max {
 		if c.max == 0 {
 			return inv, cmdline.Usagef("%s: unexpected arguments %q (usage: %s)", c.name, fset.Args(), line)
 		}
@@ -162,12 +223,10 @@ func parseCommand(args []string, stderr io.Writer) (invocation, error) {
 	return inv, nil
 }
 
-func parse(args []string, stderr io.Writer) (options, invocation, error) {
+func parse(args []string, stdout, stderr io.Writer) (options, invocation, error) {
 	var o options
 	var inv invocation
 	fs := flag.NewFlagSet("rdma-nfs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, usage, commandList()); fs.PrintDefaults() }
 	fs.StringVar(&o.server, "server", "", "server host or address (required)")
 	fs.StringVar(&o.export, "export", "/", "exported path to mount")
 	fs.IntVar(&o.port, "port", nfs.DefaultRDMAPort, "NFS over RDMA port")
@@ -190,17 +249,22 @@ func parse(args []string, stderr io.Writer) (options, invocation, error) {
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always, never")
 	fs.DurationVar(&o.timeout, "timeout", 0, "bound on the whole command (not negative; 0: none)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	if err := cmdline.Parse(fs, args); err != nil {
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, usageHead, commandList())
+		printDefaults(fs, w)
+		fmt.Fprint(w, usageTail)
+	}
+	if err := parseFlags(fs, args, usage, stdout, stderr); err != nil {
 		return o, inv, err
 	}
 	if o.version {
 		return o, inv, nil
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		usage(stderr)
 		return o, inv, cmdline.Usagef("no command")
 	}
-	inv, err := parseCommand(fs.Args(), stderr)
+	inv, err := parseCommand(fs.Args(), stdout, stderr)
 	if err != nil {
 		return o, inv, err
 	}
@@ -246,14 +310,14 @@ func (o *options) check() error {
 // session is a mounted export and what the commands share.
 type session struct {
 	o        options
-	exp      *client.Export
+	exp      export
 	stdout   io.Writer
 	stderr   io.Writer
 	progress bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, inv, err := parse(args, stderr)
+	o, inv, err := parse(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -261,7 +325,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, buildinfo.Read().String("rdma-nfs"))
 		return nil
 	}
-	return plainError(o.run(ctx, inv, stdout, stderr))
+	return plainError(o, o.run(ctx, inv, stdout, stderr))
 }
 
 // run mounts the export and runs the command inv.
@@ -296,7 +360,7 @@ func (o options) run(ctx context.Context, inv invocation, stdout, stderr io.Writ
 		return err
 	}
 	defer exp.Close()
-	s := &session{o: o, exp: exp, stdout: stdout, stderr: stderr, progress: wantProgress(o.progress, stderr)}
+	s := &session{o: o, exp: export{exp}, stdout: stdout, stderr: stderr, progress: wantProgress(o.progress, stderr)}
 	switch inv.name {
 	case "ls":
 		err = s.ls(ctx, inv.args)
@@ -305,11 +369,17 @@ func (o options) run(ctx context.Context, inv invocation, stdout, stderr io.Writ
 	case "cat":
 		err = s.cat(ctx, inv.args)
 	case "get":
-		err = s.get(ctx, inv.args)
+		err = s.get(ctx, inv.args, inv.preserve)
 	case "put":
-		err = s.put(ctx, inv.args)
+		err = s.put(ctx, inv.args, inv.preserve)
 	case "cp":
-		err = s.cp(ctx, inv.args, inv.recursive)
+		err = s.cp(ctx, inv.args, inv.recursive, inv.preserve)
+	case "mv":
+		err = s.mv(ctx, inv.args)
+	case "rm":
+		err = s.rm(ctx, inv.args, inv.recursive)
+	case "mkdir":
+		err = s.mkdir(ctx, inv.args, inv.parents)
 	case "bench":
 		err = s.bench(ctx, inv.bench)
 	}
@@ -354,17 +424,21 @@ func exports(ctx context.Context, server string, opt *client.MountOptions, stdou
 	return nil
 }
 
-// plainError rewrites an NFS failure on a path, "lstat a: nfs: NFS3
+// plainError rewrites an NFS failure on a path, "lstat /a: nfs: NFS3
 // LOOKUP: no such file or directory (NFS3ERR_NOENT)", to its plain words,
-// "lstat a: no such file or directory (NFS3ERR_NOENT)", keeping the
-// error chain.
-func plainError(err error) error {
+// "lstat /a: no such file or directory (NFS3ERR_NOENT)", and a refused
+// MNT to "mount host:/export: permission denied (MNT3ERR_ACCES)", keeping
+// the error chain.
+func plainError(o options, err error) error {
 	var pe *fs.PathError
 	var ne *client.Error
-	if !errors.As(err, &pe) || !errors.As(pe.Err, &ne) {
-		return err
+	switch {
+	case errors.As(err, &ne) && ne.Mount:
+		return &wordedError{msg: fmt.Sprintf("mount %s:%s: %s (%s)", o.server, o.export, ne.Status.Text(), ne.StatusName()), err: err}
+	case errors.As(err, &pe) && errors.As(pe.Err, &ne):
+		return &wordedError{msg: fmt.Sprintf("%s %s: %s (%s)", pe.Op, pe.Path, ne.Status.Text(), ne.StatusName()), err: err}
 	}
-	return &wordedError{msg: fmt.Sprintf("%s %s: %s (%s)", pe.Op, pe.Path, ne.Status.Text(), ne.Status), err: err}
+	return err
 }
 
 // wordedError is an error with a plainer message than its chain's.

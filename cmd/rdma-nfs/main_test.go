@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-rpcrdma/rpcrdma/internal/cmdline"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
@@ -96,8 +95,8 @@ func TestPutGetCatLsStat(t *testing.T) {
 	_, _, err = rdmaNFS(t, flags, "stat", "missing")
 	require.ErrorIs(t, err, os.ErrNotExist)
 	var errb bytes.Buffer
-	require.Equal(t, 1, mainStatus(t.Context(), append(append([]string(nil), flags...), "ls", "missing"), io.Discard, &errb))
-	require.Equal(t, "rdma-nfs: lstat missing: no such file or directory (NFS3ERR_NOENT)\n", errb.String())
+	require.Equal(t, exitNFS, mainStatus(t.Context(), append(append([]string(nil), flags...), "ls", "missing"), io.Discard, &errb))
+	require.Equal(t, "rdma-nfs: lstat /missing: no such file or directory (NFS3ERR_NOENT)\n", errb.String())
 	_, _, err = rdmaNFS(t, flags, "frobnicate")
 	require.ErrorContains(t, err, "unknown command")
 }
@@ -222,6 +221,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"exports", "x"}, "exports: unexpected arguments"},
 		{[]string{"cp", "a", "b"}, "cp: exactly one"},
 		{[]string{"cp", "-x", "a", ":b"}, "-x"},
+		{[]string{"rm"}, "rm: wrong number of arguments"},
+		{[]string{"mkdir"}, "mkdir: wrong number of arguments"},
+		{[]string{"mv", "a"}, "mv: wrong number of arguments"},
+		{[]string{"rm", "-x", "a"}, "-x"},
 	} {
 		args := append(append([]string(nil), base...), tc.args...)
 		if strings.HasPrefix(tc.args[0], "-") {
@@ -243,15 +246,18 @@ func TestBadFlags(t *testing.T) {
 		usage string // a flag the usage lists
 	}{{[]string{"-h"}, "-credits"}, {[]string{"-help"}, "-rsize"}, {append(base, "bench", "-h"), "-jobs"},
 		{[]string{"bench", "-h"}, "-no-write"}, {[]string{"cp", "-h"}, "-r"}, {[]string{"ls", "-h"}, "ls [path]"},
-		{[]string{"stat", "-h"}, "stat path"}, {[]string{"cat", "-help"}, "cat path"}, {[]string{"get", "-h"}, "get remote local"},
-		{[]string{"put", "-h"}, "put local remote"}, {[]string{"exports", "-h"}, "exports"}, {[]string{"-h", "ls"}, "mount-timeout"}} {
+		{[]string{"stat", "-h"}, "stat path"}, {[]string{"cat", "-help"}, "cat path"}, {[]string{"get", "-h"}, "get [-p] remote local"},
+		{[]string{"put", "-h"}, "put [-p] local remote"}, {[]string{"exports", "-h"}, "exports"}, {[]string{"-h", "ls"}, "mount-timeout"},
+		{[]string{"-h"}, "130 interrupted"}, {[]string{"-h"}, "4 MOUNT\nrefused"}, {[]string{"cp", "-h"}, "-p\tkeep"},
+		{[]string{"rm", "-h"}, "rm [-r] path..."}, {[]string{"mv", "-h"}, "mv src dst"}, {[]string{"mkdir", "-h"}, "-p\tmake the missing parents"}} {
 		var out, errb bytes.Buffer
 		require.Equal(t, 0, mainStatus(t.Context(), tc.args, &out, &errb), "%v", tc.args)
-		require.Contains(t, errb.String(), tc.usage, "%v prints the usage", tc.args)
+		require.Contains(t, out.String(), tc.usage, "%v prints the usage on stdout", tc.args)
+		require.Empty(t, errb.String(), "%v", tc.args)
 	}
-	// A failure that is not the command line's: status 1.
+	// A failure that is not the command line's: the server not reached.
 	var out, errb bytes.Buffer
-	require.Equal(t, 1, mainStatus(t.Context(), append(base, "ls"), &out, &errb), errb.String())
+	require.Equal(t, exitTransport, mainStatus(t.Context(), append(base, "ls"), &out, &errb), errb.String())
 }
 
 // TestNoPortmapper: with no -mount-addr and no portmapper answering on
@@ -291,7 +297,7 @@ func TestMountTimeout(t *testing.T) {
 	start := time.Now()
 	status := mainStatus(t.Context(), []string{"-provider", "soft", "-server", "127.0.0.1", "-port", "1",
 		"-mount-addr", l.Addr().String(), "-mount-timeout", "300ms", "ls"}, io.Discard, &errb)
-	require.Equal(t, 1, status)
+	require.Equal(t, exitTransport, status)
 	require.Equal(t, "rdma-nfs: nfs: mount "+l.Addr().String()+": MOUNT3 MNT: no reply within 300ms: context deadline exceeded\n", errb.String())
 	require.Less(t, time.Since(start), 10*time.Second)
 }
@@ -370,10 +376,10 @@ func TestWriteAtomic(t *testing.T) {
 		_, _ = w.Write([]byte("partial"))
 		return errors.New("interrupted")
 	}
-	require.EqualError(t, writeAtomic(target, 0o644, failing), "interrupted")
+	require.EqualError(t, writeAtomic(target, fileMeta{perm: 0o644}, false, failing), "interrupted")
 	require.NoFileExists(t, target)
 	require.NoError(t, os.WriteFile(target, []byte("old"), 0o640))
-	require.EqualError(t, writeAtomic(target, 0o644, failing), "interrupted")
+	require.EqualError(t, writeAtomic(target, fileMeta{perm: 0o644}, false, failing), "interrupted")
 	got, err := os.ReadFile(target)
 	require.NoError(t, err)
 	require.Equal(t, "old", string(got))
@@ -382,7 +388,7 @@ func TestWriteAtomic(t *testing.T) {
 	require.Len(t, ents, 1, "no temporary file left")
 
 	require.NoError(t, os.Symlink("t", filepath.Join(dir, "link")))
-	require.NoError(t, writeAtomic(filepath.Join(dir, "link"), 0o644, func(w io.Writer) error {
+	require.NoError(t, writeAtomic(filepath.Join(dir, "link"), fileMeta{perm: 0o644}, false, func(w io.Writer) error {
 		_, err := w.Write([]byte("whole"))
 		return err
 	}))
@@ -393,7 +399,9 @@ func TestWriteAtomic(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the link stays a link")
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
-	require.ErrorContains(t, writeAtomic(filepath.Join(dir, "d"), 0o644, failing), "is a directory")
+	require.ErrorContains(t, writeAtomic(filepath.Join(dir, "d"), fileMeta{perm: 0o644}, false, failing), "is a directory")
+	require.ErrorIs(t, writeAtomic(filepath.Join(dir, "nodir")+"/", fileMeta{perm: 0o644}, false, failing), os.ErrNotExist)
+	require.ErrorContains(t, writeAtomic(target+"/", fileMeta{perm: 0o644}, false, failing), "not a directory")
 }
 
 // TestCpDirectoryTarget: as cp(1), cp into an existing directory (either
@@ -438,7 +446,7 @@ func TestCpDirectoryTarget(t *testing.T) {
 }
 
 // mainStatus runs the command line args as main does and returns the exit
-// status, having reported an error on stderr (cmdline.Status).
+// status, having reported an error on stderr (exitStatus).
 func mainStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return cmdline.Status("rdma-nfs", run(ctx, args, stdout, stderr), stderr)
+	return exitStatus(ctx, run(ctx, args, stdout, stderr), stderr)
 }

@@ -498,7 +498,7 @@ func TestMountClientCodec(t *testing.T) {
 	_, _, err = m.Mnt(ctx, "/export/path")
 	var ne *client.Error
 	require.ErrorAs(t, err, &ne)
-	require.Equal(t, "nfs: MOUNT3 MNT /export/path: permission denied (NFS3ERR_ACCES)", err.Error())
+	require.Equal(t, "nfs: MOUNT3 MNT /export/path: permission denied (MNT3ERR_ACCES)", err.Error())
 	mnt = nfs3.MntRes{FH: []byte("root"), AuthFlavors: make([]uint32, nfs3.MaxAuthFlavors+1)}
 	_, _, err = m.Mnt(ctx, "/export/path")
 	require.ErrorIs(t, err, client.ErrBadReply)

@@ -74,15 +74,28 @@ var statusErrno = map[Status]syscall.Errno{
 type Error struct {
 	// Proc is the procedure, as nfs.ProcName names it ("NFS3 LOOKUP").
 	Proc string
-	// Status is the nfsstat3 (or, for MOUNT, the mountstat3).
+	// Status is the nfsstat3 (or, when Mount is set, the mountstat3).
 	Status Status
+	// Mount says that Status is a mountstat3 (RFC 1813 §5.1.5), the
+	// refusal of a MOUNT procedure (MNT): its names are MNT3ERR_*, its
+	// numbers and plain words those of the nfsstat3 of the same number.
+	Mount bool
 }
 
 // Error reads "nfs: NFS3 LOOKUP: no such file or directory
 // (NFS3ERR_NOENT)": the procedure, the status in plain words, then its
-// RFC 1813 name.
+// RFC 1813 name (StatusName).
 func (e *Error) Error() string {
-	return "nfs: " + e.Proc + ": " + e.Status.Text() + " (" + e.Status.String() + ")"
+	return "nfs: " + e.Proc + ": " + e.Status.Text() + " (" + e.StatusName() + ")"
+}
+
+// StatusName is the RFC 1813 name of the status: "MNT3ERR_ACCES" for a
+// MOUNT refusal (§5.1.5), "NFS3ERR_ACCES" otherwise (§2.6).
+func (e *Error) StatusName() string {
+	if e.Mount {
+		return nfs3.MountStatus(e.Status).String()
+	}
+	return e.Status.String()
 }
 
 // statusText words the statuses with no errno counterpart (RFC 1813 §2.6).

@@ -334,6 +334,17 @@ func (e *Export) Rename(ctx context.Context, oldName, newName string) error {
 	return clientPathErr("rename", oldName, err)
 }
 
+// Setattr sets the attributes s of name (SETATTR, RFC 1813 §3.3.2),
+// following a symbolic link at its end: its mode, owner, size or times
+// (SetAttr says which).
+func (e *Export) Setattr(ctx context.Context, name string, s *SetAttr) error {
+	fh, _, err := e.lookup(ctx, name, true)
+	if err == nil {
+		_, err = e.Client.Setattr(ctx, fh, s, nil)
+	}
+	return clientPathErr("setattr", name, err)
+}
+
 // Symlink makes name a symbolic link to target.
 func (e *Export) Symlink(ctx context.Context, target, name string) error {
 	dir, base, err := e.parent(ctx, name)

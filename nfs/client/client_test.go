@@ -203,6 +203,12 @@ func TestClientProcedures(t *testing.T) {
 	fh, _, err := mc.Mnt(ctx, "/")
 	require.NoError(t, err)
 	require.Equal(t, []byte(root), []byte(fh))
+	// A refusal is named as RFC 1813 §5.1.5 names it, in plain words too.
+	_, _, err = mc.Mnt(ctx, "/nope")
+	require.ErrorAs(t, err, &ne)
+	require.True(t, ne.Mount)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.Equal(t, "nfs: MOUNT3 MNT /nope: no such file or directory (MNT3ERR_NOENT)", err.Error())
 	require.NoError(t, mc.Umnt(ctx, "/"))
 	exports, err := mc.Export(ctx)
 	require.NoError(t, err)
@@ -235,6 +241,10 @@ func TestClientErrorMapping(t *testing.T) {
 	require.False(t, errors.Is(err, fs.ErrNotExist))
 	require.Equal(t, "nfs: NFS3 READ: illegal file handle (NFS3ERR_BADHANDLE)", err.Error())
 	require.Equal(t, "nfsstat3(12345)", client.Status(12345).String())
+	mnt := &client.Error{Proc: "MOUNT3 MNT /x", Status: client.StatusAccess, Mount: true}
+	require.Equal(t, "nfs: MOUNT3 MNT /x: permission denied (MNT3ERR_ACCES)", mnt.Error())
+	require.Equal(t, "MNT3ERR_ACCES", mnt.StatusName())
+	require.ErrorIs(t, mnt, fs.ErrPermission)
 }
 
 // TestClientAuth checks the credential of every call as the server

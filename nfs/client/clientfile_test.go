@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -115,6 +116,25 @@ func TestClientWriteAtSeek(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrClosed)
 	_, err = env.exp.OpenFile(ctx, "w", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	require.ErrorIs(t, err, os.ErrExist)
+}
+
+// TestExportSetattr: Export.Setattr sets a file's mode and times by
+// path; a missing path is a *fs.PathError naming it.
+func TestExportSetattr(t *testing.T) {
+	env := startClientEnv(t, nil)
+	ctx := callCtx(t)
+	require.NoError(t, os.WriteFile(env.path("f"), []byte("x"), 0o644))
+	mode := uint32(0o600)
+	mtime := time.Date(2001, 2, 3, 4, 5, 6, 7000, time.UTC)
+	atime := mtime.Add(time.Hour)
+	require.NoError(t, env.exp.Setattr(ctx, "f", &client.SetAttr{Mode: &mode, Mtime: &mtime, Atime: &atime}))
+	fi, err := os.Stat(env.path("f"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	require.True(t, mtime.Equal(fi.ModTime()), "mtime %v, want %v", fi.ModTime(), mtime)
+	err = env.exp.Setattr(ctx, "missing", &client.SetAttr{Mode: &mode})
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.ErrorContains(t, err, "setattr missing:")
 }
 
 // TestClientDirectory2000 lists a directory of 2,000 entries with READDIR

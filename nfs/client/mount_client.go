@@ -290,7 +290,8 @@ func (m *MountClient) Null(ctx context.Context) error {
 
 // Mnt calls MOUNTPROC3_MNT (RFC 1813 §5.2.1) and returns the root handle of
 // the export at path and the authentication flavors it accepts. A refusal
-// is an *Error with the mountstat3.
+// is an *Error with the mountstat3 and Mount set ("nfs: MOUNT3 MNT /x:
+// permission denied (MNT3ERR_ACCES)").
 func (m *MountClient) Mnt(ctx context.Context, path string) (FH, []xdr.AuthFlavor, error) {
 	args := nfs3.MntArgs{Path: path}
 	r, err := m.call(ctx, nfs.MountProcMnt, args.Append(nil))
@@ -302,7 +303,7 @@ func (m *MountClient) Mnt(ctx context.Context, path string) (FH, []xdr.AuthFlavo
 		return nil, nil, badReply("MOUNT3 MNT", err)
 	}
 	if res.Status != nfs3.MntOK {
-		return nil, nil, &Error{Proc: "MOUNT3 MNT " + path, Status: Status(res.Status)}
+		return nil, nil, &Error{Proc: "MOUNT3 MNT " + path, Status: Status(res.Status), Mount: true}
 	}
 	flavors := make([]xdr.AuthFlavor, len(res.AuthFlavors))
 	for i, f := range res.AuthFlavors {
