@@ -49,3 +49,27 @@ func TestClosedConnMemory(t *testing.T) {
 		t.Errorf("a closed responder Conn keeps %d B of heap, want at most %d", per, closedConnMaxBytes)
 	}
 }
+
+// TestConnClosed: Closed is open until Close, closed once Close returned,
+// for both roles.
+func TestConnClosed(t *testing.T) {
+	l, accepted := haListen(t, Config{})
+	c, _, err := haDial(l, hpGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := <-accepted
+	for _, conn := range []*Conn{c, srv} {
+		select {
+		case <-conn.Closed():
+			t.Fatal("Closed before Close")
+		default:
+		}
+		_ = conn.Close()
+		select {
+		case <-conn.Closed():
+		default:
+			t.Fatal("Closed still open after Close")
+		}
+	}
+}

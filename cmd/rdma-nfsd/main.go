@@ -359,30 +359,6 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 	}
 }
 
-// connTable keeps the RDMA connections, for their counters (a closed
-// connection's Stats stay readable; the table keeps the last maxConnsKept).
-type connTable struct {
-	mu    sync.Mutex
-	conns []*transport.Conn
-}
-
-const maxConnsKept = 256
-
-func (t *connTable) add(c *transport.Conn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.conns) == maxConnsKept {
-		t.conns = append(t.conns[:0], t.conns[1:]...)
-	}
-	t.conns = append(t.conns, c)
-}
-
-func (t *connTable) snapshot() []*transport.Conn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]*transport.Conn(nil), t.conns...)
-}
-
 // connStats is one connection's entry on the metrics endpoint.
 type connStats struct {
 	Remote string
