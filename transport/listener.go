@@ -46,9 +46,9 @@ import (
 // none of them to a heavier one, and a legitimate client that dials
 // during a flood from other addresses gets in (Stats counts in
 // HandshakesDisplaced the handshakes that gave their place to another
-// source). As with TCP's SYN queue, a flood with a spoofed or widely
-// spread source address (one handshake per address) falls back to
-// evicting the oldest handshakes.
+// source). A flood spread over as many source addresses as there are
+// places (one handshake each) falls back to evicting the oldest
+// handshakes.
 // The IB CM gives no sign that a peer is live before its RTU (IBA 12.6),
 // and the accept (REP) must already carry the queue pair, whose Receives
 // RFC 8797 §4.2 and RFC 8166 §3.3.3 want posted before the peer may send;
@@ -56,9 +56,9 @@ import (
 // are a queue of bounded size that a flood of half-open peers (requests
 // that are never confirmed) can churn but never fill: a peer that
 // completes its handshake within the time the flood takes to send
-// ListenerLimits.Handshakes further requests always gets in, and one
-// whose source holds fewer handshakes than the flood's sources whatever
-// the time. A request that finds the
+// ListenerLimits.Handshakes further requests always gets in, and so does,
+// however long its handshake, a peer whose source holds fewer handshakes
+// than the flood's sources. A request that finds the
 // limits taken by established connections only is rejected at once (the
 // dialer's error is a *verbs.RejectedError), never queued. Stats counts
 // the handshakes, the connections, the evictions and the rejects.
