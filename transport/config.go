@@ -203,12 +203,25 @@ type Config struct {
 	// AcceptBacklog bounds, as listen(2)'s backlog does, the connections
 	// a Listener holds for Accept: handshakes in progress plus
 	// connections established but not yet returned by Accept. A
-	// connection request beyond it takes the place of the oldest
-	// handshake in progress (whose dialer sees its connection fail), or
-	// is rejected at once if there is none (see Listener). 0 (or less)
-	// means DefaultAcceptBacklog; more than MaxAcceptBacklog means
-	// MaxAcceptBacklog (listen(2) truncates to net.core.somaxconn).
+	// connection request beyond it takes the place of a handshake in
+	// progress (whose dialer sees its connection fail: the oldest of the
+	// source holding the most), or is rejected at once if there is none
+	// (see Listener). 0 (or less) means DefaultAcceptBacklog; more than
+	// MaxAcceptBacklog means MaxAcceptBacklog (listen(2) truncates to
+	// net.core.somaxconn). HandshakeMemory bounds the handshakes in
+	// progress too.
 	AcceptBacklog int
+	// HandshakeMemory bounds the memory a Listener's handshakes hold
+	// registered. A handshake registers its Receive and Send buffers (for
+	// each credit it may grant, GrantPolicy.Max, one of each of the
+	// inline sizes offered: 0.5 MiB at the defaults) before it sends the
+	// accept (RFC 8797 §4.2), and an evicted one holds them until it has
+	// ended; so at most HandshakeMemory / (2 × that) handshakes are in
+	// progress at once, at least one whatever its size and at most
+	// AcceptBacklog (ListenerLimits.Handshakes): a request beyond them
+	// takes the place of one, as beyond the backlog. 0 (or less) means
+	// DefaultHandshakeMemory.
+	HandshakeMemory int
 	// MaxConns, if positive, caps the Listener's connections: those in
 	// its backlog plus those returned by Accept and not yet closed. A
 	// connection request beyond it takes the place of the oldest
@@ -237,14 +250,18 @@ const (
 	// exists and its receive and send buffers (a Receive and a Send of
 	// the inline sizes per credit: 0.5 MiB at the defaults) are
 	// registered and posted before the accept is sent (RFC 8797 §4.2).
-	// The default so bounds what a flood of half-open peers, of any size,
-	// can pin to the resources of at most 2 x AcceptBacklog handshakes
-	// (see Listener), 128 MiB registered at the defaults; the flood cannot
-	// keep new requests out, each of which evicts its oldest handshake.
+	// A flood of half-open peers, of any size, can so pin the resources
+	// of at most 2 x AcceptBacklog handshakes (see Listener), 128 MiB
+	// registered at the defaults (DefaultHandshakeMemory); the flood
+	// cannot keep new requests out, each of which evicts a handshake.
 	DefaultAcceptBacklog = 128
 	// MaxAcceptBacklog is the largest AcceptBacklog: a larger one is
 	// truncated to it, as listen(2) truncates to net.core.somaxconn.
 	MaxAcceptBacklog = 65535
+	// DefaultHandshakeMemory is Config.HandshakeMemory's default, 128
+	// MiB: room for DefaultAcceptBacklog handshakes in progress and as
+	// many ending, at the default credits and inline sizes (0.5 MiB each).
+	DefaultHandshakeMemory = 128 << 20
 	// DefaultHandshakeTimeout is the time a peer has to confirm an
 	// accept.
 	DefaultHandshakeTimeout = 10 * time.Second
@@ -461,6 +478,9 @@ func (c *Config) withDefaults(role cmpriv.Role) Config {
 	cfg.AcceptBacklog = min(cfg.AcceptBacklog, MaxAcceptBacklog)
 	if cfg.MaxConns < 0 {
 		cfg.MaxConns = 0
+	}
+	if cfg.HandshakeMemory <= 0 {
+		cfg.HandshakeMemory = DefaultHandshakeMemory
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout

@@ -86,6 +86,7 @@ type Conn struct {
 	readWake  chan struct{} // a message or an error arrived
 	writeWake chan struct{} // a slot, a credit or an error arrived
 	done      chan struct{} // closed by Close
+	closedCh  chan struct{} // closed once Close is done (Closed)
 	rd, wd    deadline      // own lock (deadline.mu)
 
 	stats counters // atomic
@@ -98,6 +99,7 @@ func newConn(cfg Config, role cmpriv.Role) *Conn {
 		readWake:  make(chan struct{}, 1),
 		writeWake: make(chan struct{}, 1),
 		done:      make(chan struct{}),
+		closedCh:  make(chan struct{}),
 		rd:        makeDeadline(),
 		wd:        makeDeadline(),
 	}
@@ -444,8 +446,15 @@ func (c *Conn) Close() error {
 	// A reconnection in progress sees c.done (its dial is cancelled too)
 	// and ends; wait for it so that nothing of the Conn outlives Close.
 	c.bg.Wait()
+	close(c.closedCh)
 	return nil
 }
+
+// Closed returns a channel that is closed once Close has freed the
+// connection's resources: its Stats are final from then on, and a table
+// of connections can keep what it needs of it (its Stats, its addresses)
+// and let the Conn go.
+func (c *Conn) Closed() <-chan struct{} { return c.closedCh }
 
 // closeLinger bounds how long a responder's Close waits for the Sends of
 // the replies written before it.

@@ -27,33 +27,49 @@ import (
 //     after the timeout.
 //   - Config.AcceptBacklog bounds, as listen(2)'s backlog does, the
 //     handshakes in progress plus the connections waiting for Accept.
+//   - Config.HandshakeMemory bounds the registered memory of the
+//     handshakes, and so their number (ListenerLimits.Handshakes), below
+//     the backlog if need be.
 //   - Config.MaxConns, if set, caps the connections: those of the backlog
 //     plus those returned by Accept and not yet closed. Closing a
 //     connection frees its place.
 //
-// A connection request that finds a limit reached takes the place of the
-// oldest handshake in progress, if there is one: that handshake is
-// abandoned (its queue pair and buffers freed; its dialer sees the
-// connection fail: a verbs.ErrDisconnected, or a reject where the IB CM
-// answers the abandoned accept with a REJ) and the new request's begins.
+// A connection request that finds a limit reached takes the place of a
+// handshake in progress, if there is one: the oldest handshake of the
+// source (the requester's IP address) that holds the most handshakes in
+// progress, the requester's own source first if it is one of those. That
+// handshake is abandoned (its queue pair and buffers freed; its dialer
+// sees the connection fail: a verbs.ErrDisconnected, or a reject where
+// the IB CM answers the abandoned accept with a REJ) and the new
+// request's begins. A flood from a few sources so churns its own
+// handshakes: a source holding no more handshakes than any other loses
+// none of them to a heavier one, and a legitimate client that dials
+// during a flood from other addresses gets in (Stats counts in
+// HandshakesDisplaced the handshakes that gave their place to another
+// source). A flood spread over as many source addresses as there are
+// places (one handshake each) falls back to evicting the oldest
+// handshakes.
 // The IB CM gives no sign that a peer is live before its RTU (IBA 12.6),
 // and the accept (REP) must already carry the queue pair, whose Receives
 // RFC 8797 §4.2 and RFC 8166 §3.3.3 want posted before the peer may send;
-// so, as the kernel's SYN queue drops its oldest entries, the handshakes
-// in progress are a queue of bounded size that a flood of half-open peers
-// (requests that are never confirmed) can churn but never fill: a peer
-// that completes its handshake within the time the flood takes to send
-// AcceptBacklog further requests always gets in. A request that finds the
+// so, as the kernel's SYN queue drops entries, the handshakes in progress
+// are a queue of bounded size that a flood of half-open peers (requests
+// that are never confirmed) can churn but never fill: a peer that
+// completes its handshake within the time the flood takes to send
+// ListenerLimits.Handshakes further requests always gets in, and so does,
+// however long its handshake, a peer whose source holds fewer handshakes
+// than the flood's sources. A request that finds the
 // limits taken by established connections only is rejected at once (the
 // dialer's error is a *verbs.RejectedError), never queued. Stats counts
 // the handshakes, the connections, the evictions and the rejects.
 //
 // An abandoned handshake frees its queue pair and buffers as it ends,
 // which a busy device may take a while to do; the resources of at most
-// 2 x AcceptBacklog handshakes (the backlog's and as many ending) exist at
-// once, and a handshake beyond them waits, within its timeout, for one to
-// end before it creates its own. A half-open flood so holds at most
-// 2 x AcceptBacklog times a handshake's memory, whatever its rate.
+// 2 x ListenerLimits.Handshakes handshakes (those in progress and as many
+// ending) exist at once, and a handshake beyond them waits, within its
+// timeout, for one to end before it creates its own. A half-open flood so
+// holds at most Config.HandshakeMemory registered, whatever its rate
+// (ListenerLimits).
 type Listener struct {
 	cfg Config
 	vl  verbs.Listener
@@ -73,8 +89,9 @@ type Listener struct {
 	// a handshake never blocks on it.
 	ready chan *Conn
 	// setups holds a token for each handshake whose queue pair and
-	// buffers exist (see Listener); capacity 2 x AcceptBacklog.
+	// buffers exist (see Listener); capacity 2 x limits.Handshakes.
 	setups   chan struct{}
+	limits   ListenerLimits
 	loopDone chan struct{} // closed when the accept loop ended
 	wg       sync.WaitGroup
 
@@ -83,9 +100,9 @@ type Listener struct {
 
 	mu  sync.Mutex
 	err error // why the accept loop ended
-	// inProgress holds the *halfOpen of the handshakes in progress,
-	// oldest first; handshakes is its length.
-	inProgress list.List
+	// sources holds the handshakes in progress by source (see
+	// sourceLoads); handshakes is their number.
+	sources    sourceLoads
 	handshakes int // handshakes in progress
 	queued     int // connections in ready
 	conns      int // connections established and not closed
@@ -121,18 +138,22 @@ type ListenerStats struct {
 	// replies staged for RDMA Write whose Send has not completed.
 	CallBytes, ReplyBytes int
 	// HandshakesEvicted counts the handshakes abandoned to make room for
-	// a newer connection request (see Listener).
-	HandshakesEvicted uint64
+	// a newer connection request (see Listener); HandshakesDisplaced
+	// counts those of them whose place went to a request from another
+	// source (one holding fewer handshakes in progress), the others
+	// having given theirs to a newer request of their own source.
+	HandshakesEvicted, HandshakesDisplaced uint64
 	// RejectedAddr counts the connection requests rejected because they
 	// were sent to another address than the Listener's (see Listen).
 	RejectedAddr uint64
 }
 
-// halfOpen is a handshake in progress, an element of
-// Listener.inProgress.
+// halfOpen is a handshake in progress, an element of its source's list
+// (sourceLoads).
 type halfOpen struct {
 	cancel context.CancelFunc // ends the handshake
-	elem   *list.Element
+	src    *sourceLoad
+	elem   *list.Element // in src.handshakes
 	// evicted says the handshake gave its place to a newer request (under
 	// Listener.mu): it no longer counts, and it ends in failure.
 	evicted bool
@@ -153,6 +174,7 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 		return nil, err
 	}
 	c := cfg.withDefaults(cmpriv.Responder)
+	limits := listenerLimits(&c)
 	vl, err := c.Provider.Listen(addr)
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "rdma", Addr: stringAddr(addr), Err: err}
@@ -162,7 +184,8 @@ func Listen(addr string, cfg *Config) (*Listener, error) {
 		vl:       vl,
 		host:     listenHost(vl.Addr()),
 		ready:    make(chan *Conn, c.AcceptBacklog),
-		setups:   make(chan struct{}, 2*c.AcceptBacklog),
+		setups:   make(chan struct{}, 2*limits.Handshakes),
+		limits:   limits,
 		loopDone: make(chan struct{}),
 		calls:    newSharedBudget(c.Memory.ListenerCalls, c.MaxRPCSize),
 		replies:  newSharedBudget(c.Memory.ListenerReplies, c.MaxRPCSize),
@@ -241,14 +264,16 @@ func (l *Listener) acceptLoop() {
 	}
 }
 
-// admit starts the handshake of req, in the place of the oldest handshake
-// in progress if a limit is reached, or rejects it if the limit is taken
-// by established connections only.
+// admit starts the handshake of req, in the place of a handshake in
+// progress (evictFor) if a limit is reached, or rejects it if the limit is
+// taken by established connections only.
 func (l *Listener) admit(req verbs.ConnRequest) {
 	var why string
+	src := sourceOf(req.RemoteAddr())
 	l.mu.Lock()
 	capFull := l.cfg.MaxConns > 0 && l.handshakes+l.conns >= l.cfg.MaxConns
-	backlogFull := l.handshakes+l.queued >= l.cfg.AcceptBacklog
+	backlogFull := l.handshakes+l.queued >= l.cfg.AcceptBacklog ||
+		l.handshakes >= l.limits.Handshakes
 	switch {
 	case l.ctx.Err() != nil:
 		why = "listener closed"
@@ -263,13 +288,13 @@ func (l *Listener) admit(req verbs.ConnRequest) {
 		l.n.RejectedBacklog++
 	default:
 		if capFull || backlogFull {
-			// Both sums were at their limit (never over it): one
-			// place freed is room for req under both.
-			l.evictLocked(l.inProgress.Front())
+			// Each sum was at its limit (never over it): one place
+			// freed is room for req under all of them.
+			l.evictForLocked(src)
 		}
 		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
 		h := &halfOpen{cancel: cancel}
-		h.elem = l.inProgress.PushBack(h)
+		l.sources.add(src, h)
 		l.handshakes++
 		l.wg.Add(1)
 		l.mu.Unlock()
@@ -307,11 +332,16 @@ func listenHost(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap().WithZone("")
 }
 
-// evictLocked abandons the handshake in progress of e, the oldest, to make
-// room for a newer request: its place is free at once, and its goroutine
-// ends it in failure. l.mu is held.
-func (l *Listener) evictLocked(e *list.Element) {
-	h := l.inProgress.Remove(e).(*halfOpen)
+// evictForLocked abandons a handshake in progress to make room for a
+// newer request from src (see sourceLoads.victim): its place is free at
+// once, and its goroutine ends it in failure. There is one (l.handshakes
+// > 0). l.mu is held.
+func (l *Listener) evictForLocked(src netip.Addr) {
+	h := l.sources.victim(src)
+	if h.src.addr != src {
+		l.n.HandshakesDisplaced++
+	}
+	l.sources.remove(h)
 	h.evicted = true
 	l.handshakes--
 	l.n.HandshakesEvicted++
@@ -345,7 +375,7 @@ func (l *Listener) handshake(ctx context.Context, req verbs.ConnRequest, h *half
 		l.cfg.Logger.Debug("rpcrdma: handshake evicted", "remote", req.RemoteAddr())
 		return
 	}
-	l.inProgress.Remove(h.elem)
+	l.sources.remove(h)
 	l.handshakes--
 	if err != nil {
 		if timedOut {
@@ -430,6 +460,15 @@ type ListenerLimits struct {
 	// MaxConns, if positive, bounds Handshakes plus Conns
 	// (Config.MaxConns; 0: no cap).
 	Backlog, MaxConns int
+	// HandshakeBytes is the memory one handshake registers before it
+	// sends its accept: a Receive and a Send buffer of the inline sizes
+	// offered for each credit it may grant (GrantPolicy.Max). At most
+	// 2 x Handshakes handshakes hold it at once (those in progress and as
+	// many evicted ones ending), within HandshakeMemory
+	// (Config.HandshakeMemory): Handshakes is HandshakeMemory /
+	// (2 x HandshakeBytes), at least 1 and at most Backlog, and bounds
+	// ListenerStats.Handshakes.
+	HandshakeBytes, HandshakeMemory, Handshakes int
 	// Calls, Replies and Registered bound CallBytes, ReplyBytes and
 	// Registered (MemoryLimits.ListenerCalls, ListenerReplies and
 	// ListenerRegistered).
@@ -437,10 +476,25 @@ type ListenerLimits struct {
 }
 
 // Limits returns the limits the Listener applies.
-func (l *Listener) Limits() ListenerLimits {
-	m := l.cfg.Memory
-	return ListenerLimits{Backlog: l.cfg.AcceptBacklog, MaxConns: max(l.cfg.MaxConns, 0),
-		Calls: m.ListenerCalls, Replies: m.ListenerReplies, Registered: m.ListenerRegistered}
+func (l *Listener) Limits() ListenerLimits { return l.limits }
+
+// ListenerLimits returns the limits a Listener with c applies
+// (Listener.Limits), without listening: a program can check its settings
+// against them first.
+func (c *Config) ListenerLimits() ListenerLimits {
+	d := c.withDefaults(cmpriv.Responder)
+	return listenerLimits(&d)
+}
+
+// listenerLimits returns the limits of c, whose defaults are filled in.
+func listenerLimits(c *Config) ListenerLimits {
+	m := c.Memory
+	local, _ := c.local()
+	per := int(c.GrantPolicy.Max) * (local.RecvSize + local.SendSize)
+	return ListenerLimits{Backlog: c.AcceptBacklog, MaxConns: max(c.MaxConns, 0),
+		HandshakeBytes: per, HandshakeMemory: c.HandshakeMemory,
+		Handshakes: min(max(c.HandshakeMemory/(2*max(per, 1)), 1), c.AcceptBacklog),
+		Calls:      m.ListenerCalls, Replies: m.ListenerReplies, Registered: m.ListenerRegistered}
 }
 
 // Close stops listening; blocked and later Accepts fail with net.ErrClosed.

@@ -485,7 +485,33 @@ func (s *responder) lingerLocked() {
 	}
 }
 
-func (s *responder) closeLocked(ep *endpoint) { s.releaseAllMemLocked(ep) }
+// closeLocked gives back what the calls hold and then drops the
+// connection's call state (releaseStateLocked).
+func (s *responder) closeLocked(ep *endpoint) {
+	s.releaseAllMemLocked(ep)
+	s.releaseStateLocked()
+}
+
+// releaseStateLocked drops the call slots, the index by XID, the queues
+// and the cached message buffers at Close, so that a closed Conn kept for
+// its Stats holds its counters and little else. Nothing touches them any
+// more: Conn.ep is nil (completions, trims and budget retries check it
+// under Conn.mu and find another or none), Conn.closed is set (reads and
+// writes check it, or writeErrLocked, under Conn.mu before they look at a
+// slot), and releaseAllMemLocked has handed the memory the calls held
+// back. A call buffer of Config.CallBuffers still holding a queued call
+// goes back to them.
+func (s *responder) releaseStateLocked() {
+	c := s.c
+	c.assertLocked("releaseStateLocked")
+	for i := range s.calls {
+		s.putOwnedLocked(&s.calls[i])
+	}
+	s.calls, s.free, s.byXID = nil, nil, nil
+	s.ops, s.echoList = nil, nil
+	s.pulling, c.readQ, c.cur = ring{}, ring{}, -1
+	s.msgs = bufCache{}
+}
 
 func (s *responder) closed(*endpoint) {}
 

@@ -112,7 +112,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.credits, "credits", 0, fmt.Sprintf("largest credit grant per connection (0..%d; 0: 64, as Linux)", transport.MaxCredits))
 	fs.IntVar(&o.concurrentCalls, "concurrent-calls", 0, fmt.Sprintf("calls of one connection executed at once (0..%d; 0: 16; 1: one after the other)", server.MaxConcurrentCalls))
 	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on connections (not negative; 0: none)")
-	fs.IntVar(&o.backlog, "backlog", 0, fmt.Sprintf("handshakes in progress plus connections not yet served (0..%d; 0: 128)", transport.MaxAcceptBacklog))
+	fs.IntVar(&o.backlog, "backlog", 0, "handshakes in progress plus connections not yet served (0..128 at the default -credits and inline sizes: each handshake registers 0.5 MiB, within a budget of 128 MiB; 0: 128)")
 	fs.IntVar(&o.maxRPC, "max-rpc", 0, fmt.Sprintf("largest RPC message (%d..%d; 0: 1 MiB + 16 KiB)", nfs.MinMaxRPCSize, transport.MaxRPCSizeMax))
 	fs.IntVar(&o.postAsyncMin, "post-async-min", 0, "replies moving at least this many bytes are posted by the connection's posting goroutine (0: 32 KiB; negative: by the goroutine that built them)")
 	fs.BoolVar(&o.rpcbind, "rpcbind", true, "register with the system's rpcbind (127.0.0.1:111) when it runs")
@@ -190,7 +190,7 @@ func (o *options) check() error {
 		cmdline.Int("-credits", int64(o.credits), 1, transport.MaxCredits, "64"),
 		cmdline.Int("-concurrent-calls", int64(o.concurrentCalls), 1, server.MaxConcurrentCalls, "16"),
 		cmdline.Int("-max-conns", int64(o.maxConns), 0, math.MaxInt64, "no cap"),
-		cmdline.Int("-backlog", int64(o.backlog), 1, transport.MaxAcceptBacklog, "128"),
+		o.checkBacklog(),
 		cmdline.Int("-max-rpc", int64(o.maxRPC), nfs.MinMaxRPCSize, transport.MaxRPCSizeMax, "1 MiB + 16 KiB"),
 		cmdline.Int("-gc-percent", int64(o.gcPercent), -1, math.MaxInt32, ""),
 	)
@@ -357,30 +357,6 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 			return err
 		}
 	}
-}
-
-// connTable keeps the RDMA connections, for their counters (a closed
-// connection's Stats stay readable; the table keeps the last maxConnsKept).
-type connTable struct {
-	mu    sync.Mutex
-	conns []*transport.Conn
-}
-
-const maxConnsKept = 256
-
-func (t *connTable) add(c *transport.Conn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.conns) == maxConnsKept {
-		t.conns = append(t.conns[:0], t.conns[1:]...)
-	}
-	t.conns = append(t.conns, c)
-}
-
-func (t *connTable) snapshot() []*transport.Conn {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]*transport.Conn(nil), t.conns...)
 }
 
 // connStats is one connection's entry on the metrics endpoint.

@@ -1,0 +1,75 @@
+package transport
+
+import (
+	"runtime"
+	"testing"
+)
+
+// closedConnMaxBytes bounds the Go heap a closed responder Conn keeps: its
+// counters, addresses and settings, not its call slots and buffers.
+const closedConnMaxBytes = 4 << 10
+
+// TestClosedConnMemory (issue 36): a server keeps closed connections for
+// their Stats. n responder Conns, each having served a call, are closed
+// and kept; the heap they keep alive (measured as what dropping them
+// frees) is at most closedConnMaxBytes each, and their Stats still count
+// what they did.
+func TestClosedConnMemory(t *testing.T) {
+	const n = 64
+	l, accepted := haListen(t, Config{})
+	haDials(t, l, accepted, 1)
+	idle := hpGoroutines()
+	kept := make([]*Conn, 0, n)
+	for i := range n {
+		c, _, err := haDial(l, hpGuard)
+		if err != nil {
+			t.Fatalf("Dial %d: %v", i, err)
+		}
+		srv := <-accepted
+		haRoundTrip(t, c, srv) // closes srv
+		_ = c.Close()
+		kept = append(kept, srv)
+	}
+	// The connections' goroutines are gone: what is left is kept.
+	checkLeaks(t, idle, hpGuard)
+	// Objects with finalizers (sockets) take a second collection.
+	runtime.GC()
+	withKept := haHeap()
+	for _, srv := range kept {
+		if st := srv.Stats(); st.Recvs == 0 || st.Sends == 0 {
+			t.Fatalf("closed Conn's stats %+v: want its Receive and Send counted", st)
+		}
+	}
+	runtime.KeepAlive(kept)
+	kept = nil
+	without := haHeap()
+	per := (int64(withKept) - int64(without)) / n
+	t.Logf("a closed responder Conn keeps %d B of heap (bound %d)", per, closedConnMaxBytes)
+	if per > closedConnMaxBytes {
+		t.Errorf("a closed responder Conn keeps %d B of heap, want at most %d", per, closedConnMaxBytes)
+	}
+}
+
+// TestConnClosed: Closed is open until Close, closed once Close returned,
+// for both roles.
+func TestConnClosed(t *testing.T) {
+	l, accepted := haListen(t, Config{})
+	c, _, err := haDial(l, hpGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := <-accepted
+	for _, conn := range []*Conn{c, srv} {
+		select {
+		case <-conn.Closed():
+			t.Fatal("Closed before Close")
+		default:
+		}
+		_ = conn.Close()
+		select {
+		case <-conn.Closed():
+		default:
+			t.Fatal("Closed still open after Close")
+		}
+	}
+}
