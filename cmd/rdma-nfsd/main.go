@@ -209,11 +209,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.logLevel)) // parse checked it
-	var lh slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
-	if o.logFormat == "json" {
-		lh = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
-	}
-	log := slog.New(lh)
+	log := newLogger(o.logFormat, level, stderr)
 	defer debug.SetGCPercent(debug.SetGCPercent(o.gcPercent))
 	if o.cpuProfile != "" {
 		stop, err := startCPUProfile(o.cpuProfile)
@@ -338,7 +334,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 	for {
 		select {
 		case <-usr1:
-			logStats(log, srv, conns)
+			logStats(log, srv)
 		case <-hup:
 			reload(log, srv, xs)
 		case err := <-served:
@@ -353,7 +349,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 			if errors.Is(err, server.ErrClosed) || errors.Is(err, context.Canceled) {
 				err = nil
 			}
-			logStats(log, srv, conns)
+			logStats(log, srv)
 			return err
 		}
 	}
@@ -426,12 +422,4 @@ func metricsHandler(srv *server.Server, conns *connTable) http.Handler {
 		}))
 	})
 	return expvar.Handler()
-}
-
-func logStats(log *slog.Logger, srv *server.Server, conns *connTable) {
-	log.Info("rdma-nfsd: listener", "stats", fmt.Sprintf("%+v", srv.ListenerStats()), "drc", fmt.Sprintf("%+v", srv.DRCStats()))
-	for _, c := range conns.snapshot() {
-		s := c.Stats()
-		log.Info("rdma-nfsd: connection", "remote", c.RemoteAddr().String(), "stats", fmt.Sprintf("%+v", s))
-	}
 }
