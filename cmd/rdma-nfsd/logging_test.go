@@ -175,7 +175,6 @@ func jsonType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-
 // TestSnakeCase: the keys of the figures logged (statsValue).
 func TestSnakeCase(t *testing.T) {
 	for name, want := range map[string]string{
