@@ -70,7 +70,7 @@ type options struct {
 	dir, provider, metrics, logLevel  string
 	addr                              addrList
 	exports, logFormat                string
-	version                           bool
+	version, checkOnly                bool
 	squash                            string
 	anonUID, anonGID                  uint
 	cpuProfile                        string
@@ -94,6 +94,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", "", "directory to export as /, to every client (or -exports)")
 	fs.StringVar(&o.exports, "exports", "", "exports file (exports(5) syntax: directories, client rules, options); SIGHUP re-reads it (or -dir)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.checkOnly, "check", false, "check the configuration (flags, the exports file, the exported directories), print \"configuration ok\" or the errors, and exit (0: ok, 1: errors) without serving")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	fs.Var(&o.addr, "addr", "IP addresses to listen on, for NFS/RDMA, MOUNT and -portmap (comma-separated or repeated; IPv6 accepted; 0.0.0.0 or :: for all; default 127.0.0.1 only)")
 	fs.IntVar(&o.rdmaPort, "rdma-port", nfs.DefaultRDMAPort, "NFS over RDMA port (0..65535; 0 picks one)")
@@ -206,6 +207,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 	if o.version {
 		fmt.Fprintln(os.Stdout, buildinfo.Read().String("rdma-nfsd"))
 		return nil
+	}
+	if o.checkOnly {
+		return checkConfig(o, os.Stdout, stderr)
 	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.logLevel)) // parse checked it
@@ -328,6 +332,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
+	sd := newNotifier(log) // systemd's Type=notify
+	defer sd.close()
+	sd.ready()
 	if ready != nil {
 		ready(srv)
 	}
@@ -336,13 +343,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		case <-usr1:
 			logStats(log, srv)
 		case <-hup:
+			sd.reloading()
 			reload(log, srv, xs)
+			sd.ready()
 		case err := <-served:
+			sd.stopping()
 			if errors.Is(err, server.ErrClosed) {
 				err = nil
 			}
 			return err
 		case <-ctx.Done():
+			sd.stopping()
 			log.Info("rdma-nfsd: shutting down")
 			_ = srv.Close()
 			err := <-served
