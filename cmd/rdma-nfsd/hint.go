@@ -14,7 +14,9 @@ import (
 // With the soft provider (RDMA emulated over TCP, which only the Go
 // client speaks) it is rdma-nfs's, which sends MOUNT over the RDMA
 // connection when no portmapper answers; with rdmacore the kernel's
-// mount, with mountport= so that it needs no rpcbind either.
+// mount, with mountport= so that it needs no rpcbind either. Both work
+// under secure, the exports(5) default: MOUNT over RDMA counts as from a
+// privileged port, and mount.nfs sends it over TCP from one.
 func clientHint(provider string, rdma, tcp net.Addr, export string) string {
 	rdmaHost, rdmaPort := hostPort(rdma)
 	_, tcpPort := hostPort(tcp)

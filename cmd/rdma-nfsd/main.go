@@ -25,9 +25,16 @@
 // counters are served as JSON on the metrics endpoint (expvar,
 // /debug/vars) and logged on SIGUSR1. SIGTERM or SIGINT shut down cleanly.
 //
+// -check checks the configuration (the flags, the exports file, the
+// exported directories) as nginx -t does, prints "configuration ok" or
+// the errors, and starts nothing. Under systemd (Type=notify, the unit in
+// contrib/systemd) it reports READY=1, RELOADING=1 and STOPPING=1
+// (sd_notify(3)).
+//
 // The exit status is 0 after a clean shutdown (and for -h), 2 for a
 // mistake on the command line (an unknown flag, a value out of its range:
-// the one-line message names the flag), 1 when serving failed.
+// the one-line message names the flag), 1 when serving failed (or -check
+// found errors).
 package main
 
 import (
