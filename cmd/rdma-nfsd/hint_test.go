@@ -83,9 +83,9 @@ func TestClientHint(t *testing.T) {
 		{"soft", "0.0.0.0:20049", "0.0.0.0:4000", "/", "rdma-nfs -provider soft -server 127.0.0.1 ls /"},
 		{"soft", "127.0.0.1:20049", "127.0.0.1:4000", "/", "rdma-nfs -provider soft -server 127.0.0.1 ls /"},
 		{"soft", "10.0.0.1:7000", "10.0.0.1:4000", "/srv", "rdma-nfs -provider soft -server 10.0.0.1 -port 7000 -export /srv ls /"},
-		{"rdmacore", "10.0.0.1:20049", "10.0.0.1:4000", "/", "mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=4000 10.0.0.1:/ /mnt"},
-		{"rdmacore", "[::]:20049", "[::]:4000", "/srv", "mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=4000 SERVER:/srv /mnt"},
-		{"rdmacore", "[fd00::1]:20049", "[fd00::1]:4000", "/", "mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=4000 [fd00::1]:/ /mnt"},
+		{"rdmacore", "10.0.0.1:20049", "10.0.0.1:4000", "/", "mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=4000,mountproto=tcp 10.0.0.1:/ /mnt"},
+		{"rdmacore", "[::]:20049", "[::]:4000", "/srv", "mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=4000,mountproto=tcp SERVER:/srv /mnt"},
+		{"rdmacore", "[fd00::1]:20049", "[fd00::1]:4000", "/", "mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=4000,mountproto=tcp [fd00::1]:/ /mnt"},
 	} {
 		require.Equal(t, tc.want, clientHint(tc.provider, tcp(tc.rdma), tcp(tc.tcp), tc.export), "%+v", tc)
 	}
