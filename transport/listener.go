@@ -385,7 +385,7 @@ func (l *Listener) handshake(ctx context.Context, req verbs.ConnRequest, h *half
 		}
 		l.mu.Unlock()
 		if l.ctx.Err() == nil {
-			l.cfg.Logger.Warn("rpcrdma: accept failed", "remote", req.RemoteAddr(), "timeout", timedOut, "err", err)
+			l.cfg.Logger.Warn("rpcrdma: accept failed", "remote", req.RemoteAddr(), "timed_out", timedOut, "err", err)
 		}
 		return
 	}

@@ -14,7 +14,10 @@ import (
 // With the soft provider (RDMA emulated over TCP, which only the Go
 // client speaks) it is rdma-nfs's, which sends MOUNT over the RDMA
 // connection when no portmapper answers; with rdmacore the kernel's
-// mount, with mountport= so that it needs no rpcbind either.
+// mount, with mountport= and mountproto=tcp (MOUNT is never carried over
+// RDMA by the kernel) so that it needs no rpcbind either. Both work
+// under secure, the exports(5) default: MOUNT over RDMA counts as from a
+// privileged port, and mount.nfs sends it over TCP from one.
 func clientHint(provider string, rdma, tcp net.Addr, export string) string {
 	rdmaHost, rdmaPort := hostPort(rdma)
 	_, tcpPort := hostPort(tcp)
@@ -36,7 +39,7 @@ func clientHint(provider string, rdma, tcp net.Addr, export string) string {
 	} else if strings.Contains(rdmaHost, ":") {
 		rdmaHost = "[" + rdmaHost + "]"
 	}
-	return fmt.Sprintf("mount -t nfs -o vers=3,proto=rdma,port=%d,mountport=%d %s:%s /mnt", rdmaPort, tcpPort, rdmaHost, export)
+	return fmt.Sprintf("mount -t nfs -o vers=3,proto=rdma,port=%d,mountport=%d,mountproto=tcp %s:%s /mnt", rdmaPort, tcpPort, rdmaHost, export)
 }
 
 // hostPort returns a listener's host ("" for a wildcard) and port.

@@ -25,9 +25,16 @@
 // counters are served as JSON on the metrics endpoint (expvar,
 // /debug/vars) and logged on SIGUSR1. SIGTERM or SIGINT shut down cleanly.
 //
+// -check checks the configuration (the flags, the exports file, the
+// exported directories) as nginx -t does, prints "configuration ok" or
+// the errors, and starts nothing. Under systemd (Type=notify, the unit in
+// contrib/systemd) it reports READY=1, RELOADING=1 and STOPPING=1
+// (sd_notify(3)).
+//
 // The exit status is 0 after a clean shutdown (and for -h), 2 for a
 // mistake on the command line (an unknown flag, a value out of its range:
-// the one-line message names the flag), 1 when serving failed.
+// the one-line message names the flag), 1 when serving failed (or -check
+// found errors).
 package main
 
 import (
@@ -70,7 +77,7 @@ type options struct {
 	dir, provider, metrics, logLevel  string
 	addr                              addrList
 	exports, logFormat                string
-	version                           bool
+	version, checkOnly                bool
 	squash                            string
 	anonUID, anonGID                  uint
 	cpuProfile                        string
@@ -94,6 +101,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", "", "directory to export as /, to every client (or -exports)")
 	fs.StringVar(&o.exports, "exports", "", "exports file (exports(5) syntax: directories, client rules, options); SIGHUP re-reads it (or -dir)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.checkOnly, "check", false, "check the configuration (flags, the exports file, the exported directories), print \"configuration ok\" or the errors, and exit (0: ok, 1: errors) without serving")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	fs.Var(&o.addr, "addr", "IP addresses to listen on, for NFS/RDMA, MOUNT and -portmap (comma-separated or repeated; IPv6 accepted; 0.0.0.0 or :: for all; default 127.0.0.1 only)")
 	fs.IntVar(&o.rdmaPort, "rdma-port", nfs.DefaultRDMAPort, "NFS over RDMA port (0..65535; 0 picks one)")
@@ -207,13 +215,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		fmt.Fprintln(os.Stdout, buildinfo.Read().String("rdma-nfsd"))
 		return nil
 	}
+	if o.checkOnly {
+		return checkConfig(o, os.Stdout, stderr)
+	}
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(o.logLevel)) // parse checked it
-	var lh slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
-	if o.logFormat == "json" {
-		lh = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
-	}
-	log := slog.New(lh)
+	log := newLogger(o.logFormat, level, stderr)
 	defer debug.SetGCPercent(debug.SetGCPercent(o.gcPercent))
 	if o.cpuProfile != "" {
 		stop, err := startCPUProfile(o.cpuProfile)
@@ -332,28 +339,35 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
+	sd := newNotifier(log) // systemd's Type=notify
+	defer sd.close()
+	sd.ready()
 	if ready != nil {
 		ready(srv)
 	}
 	for {
 		select {
 		case <-usr1:
-			logStats(log, srv, conns)
+			logStats(log, srv)
 		case <-hup:
+			sd.reloading()
 			reload(log, srv, xs)
+			sd.ready()
 		case err := <-served:
+			sd.stopping()
 			if errors.Is(err, server.ErrClosed) {
 				err = nil
 			}
 			return err
 		case <-ctx.Done():
+			sd.stopping()
 			log.Info("rdma-nfsd: shutting down")
 			_ = srv.Close()
 			err := <-served
 			if errors.Is(err, server.ErrClosed) || errors.Is(err, context.Canceled) {
 				err = nil
 			}
-			logStats(log, srv, conns)
+			logStats(log, srv)
 			return err
 		}
 	}
@@ -402,12 +416,4 @@ func metricsHandler(srv *server.Server, conns *connTable) http.Handler {
 		}))
 	})
 	return expvar.Handler()
-}
-
-func logStats(log *slog.Logger, srv *server.Server, conns *connTable) {
-	log.Info("rdma-nfsd: listener", "stats", fmt.Sprintf("%+v", srv.ListenerStats()), "drc", fmt.Sprintf("%+v", srv.DRCStats()))
-	for _, c := range conns.snapshot() {
-		s := c.Stats()
-		log.Info("rdma-nfsd: connection", "remote", c.RemoteAddr().String(), "stats", fmt.Sprintf("%+v", s))
-	}
 }

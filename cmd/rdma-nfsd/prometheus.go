@@ -21,7 +21,7 @@ func promHandler(srv *server.Server, provider verbs.Provider) http.Handler {
 	bi := buildinfo.Read()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "rdma_nfsd_build_info",
-		Help:        "The build of rdma-nfsd serving (always 1).",
+		Help:        "Build info of the rdma-nfsd serving, in its labels (always 1).",
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
 	})
 	build.Set(1)
@@ -52,7 +52,7 @@ type listenerCollector struct {
 func newListenerCollector(srv *server.Server, provider verbs.Provider) *listenerCollector {
 	c := &listenerCollector{srv: srv, provider: provider.Name(),
 		registered: prometheus.NewDesc("rpcrdma_provider_registered_bytes",
-			"Bytes the verbs provider holds registered now, over all its connections.", []string{"provider"}, nil),
+			"Bytes of memory the verbs provider holds registered now (registered bytes), over all its connections and handshakes.", []string{"provider"}, nil),
 	}
 	c.meter, _ = provider.(verbs.MemoryMeter)
 	gauge := func(name, help string, v func(l server.RDMAListener) float64) {
@@ -63,41 +63,41 @@ func newListenerCollector(srv *server.Server, provider verbs.Provider) *listener
 		c.metrics = append(c.metrics, listenerMetric{
 			prometheus.NewDesc("rpcrdma_listener_"+name+"_total", help, []string{"listener"}, nil), prometheus.CounterValue, v})
 	}
-	gauge("handshakes", "Handshakes in progress.",
+	gauge("handshakes", "Connection handshakes in progress.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.Handshakes) })
-	gauge("queued", "Connections established and waiting to be served (with the handshakes, the accept backlog).",
+	gauge("queued", "Connections established and queued, waiting to be served (with the handshakes, the accept backlog).",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.Queued) })
-	gauge("backlog_limit", "Bound on handshakes plus queued connections (-backlog).",
+	gauge("backlog_limit", "Backlog limit: the most handshakes plus queued connections the listener holds (the -backlog flag).",
 		func(l server.RDMAListener) float64 { return float64(l.Limits.Backlog) })
-	gauge("connections", "Connections established and not closed.",
+	gauge("connections", "Connections established and not yet closed.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.Conns) })
-	gauge("connections_limit", "Bound on handshakes plus connections (-max-conns; 0: none).",
+	gauge("connections_limit", "Connections limit: the most handshakes plus connections (the -max-conns flag; 0 means no limit).",
 		func(l server.RDMAListener) float64 { return float64(l.Limits.MaxConns) })
-	gauge("call_bytes", "Bytes of calls' Read chunk data held, not yet executed.",
+	gauge("call_bytes", "Call bytes: bytes of call data pulled by RDMA Read and held until the call is executed.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.CallBytes) })
-	gauge("call_bytes_limit", "Bound on call_bytes (transport.MemoryLimits.ListenerCalls).",
+	gauge("call_bytes_limit", "Call bytes limit: the most bytes of call data the listener's connections hold at once.",
 		func(l server.RDMAListener) float64 { return float64(l.Limits.Calls) })
-	gauge("reply_bytes", "Bytes of replies staged for RDMA Write whose Send has not completed.",
+	gauge("reply_bytes", "Reply bytes: bytes of replies staged for RDMA Write whose Send has not completed.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.ReplyBytes) })
-	gauge("reply_bytes_limit", "Bound on reply_bytes (transport.MemoryLimits.ListenerReplies).",
+	gauge("reply_bytes_limit", "Reply bytes limit: the most bytes of staged replies the listener's connections hold at once.",
 		func(l server.RDMAListener) float64 { return float64(l.Limits.Replies) })
-	gauge("registered_bytes", "Bytes of the server's buffers its connections hold registered.",
+	gauge("registered_bytes", "Registered bytes: bytes of the server's buffers the listener's connections hold registered for direct placement.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.Registered) })
-	gauge("registered_bytes_limit", "Bound on registered_bytes (transport.MemoryLimits.ListenerRegistered).",
+	gauge("registered_bytes_limit", "Registered bytes limit: the most bytes the listener's connections hold registered for direct placement.",
 		func(l server.RDMAListener) float64 { return float64(l.Limits.Registered) })
-	counter("accepted", "Connections established.",
+	counter("accepted", "Connections accepted: established after their handshake.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.Accepted) })
-	counter("rejected_backlog", "Connection requests rejected: the backlog was full of established connections.",
+	counter("rejected_backlog", "Connection requests rejected because the backlog was full of established connections.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedBacklog) })
-	counter("rejected_cap", "Connection requests rejected: the connections were at -max-conns.",
+	counter("rejected_cap", "Connection requests rejected because the connections were at their cap (the -max-conns flag).",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedCap) })
-	counter("rejected_addr", "Connection requests rejected: sent to another address than the listener's.",
+	counter("rejected_addr", "Connection requests rejected because they were sent to another address (addr) than the listener's.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.RejectedAddr) })
-	counter("handshake_timeouts", "Handshakes abandoned after the handshake timeout.",
+	counter("handshake_timeouts", "Handshakes abandoned after the handshake timeout (10 seconds by default).",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakeTimeouts) })
-	counter("handshake_failures", "Handshakes that failed otherwise (peer gone, setup failed).",
+	counter("handshake_failures", "Handshake failures other than timeouts: the peer went away, or setting up the connection failed.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakeFailures) })
-	counter("handshakes_evicted", "Handshakes abandoned to make room for a newer connection request.",
+	counter("handshakes_evicted", "Handshakes evicted: abandoned to make room for a newer connection request.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakesEvicted) })
 	counter("handshakes_displaced", "Handshakes evicted for a connection request from another source address (one holding fewer handshakes in progress).",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakesDisplaced) })

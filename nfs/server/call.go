@@ -38,6 +38,10 @@ type call struct {
 	// denied: no rule of the export admits the client; every handle of
 	// the export is stale to it.
 	denied bool
+	// badPort: the client's rule says secure and the call came over TCP
+	// from a port not below 1024 (session.privilegedPort); NFS calls
+	// other than NULL get NFS3ERR_PERM.
+	badPort bool
 }
 
 // readOnly reports whether the call may change nothing: its client's rule

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
@@ -80,6 +81,9 @@ type session struct {
 	pending pendingCalls // calls dispatched, for the metrics
 	started time.Time
 	addr    netip.AddrPort // the client's, for the exports' rules
+	// portLogged: a call of the session was refused for its port
+	// (refusePort) and logged.
+	portLogged atomic.Bool
 
 	closeOnce sync.Once
 
@@ -305,6 +309,9 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	c, refusal := ss.caller(h, msg[args:])
 	if refusal == nil && c.denied && h.Proc != nfs.ProcNull {
 		refusal = staleReply(h.Proc, h.XID)
+	}
+	if refusal == nil {
+		refusal = ss.refusePort(&c, h)
 	}
 	if _, checked := checkedAccess[h.Proc]; checked && refusal == nil {
 		refusal = ss.permit(&c, h.Proc, msg[args:])

@@ -72,7 +72,8 @@ func (ss *session) caller(h *xdr.CallHeader, args []byte) (call, []byte) {
 		rh := xdr.ReplyHeader{XID: h.XID, Stat: xdr.MsgDenied, RejectStat: xdr.RejectAuthError, AuthStat: why}
 		return call{}, rh.Append(nil)
 	}
-	return call{xid: h.XID, cred: cred, dh: e.Handler, ro: adm.ro, denied: !adm.ok}, nil
+	return call{xid: h.XID, cred: cred, dh: e.Handler, ro: adm.ro, denied: !adm.ok,
+		badPort: adm.ok && !adm.insecure && !ss.privilegedPort()}, nil
 }
 
 // execute runs f for the call h (its arguments args) as its caller, and
@@ -82,6 +83,9 @@ func (ss *session) execute(f procFunc, entry *drcEntry, h *xdr.CallHeader, args 
 	c, refusal := ss.caller(h, args)
 	if refusal == nil && c.denied {
 		refusal = staleReply(h.Proc, h.XID)
+	}
+	if refusal == nil {
+		refusal = ss.refusePort(&c, h)
 	}
 	if refusal != nil {
 		return ss.answer(entry, refusal)

@@ -183,8 +183,11 @@ func mntStatusOf(err error) nfs3.MountStatus {
 // staleReply is the reply of NFSv3 procedure proc failing with
 // NFS3ERR_STALE and nothing else (no attributes, empty wcc_data): what a
 // client gets for a handle of an export no rule admits it to.
-func staleReply(proc, xid uint32) []byte {
-	const st = nfs3.ErrStale
+func staleReply(proc, xid uint32) []byte { return statusReply(proc, xid, nfs3.ErrStale) }
+
+// statusReply is the reply of NFSv3 procedure proc failing with st and
+// nothing else (no attributes, empty wcc_data).
+func statusReply(proc, xid uint32, st nfs3.Status) []byte {
 	b := successReply(xid, nil)
 	switch proc {
 	case nfs.ProcGetattr:

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -47,11 +46,11 @@ func newCallMetrics() *callMetrics {
 	m := &callMetrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rdma_nfsd_calls_total",
-			Help: "Calls answered, by program, procedure and status (nfsstat3, mountstat3, or the RPC accept_stat or MSG_DENIED).",
+			Help: "Calls answered, by program, procedure and status (the NFS or MOUNT status, or the RPC accept status or MSG_DENIED).",
 		}, []string{"program", "procedure", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "rdma_nfsd_call_duration_seconds",
-			Help: "Time from a call's dispatch to its reply's hand-off to the transport, by program and procedure.",
+			Help: "Call duration in seconds, from a call's dispatch to its reply's hand-off to the transport, by program and procedure.",
 			// 10 µs to about 10 s.
 			Buckets: prometheus.ExponentialBuckets(10e-6, 4, 11),
 		}, []string{"program", "procedure"}),
@@ -191,8 +190,8 @@ type collector struct {
 	s *Server
 	m *callMetrics
 
-	transport  []*prometheus.Desc // one per uint64 field of transport.Stats
-	fields     []int              // their indexes
+	transport  []*prometheus.Desc // one per counter of transportCounters a server keeps
+	fields     []int              // their fields' indexes in transport.Stats
 	conns      *prometheus.Desc
 	drcHits    *prometheus.Desc
 	drcEntries *prometheus.Desc
@@ -201,39 +200,27 @@ type collector struct {
 // Collector returns the Server's metrics for a prometheus.Registry: the
 // calls answered per procedure and status and their durations, the
 // transport's counters summed over every RDMA connection the Server had
-// (rpcrdma_*_total, one per counter of transport.Stats), the connections
+// (rpcrdma_*_total, one per counter of transport.Stats that a responder
+// keeps: transportCounters), the connections
 // open by network, and the duplicate request cache's hits and entries.
 // Counters never go down.
 func (s *Server) Collector() prometheus.Collector {
 	c := &collector{s: s, m: s.metrics,
-		conns:      prometheus.NewDesc("rdma_nfsd_connections", "Connections open.", []string{"network"}, nil),
-		drcHits:    prometheus.NewDesc("rdma_nfsd_drc_hits_total", "Retransmissions answered from the duplicate request cache.", nil, nil),
-		drcEntries: prometheus.NewDesc("rdma_nfsd_drc_entries", "Entries in the duplicate request cache.", nil, nil),
+		conns:      prometheus.NewDesc("rdma_nfsd_connections", "Connections open, by network: rdma, or tcp (MOUNT, and NFS when it is served over TCP too).", []string{"network"}, nil),
+		drcHits:    prometheus.NewDesc("rdma_nfsd_drc_hits_total", "Retransmissions answered from the duplicate request cache (DRC hits) without executing them again.", nil, nil),
+		drcEntries: prometheus.NewDesc("rdma_nfsd_drc_entries", "Replies kept in the duplicate request cache (DRC entries).", nil, nil),
 	}
 	t := reflect.TypeFor[transport.Stats]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Type.Kind() != reflect.Uint64 {
+	for _, tc := range transportCounters {
+		f, ok := t.FieldByName(tc.field)
+		if !ok || !tc.server || f.Type.Kind() != reflect.Uint64 {
 			continue
 		}
-		c.fields = append(c.fields, i)
-		c.transport = append(c.transport, prometheus.NewDesc("rpcrdma_"+snake(f.Name)+"_total",
-			"transport.Stats."+f.Name+", summed over every RDMA connection the server had.", nil, nil))
+		c.fields = append(c.fields, f.Index[0])
+		c.transport = append(c.transport, prometheus.NewDesc(tc.name,
+			tc.help+" Summed over every RDMA connection the server had.", nil, nil))
 	}
 	return c
-}
-
-// snake turns a Go name into snake case ("RDMAReadBytes": "rdma_read_bytes").
-func snake(name string) string {
-	var b strings.Builder
-	r := []rune(name)
-	for i, c := range r {
-		if unicode.IsUpper(c) && i > 0 && (unicode.IsLower(r[i-1]) || i+1 < len(r) && unicode.IsLower(r[i+1])) {
-			b.WriteByte('_')
-		}
-		b.WriteRune(unicode.ToLower(c))
-	}
-	return b.String()
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {

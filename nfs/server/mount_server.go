@@ -58,9 +58,12 @@ func (l *mountList) list() []nfs3.MountEntry {
 // mount executes a MOUNT version 3 call (RFC 1813 §5.2) for the client
 // of ss. MNT gives the handle of the directory it names if an export
 // holds it (the export's root or a directory below it, looked up as the
-// server) and a rule of that export admits the client, from a port below
-// 1024 unless the rule says insecure; AUTH_SYS is the flavor to use.
-// EXPORT lists the exports with the clients their rules name.
+// server) and a rule of that export admits the client, from a privileged
+// port unless the rule says insecure (session.privilegedPort: every call
+// over RDMA, over TCP a port below 1024); AUTH_SYS is the flavor to use.
+// Each MNT is logged, a refused one at Warn with its reason in
+// rpc.mountd's words. EXPORT lists the exports with the clients their
+// rules name.
 func (s *Server) mount(proc uint32, ss *session, r *xdr.Reader, b []byte) ([]byte, bool) {
 	host := ss.client
 	switch proc {
@@ -71,11 +74,15 @@ func (s *Server) mount(proc uint32, ss *session, r *xdr.Reader, b []byte) ([]byt
 		if a.Decode(r) != nil {
 			return nil, false
 		}
-		res := s.mnt(ss, a.Path)
+		res, why := s.mnt(ss, a.Path)
 		if res.Status == nfs3.MntOK {
 			s.mounts.add(host, a.Path)
+			s.log.Info("nfs: MOUNT", "network", ss.network, "remote", ss.addr.String(), "path", a.Path,
+				"outcome", res.Status.String())
+		} else {
+			s.log.Warn("nfs: MOUNT refused", "network", ss.network, "remote", ss.addr.String(), "path", a.Path,
+				"outcome", res.Status.String(), "reason", why)
 		}
-		s.log.Info("nfs: MOUNT", "client", host, "path", a.Path, "outcome", res.Status.String())
 		return res.Append(b), true
 	case nfs.MountProcDump:
 		res := nfs3.DumpRes{Mounts: s.mounts.list()}
@@ -104,27 +111,34 @@ func (s *Server) mount(proc uint32, ss *session, r *xdr.Reader, b []byte) ([]byt
 // rootHandle is the handle of the export's root.
 func (h *DirHandler) rootHandle() []byte { return encodeHandle(h.export, h.root, 0) }
 
-// mnt answers MNT of dir for the client of ss.
-func (s *Server) mnt(ss *session, dir string) nfs3.MntRes {
+// mnt answers MNT of dir for the client of ss and, if it refuses, says
+// why as rpc.mountd logs it: "not exported" (no export holds dir),
+// "unmatched host" (no rule of the export admits the client), "illegal
+// port N" (the rule says secure, the port is not privileged), or what
+// looking up a directory below the export's root met.
+func (s *Server) mnt(ss *session, dir string) (nfs3.MntRes, string) {
 	e, rel, ok := s.exports.Load().find(dir)
 	if !ok {
-		return nfs3.MntRes{Status: nfs3.MntErrNoEnt}
+		return nfs3.MntRes{Status: nfs3.MntErrNoEnt}, "not exported"
 	}
 	adm := e.admit(ss.addr.Addr())
-	if !adm.ok || !adm.insecure && ss.addr.Port() >= 1024 {
-		return nfs3.MntRes{Status: nfs3.MntErrAcces}
+	if !adm.ok {
+		return nfs3.MntRes{Status: nfs3.MntErrAcces}, "unmatched host"
+	}
+	if !adm.insecure && !ss.privilegedPort() {
+		return nfs3.MntRes{Status: nfs3.MntErrAcces}, ss.illegalPort()
 	}
 	fh := e.Handler.rootHandle()
 	if rel != "." {
 		o, err := e.Handler.objectAt(rel)
 		if err != nil {
-			return nfs3.MntRes{Status: mntStatusOf(err)}
+			return nfs3.MntRes{Status: mntStatusOf(err)}, "can't stat exported dir: " + err.Error()
 		}
 		defer o.close()
 		if !o.isDir() {
-			return nfs3.MntRes{Status: nfs3.MntErrNotDir}
+			return nfs3.MntRes{Status: nfs3.MntErrNotDir}, "not a directory"
 		}
 		fh = o.fh
 	}
-	return nfs3.MntRes{Status: nfs3.MntOK, FH: fh, AuthFlavors: []uint32{uint32(xdr.FlavorSys)}}
+	return nfs3.MntRes{Status: nfs3.MntOK, FH: fh, AuthFlavors: []uint32{uint32(xdr.FlavorSys)}}, ""
 }

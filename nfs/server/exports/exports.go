@@ -16,8 +16,9 @@
 // network (address/prefix length or address/netmask), written directly
 // before its "(options)". Options: rw, ro (the default), root_squash (the
 // default), no_root_squash, all_squash, no_all_squash, anonuid=N,
-// anongid=N (65534 by default), secure (the default: a client's MOUNT
-// request must come from a port below 1024), insecure, fsid=N|root|UUID,
+// anongid=N (65534 by default), secure (the default: a client's calls
+// must come from a privileged port, which every call over RDMA counts
+// as, and over TCP a port below 1024), insecure, fsid=N|root|UUID,
 // and, accepted as what rdma-nfsd does anyway, sync, wdelay, no_wdelay,
 // no_subtree_check and sec=sys.
 //
@@ -57,8 +58,9 @@ type Options struct {
 	// AnonUID and AnonGID are the identity squashed callers get
 	// (anonuid=, anongid=; 65534 by default).
 	AnonUID, AnonGID uint32
-	// Insecure admits MOUNT requests from any source port; by default
-	// (secure) only from a port below 1024, as knfsd's mountd.
+	// Insecure admits calls from any source port; by default (secure),
+	// as with knfsd, MOUNT and NFS calls over TCP only from a port below
+	// 1024, while every call over RDMA counts as from a privileged port.
 	Insecure bool
 }
 
