@@ -99,11 +99,11 @@ func newListenerCollector(srv *server.Server, provider verbs.Provider) *listener
 		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakeFailures) })
 	counter("handshakes_evicted", "Handshakes evicted: abandoned to make room for a newer connection request.",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakesEvicted) })
-	counter("handshakes_displaced", "Handshakes evicted for a connection request from another source address (one holding fewer handshakes in progress).",
+	counter("handshakes_displaced", "Handshakes displaced: evicted for a connection request from another source address (one holding fewer handshakes in progress).",
 		func(l server.RDMAListener) float64 { return float64(l.Stats.HandshakesDisplaced) })
-	gauge("handshakes_limit", "Bound on handshakes in progress: what the handshake memory budget holds, at most -backlog.",
+	gauge("handshakes_limit", "Limit on handshakes in progress: what the handshake memory budget holds, at most -backlog.",
 		func(l server.RDMAListener) float64 { return float64(l.Limits.Handshakes) })
-	gauge("handshake_memory_limit_bytes", "Budget of registered memory for handshakes (those in progress and those ending).",
+	gauge("handshake_memory_limit_bytes", "Limit of registered memory for handshakes (those in progress and those ending): the handshake memory budget.",
 		func(l server.RDMAListener) float64 { return float64(l.Limits.HandshakeMemory) })
 	return c
 }
