@@ -94,7 +94,7 @@ func newExportTable(exps []Export, policy creds.Policy) (*exportTable, error) {
 			return nil, fmt.Errorf("nfs: export %q: exported twice", x.Path)
 		}
 		paths[x.Path] = true
-		if other := t.byID[x.Handler.export]; other != nil {
+		if other := t.byID[x.Handler.export.id]; other != nil {
 			if f := x.Handler.fsidOpt; f != "" {
 				return nil, fmt.Errorf("nfs: exports %q and %q have the same fsid %s", other.Path, x.Path, f)
 			}
@@ -106,7 +106,7 @@ func newExportTable(exps []Export, policy creds.Policy) (*exportTable, error) {
 			e.policies = append(e.policies, creds.Policy{Squash: r.Squash, AnonUID: r.AnonUID, AnonGID: r.AnonGID})
 		}
 		t.list = append(t.list, e)
-		t.byID[x.Handler.export] = e
+		t.byID[x.Handler.export.id] = e
 	}
 	return t, nil
 }
