@@ -204,8 +204,8 @@ var (
 // stale (a handle this server's predecessor made); any other failure is
 // ErrBadHandle.
 func checkHandle(key *handleKey, fh []byte) error {
-	if len(fh) > 0 && fh[0] == fhVersion1 && len(fh) <= nfs3.FHSize {
-		return errHandleOldV1
+	if len(fh) >= padded4(fhKernelLen) && len(fh) <= nfs3.FHSize && len(fh)&3 == 0 && fh[0] == fhVersion1 {
+		return errHandleOldV1 // 32 to 64 bytes, as version 1 handles were
 	}
 	if len(fh) < fhMin || len(fh) > nfs3.FHSize || len(fh)&3 != 0 {
 		return errHandleSize

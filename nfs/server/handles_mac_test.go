@@ -202,6 +202,8 @@ func TestHandleVersion1Stale(t *testing.T) {
 	if w := h.dir.idx.walks; w != 0 {
 		t.Fatalf("%d walks", w)
 	}
+	// Not the size of a version 1 handle: bad, as any other.
+	mustBad(t, h, "a 4-byte handle starting with 1", []byte{1, 2, 0, 0})
 }
 
 // FuzzDecodeHandle: checkHandle and decodeHandle take any bytes without
