@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
+	"golang.org/x/sys/unix"
 )
 
 // testKey is a handle key of HandleKeySize bytes c.
@@ -236,4 +238,39 @@ func FuzzDecodeHandle(f *testing.F) {
 			t.Fatalf("checkHandle = %v for a MAC of %x, the key's %x", checked, fh[len(fh)-fhMACLen:], mac)
 		}
 	})
+}
+
+// TestHandleKernelRoom: the room for the kernel's handle holds btrfs's
+// (20 bytes, the largest of ext4, xfs, tmpfs and btrfs), and the kernel
+// handles of the file systems here (the test's temporary directory, and
+// /dev/shm, tmpfs) fit it and make kind 1 handles.
+func TestHandleKernelRoom(t *testing.T) {
+	if fhKernelMax < 20 {
+		t.Fatalf("room for %d bytes of kernel handle, btrfs needs 20", fhKernelMax)
+	}
+	dirs := []string{t.TempDir()}
+	if shm, err := os.MkdirTemp("/dev/shm", "handles-"); err == nil {
+		t.Cleanup(func() { _ = os.RemoveAll(shm) })
+		dirs = append(dirs, shm)
+	}
+	for _, dir := range dirs {
+		writeFile(t, filepath.Join(dir, "f"))
+		var sfs unix.Statfs_t
+		if err := unix.Statfs(dir, &sfs); err != nil {
+			t.Fatal(err)
+		}
+		fh, _, err := unix.NameToHandleAt(unix.AT_FDCWD, filepath.Join(dir, "f"), 0)
+		if err != nil {
+			t.Logf("%s (file system %#x): no kernel handle: %v", dir, sfs.Type, err)
+			continue
+		}
+		if fh.Size() > fhKernelMax {
+			t.Errorf("%s (file system %#x): a %d-byte kernel handle, room for %d", dir, sfs.Type, fh.Size(), fhKernelMax)
+		}
+		_, h := openHandler(t, dir, DirHandlerOptions{IndexOnly: true})
+		if got := h.handle("f"); got[1] != fhKindKernel || len(got) > nfs3.FHSize {
+			t.Errorf("%s: a handle of kind %d, %d bytes", dir, got[1], len(got))
+		}
+		t.Logf("%s (file system %#x): %d-byte kernel handle, %d-byte file handle", dir, sfs.Type, fh.Size(), len(h.handle("f")))
+	}
 }
