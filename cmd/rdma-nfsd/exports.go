@@ -15,6 +15,7 @@ import (
 type exportSet struct {
 	file      string
 	indexOnly bool                  // -index-handles
+	key       []byte                // -handle-key: one key for every export
 	open      map[string]*exportDir // by openKey
 }
 
@@ -54,7 +55,7 @@ func (x *exportSet) load() ([]server.Export, error) {
 			if err != nil {
 				return fail(fmt.Errorf("%s:%d: %w", x.file, e.Line, err))
 			}
-			h, err := server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: x.indexOnly, FSID: e.FSID})
+			h, err := server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: x.indexOnly, FSID: e.FSID, HandleKey: x.key})
 			if err != nil {
 				_ = dir.Close()
 				return fail(fmt.Errorf("%s:%d: %w", x.file, e.Line, err))

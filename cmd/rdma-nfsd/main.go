@@ -81,6 +81,7 @@ type options struct {
 	squash                            string
 	anonUID, anonGID                  uint
 	cpuProfile                        string
+	handleKey                         string
 	rdmaPort, tcpPort                 int
 	readOnly, nfsOverTCP, indexOnly   bool
 	rpcbind, portmap                  bool
@@ -112,6 +113,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.UintVar(&o.anonUID, "anonuid", 65534, "uid of squashed callers and AUTH_NONE calls")
 	fs.UintVar(&o.anonGID, "anongid", 65534, "gid of squashed callers and AUTH_NONE calls")
 	fs.BoolVar(&o.indexOnly, "index-handles", false, "file handles without open_by_handle_at (what a non-root server uses)")
+	fs.StringVar(&o.handleKey, "handle-key", handleKeyDefault, "file keeping the secret that file handles carry a MAC of, created (32 random bytes, mode 0600) if missing; keep it across restarts, or clients' handles are refused; \"\": a key for this run only")
 	fs.StringVar(&o.provider, "provider", "rdmacore", "verbs provider: rdmacore (RDMA devices, Soft-RoCE) or soft (RDMA emulated over TCP)")
 	fs.IntVar(&o.inlineSend, "inline-send", transport.DefaultInline, "inline send size offered (RFC 8797; a multiple of 1024 in 1024..262144)")
 	fs.IntVar(&o.inlineRecv, "inline-recv", transport.DefaultInline, "inline receive size offered (RFC 8797; a multiple of 1024 in 1024..262144)")
@@ -239,11 +241,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		provider = &rdmacore.Provider{PollBeforeWait: o.pollBeforeWait, PollBeforeWaitMax: o.pollBeforeWaitMax}
 	}
 
+	key, err := loadHandleKey(log, o.handleKey)
+	if err != nil {
+		return err
+	}
 	var handler *server.DirHandler
 	var exps []server.Export
 	var xs *exportSet
 	if o.exports != "" {
-		xs = &exportSet{file: o.exports, indexOnly: o.indexOnly}
+		xs = &exportSet{file: o.exports, indexOnly: o.indexOnly, key: key}
 		defer xs.close()
 		if exps, err = xs.load(); err != nil {
 			return err
@@ -257,7 +263,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 		if o.readOnly {
 			dir.SetReadOnly()
 		}
-		if handler, err = server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: o.indexOnly}); err != nil {
+		if handler, err = server.NewDirHandler(dir, server.DirHandlerOptions{IndexOnly: o.indexOnly, HandleKey: key}); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"path"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server/exports"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
+	"golang.org/x/sys/unix"
 )
 
 // Export is a directory the Server exports (exports(5)).
@@ -45,6 +47,8 @@ type export struct {
 type exportTable struct {
 	list []*export
 	byID map[[8]byte]*export
+	// nested are the exports that lie inside another with other rules.
+	nested []exports.Nesting
 }
 
 // admission is what a client may do with an export.
@@ -94,7 +98,7 @@ func newExportTable(exps []Export, policy creds.Policy) (*exportTable, error) {
 			return nil, fmt.Errorf("nfs: export %q: exported twice", x.Path)
 		}
 		paths[x.Path] = true
-		if other := t.byID[x.Handler.export]; other != nil {
+		if other := t.byID[x.Handler.export.id]; other != nil {
 			if f := x.Handler.fsidOpt; f != "" {
 				return nil, fmt.Errorf("nfs: exports %q and %q have the same fsid %s", other.Path, x.Path, f)
 			}
@@ -106,9 +110,57 @@ func newExportTable(exps []Export, policy creds.Policy) (*exportTable, error) {
 			e.policies = append(e.policies, creds.Policy{Squash: r.Squash, AnonUID: r.AnonUID, AnonGID: r.AnonGID})
 		}
 		t.list = append(t.list, e)
-		t.byID[x.Handler.export] = e
+		t.byID[x.Handler.export.id] = e
 	}
+	t.nested = t.nestings()
 	return t, nil
+}
+
+// nestings returns the exports of t whose directory lies inside the
+// directory of another, on the same file system (a client of the outer
+// export reaches it: Dir crosses no mount point), and whose client rules
+// differ from the outer export's.
+func (t *exportTable) nestings() []exports.Nesting {
+	type dirOf struct {
+		real string
+		dev  uint64
+		desc exports.Export
+	}
+	dirs := make([]dirOf, len(t.list))
+	for i, e := range t.list {
+		d := &dirs[i]
+		d.real = e.Handler.dir.real
+		var st unix.Stat_t
+		if unix.Fstat(e.Handler.dir.fd, &st) == nil {
+			d.dev = st.Dev
+		}
+		d.desc = exports.Export{Path: e.Path, Rules: e.Rules}
+		if e.open {
+			d.desc.Rules = nil
+		}
+		if len(e.Rules) > 0 {
+			d.desc.Line = e.Rules[0].Line
+		}
+	}
+	var ns []exports.Nesting
+	for i := range dirs {
+		for j := range dirs {
+			o, in := &dirs[i], &dirs[j]
+			if o.real != in.real && o.dev == in.dev && exports.Holds(o.real, in.real) && !exports.SameRules(o.desc.Rules, in.desc.Rules) {
+				ns = append(ns, exports.Nesting{Outer: &o.desc, Inner: &in.desc})
+			}
+		}
+	}
+	return ns
+}
+
+// warnNested logs a warning for each export that lies inside another
+// whose client rules differ: the clients of the outer one reach it with
+// the outer one's rules (exports.Nesting).
+func (t *exportTable) warnNested(log *slog.Logger) {
+	for _, n := range t.nested {
+		log.Warn("nfs: "+n.String(), "outer", n.Outer.Path, "inner", n.Inner.Path)
+	}
 }
 
 // byHandle returns the export a handle belongs to, or nil (a malformed

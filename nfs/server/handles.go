@@ -19,31 +19,55 @@ import (
 
 // File handles of a DirHandler (at most NFS3_FHSIZE, 64 bytes; big-endian):
 //
-//	[0]      version, 1
+//	[0]      version, 2
 //	[1]      kind: 1 the kernel's file handle, 2 inode and generation
 //	[2:10]   export id: SHA-256 of the export's fsid (DirHandlerOptions.FSID),
 //	         or without one of the file system id and the root's identity
 //	[10:18]  inode number
 //	[18:26]  inode number of the directory the handle was made in (a hint)
 //	kind 1:  [26:30] kernel handle type, [30] its length n, [31:31+n]
-//	         kernel handle (1 to 33 bytes)
+//	         kernel handle (1 to 21 bytes)
 //	kind 2:  [26:30] inode generation (FS_IOC_GETVERSION, 0 if unknown)
-//	then zeros up to a multiple of 4 bytes.
+//	then zeros up to a multiple of 4 bytes, m bytes in all (32 to 52),
+//	[m:m+12] MAC: the first 12 bytes of HMAC-SHA256 of bytes [0:m] under
+//	         the handle key (DirHandlerOptions.HandleKey).
 //
-// The length is a multiple of 4, so that the handle needs no XDR padding:
-// a decoder that skips no padding after a handle (go-nfs-client's
-// xdr.ReadOpaque, for one) still reads the arguments after it right.
+// A handle is 44 to 64 bytes. The length is a multiple of 4, so that the
+// handle needs no XDR padding: a decoder that skips no padding after a
+// handle (go-nfs-client's xdr.ReadOpaque, for one) still reads the
+// arguments after it right.
+//
+// The 21 bytes of kernel handle hold what name_to_handle_at(2) gives on
+// the file systems an export usually lies on: ext4 8 bytes (inode and
+// generation), xfs 8 or 12 (12 with 64-bit inode numbers), tmpfs 12,
+// btrfs 20 (object id, root id, generation). A larger one (overlayfs, for
+// one) makes a kind 2 handle, as does a file system without export
+// support.
+//
+// The MAC is what lets resolve refuse a handle the server did not make
+// at the cost of one HMAC, before any lookup, index access or system
+// call: without it, a well-formed handle naming an unknown inode would
+// cost a walk of the whole export. 12 bytes (96 bits) leave room for
+// btrfs's 20-byte kernel handles, where 16 would not, and make a forgery
+// a matter of about 2^95 calls, each a network round trip; 8 bytes would
+// leave a client sending 10^6 calls a second for a year a chance of about
+// 2 in a million.
 //
 // Nothing in a handle is a counter or a cache slot, so handles survive a
-// server restart and never go stale for lack of room.
+// server restart (under the same handle key) and never go stale for lack
+// of room. Version 1 handles (without a MAC, made before version 2) are
+// stale.
 const (
-	fhVersion     = 1
+	fhVersion     = 2
+	fhVersion1    = 1
 	fhKindKernel  = 1
 	fhKindInode   = 2
 	fhHeader      = 26
 	fhKernelLen   = fhHeader + 4
 	fhKernelStart = fhKernelLen + 1
-	fhKernelMax   = nfs3.FHSize - fhKernelStart
+	fhMACLen      = 12
+	fhKernelMax   = nfs3.FHSize - fhMACLen - fhKernelStart
+	fhMin         = fhKernelLen + 2 + fhMACLen // a kind 2 handle: 30 bytes padded to 32, and the MAC
 )
 
 // fsIocGetVersion is FS_IOC_GETVERSION, _IOR('v', 1, long).
@@ -139,8 +163,16 @@ func fdIdentity(fd int, st *unix.Stat_t) (fileID, error) {
 	return id, nil
 }
 
-// encodeHandle lays out a handle of export for id made in directory parent.
-func encodeHandle(export [8]byte, id fileID, parent uint64) []byte {
+// encodeHandle lays out a handle of export for id made in directory
+// parent, sealed with export's key.
+func encodeHandle(export exportID, id fileID, parent uint64) []byte {
+	b := encodeBody(export.id, id, parent)
+	mac := export.key.sum(b)
+	return append(b, mac[:]...)
+}
+
+// encodeBody lays out a handle without its MAC, with room for it.
+func encodeBody(export [8]byte, id fileID, parent uint64) []byte {
 	b := make([]byte, fhKernelLen, nfs3.FHSize)
 	b[0], b[1] = fhVersion, id.kind
 	copy(b[2:10], export[:])
@@ -159,23 +191,52 @@ func encodeHandle(export [8]byte, id fileID, parent uint64) []byte {
 // padded4 is n rounded up to a multiple of 4.
 func padded4(n int) int { return (n + 3) &^ 3 }
 
-// decodeHandle parses a handle.
+// Errors of checkHandle, made once: a forged handle costs no allocation.
+var (
+	errHandleSize  = fmt.Errorf("%w: not 44 to 64 bytes in multiples of 4", ErrBadHandle)
+	errHandleVer   = fmt.Errorf("%w: unknown version", ErrBadHandle)
+	errHandleMAC   = fmt.Errorf("%w: its MAC does not match (not made by this server, or under another handle key)", ErrBadHandle)
+	errHandleOldV1 = fmt.Errorf("%w: a version 1 handle, made by an earlier server before handles carried a MAC", ErrStaleHandle)
+)
+
+// checkHandle checks fh's size, version and MAC under key, and nothing
+// else: what resolve does before anything else. A version 1 handle is
+// stale (a handle this server's predecessor made); any other failure is
+// ErrBadHandle.
+func checkHandle(key *handleKey, fh []byte) error {
+	if len(fh) >= padded4(fhKernelLen) && len(fh) <= nfs3.FHSize && len(fh)&3 == 0 && fh[0] == fhVersion1 {
+		return errHandleOldV1 // 32 to 64 bytes, as version 1 handles were
+	}
+	if len(fh) < fhMin || len(fh) > nfs3.FHSize || len(fh)&3 != 0 {
+		return errHandleSize
+	}
+	if fh[0] != fhVersion {
+		return errHandleVer
+	}
+	if !key.verify(fh[:len(fh)-fhMACLen], fh[len(fh)-fhMACLen:]) {
+		return errHandleMAC
+	}
+	return nil
+}
+
+// decodeHandle parses a handle, without checking its MAC (checkHandle).
 func decodeHandle(fh []byte) (export [8]byte, id fileID, parent uint64, err error) {
-	if len(fh) < fhKernelLen || len(fh) > nfs3.FHSize || len(fh)&3 != 0 || fh[0] != fhVersion {
+	if len(fh) < fhMin || len(fh) > nfs3.FHSize || len(fh)&3 != 0 || fh[0] != fhVersion {
 		return export, id, 0, fmt.Errorf("%w: %d bytes", ErrBadHandle, len(fh))
 	}
-	copy(export[:], fh[2:10])
-	id = fileID{kind: fh[1], ino: binary.BigEndian.Uint64(fh[10:18])}
-	parent = binary.BigEndian.Uint64(fh[18:26])
+	body := fh[:len(fh)-fhMACLen]
+	copy(export[:], body[2:10])
+	id = fileID{kind: body[1], ino: binary.BigEndian.Uint64(body[10:18])}
+	parent = binary.BigEndian.Uint64(body[18:26])
 	switch {
-	case id.kind == fhKindKernel && len(fh) > fhKernelStart && fh[fhKernelLen] > 0 &&
-		len(fh) == padded4(fhKernelStart+int(fh[fhKernelLen])) && allZero(fh[fhKernelStart+int(fh[fhKernelLen]):]):
-		id.ktype = int32(binary.BigEndian.Uint32(fh[26:30]))
-		id.kfh = bytes.Clone(fh[fhKernelStart : fhKernelStart+int(fh[fhKernelLen])])
-	case id.kind == fhKindInode && len(fh) == padded4(fhKernelLen) && allZero(fh[fhKernelLen:]):
-		id.gen = binary.BigEndian.Uint32(fh[26:30])
+	case id.kind == fhKindKernel && len(body) > fhKernelStart && body[fhKernelLen] > 0 &&
+		len(body) == padded4(fhKernelStart+int(body[fhKernelLen])) && allZero(body[fhKernelStart+int(body[fhKernelLen]):]):
+		id.ktype = int32(binary.BigEndian.Uint32(body[26:30]))
+		id.kfh = bytes.Clone(body[fhKernelStart : fhKernelStart+int(body[fhKernelLen])])
+	case id.kind == fhKindInode && len(body) == padded4(fhKernelLen) && allZero(body[fhKernelLen:]):
+		id.gen = binary.BigEndian.Uint32(body[26:30])
 	default:
-		return export, id, 0, fmt.Errorf("%w: kind %d, %d bytes", ErrBadHandle, fh[1], len(fh))
+		return export, id, 0, fmt.Errorf("%w: kind %d, %d bytes", ErrBadHandle, body[1], len(fh))
 	}
 	return export, id, parent, nil
 }
@@ -206,6 +267,17 @@ type DirHandlerOptions struct {
 	// device number of the export's file system (encoded as Linux's
 	// new_encode_dev, as knfsd's).
 	FSID string
+	// HandleKey is the secret every handle is sealed with: a MAC over
+	// the handle (HMAC-SHA256, 12 bytes) lets the handler refuse a
+	// handle it did not make (NFS3ERR_BADHANDLE, RFC 1813 §2.6) before
+	// any lookup. At least 16 bytes; LoadHandleKey keeps HandleKeySize
+	// random bytes in a file. A handle resolves only under the key it
+	// was made with: keep the key across restarts, and give every
+	// export of a Server the same one, so that a handle of an export no
+	// longer served is stale, not bad. nil means a random key made once
+	// per process, shared by every DirHandler of the process: handles
+	// then survive a new DirHandler, not a restart of the process.
+	HandleKey []byte
 }
 
 // DirHandler is the export a Server serves: a Dir with stable file handles
@@ -216,19 +288,28 @@ type DirHandlerOptions struct {
 // handle of a removed file is stale (NFS3ERR_STALE); a handle of another
 // export, or one the server did not make, is refused.
 //
+// Every handle carries a MAC under DirHandlerOptions.HandleKey, checked
+// first: a handle the server did not make (a forged, altered or cut one,
+// or one made under another key) is refused at the cost of an HMAC, with
+// no lookup, index access or system call.
+//
 // The Server works on a file by its name below the root, which DirHandler
-// finds for a handle, in order: in the Dir's index of names it handed
-// out (checked against the file); with open_by_handle_at(2) and the name
-// /proc gives the descriptor, when the process may (root,
+// finds for a genuine handle, in order: in the Dir's index of names it
+// handed out (checked against the file); with open_by_handle_at(2) and
+// the name /proc gives the descriptor, when the process may (root,
 // CAP_DAC_READ_SEARCH); in the directory the handle was made in; and last
-// by a walk of the whole export, which fills the index. After a restart
-// without privilege the first unknown handle therefore costs a walk of
-// the tree. DirHandler also keeps the descriptors of the files in use
-// open between calls, and recent directory listings for READDIR and
-// READDIRPLUS.
+// by a walk of the whole export, which fills the index. The walk is still
+// there for the genuine handles the index lost: after a restart without
+// privilege the first unknown handle costs a walk of the tree, and so
+// does each handle of a file removed behind the server's back, once (the
+// index then remembers the inode as gone, up to 65,536 of them). So a
+// client can make the server walk only as often as it holds distinct
+// handles the server issued. DirHandler also keeps the descriptors of the
+// files in use open between calls, and recent directory listings for
+// READDIR and READDIRPLUS.
 type DirHandler struct {
 	dir     *Dir
-	export  [8]byte
+	export  exportID
 	fsid    uint64 // fattr3's (DirHandlerOptions.FSID)
 	fsidOpt string // DirHandlerOptions.FSID, canonical; "" if none
 	root    fileID
@@ -240,6 +321,10 @@ type DirHandler struct {
 
 // NewDirHandler returns a DirHandler exporting d.
 func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
+	key, err := newHandleKey(opt.HandleKey)
+	if err != nil {
+		return nil, err
+	}
 	var fsid string
 	if opt.FSID != "" {
 		var err error
@@ -260,16 +345,16 @@ func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
 		return nil, fmt.Errorf("nfs: export %q: stat: %w", d.root, err)
 	}
 	h := &DirHandler{dir: d, root: root, files: newOpenFiles(openFilesMax, openFilesSweep),
-		fsid: encodeDev(rst.Dev)}
+		fsid: encodeDev(rst.Dev), export: exportID{key: key}}
 	sum := sha256.New()
 	if fsid != "" {
 		h.fsid, h.fsidOpt = fattrFSID(fsid), fsid
 		_, _ = fmt.Fprintf(sum, "go-rpcrdma nfs fsid\x00%s", fsid)
 	} else {
 		_, _ = fmt.Fprintf(sum, "go-rpcrdma nfs export\x00%d:%d\x00", sfs.Fsid.Val[0], sfs.Fsid.Val[1])
-		sum.Write(encodeHandle([8]byte{}, root, 0))
+		sum.Write(encodeBody([8]byte{}, root, 0))
 	}
-	copy(h.export[:], sum.Sum(nil))
+	copy(h.export.id[:], sum.Sum(nil))
 	d.idx.add(root.ino, ".", true)
 	if !opt.IndexOnly && root.kind == fhKindKernel {
 		fd, err := unix.OpenByHandleAt(d.fd, unix.NewFileHandle(root.ktype, root.kfh), unix.O_PATH|unix.O_CLOEXEC)
@@ -340,13 +425,17 @@ func (h *DirHandler) check(name string, id fileID) bool {
 	return err == nil && got.equal(id)
 }
 
-// resolve returns the name of the file of fh.
+// resolve returns the name of the file of fh. A handle whose MAC does not
+// match is refused first (checkHandle), with nothing looked up.
 func (h *DirHandler) resolve(fh []byte) (string, error) {
+	if err := checkHandle(h.export.key, fh); err != nil {
+		return "", err
+	}
 	export, id, parent, err := decodeHandle(fh)
 	if err != nil {
 		return "", err
 	}
-	if export != h.export {
+	if export != h.export.id {
 		return "", ErrForeignHandle
 	}
 	if id.equal(h.root) {

@@ -26,7 +26,7 @@ func handleModes(t *testing.T, f func(t *testing.T, opt DirHandlerOptions)) {
 }
 
 // openHandler opens root as a Dir with a DirHandler: one server "start".
-func openHandler(t *testing.T, root string, opt DirHandlerOptions) (*Dir, *DirHandler) {
+func openHandler(t testing.TB, root string, opt DirHandlerOptions) (*Dir, *DirHandler) {
 	t.Helper()
 	d, err := DirFS(root)
 	if err != nil {
@@ -282,27 +282,34 @@ func TestHandleRoot(t *testing.T) {
 }
 
 // TestHandlePadding: handles of every length a kernel handle can give are
-// a multiple of 4 bytes and decode to what was encoded; pad bytes that are
-// not zero, or a length byte that disagrees with the handle's size, make a
-// bad handle.
+// a multiple of 4 bytes, carry a MAC that checks, and decode to what was
+// encoded; pad bytes that are not zero, or a length byte that disagrees
+// with the handle's size, make a bad handle.
 func TestHandlePadding(t *testing.T) {
-	export := [8]byte{1, 2, 3, 4, 5, 6, 7, 8}
+	key, err := newHandleKey(bytes.Repeat([]byte{7}, HandleKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	export := exportID{id: [8]byte{1, 2, 3, 4, 5, 6, 7, 8}, key: key}
 	ids := []fileID{{kind: fhKindInode, ino: 7, gen: 9}}
 	for n := 1; n <= fhKernelMax; n++ {
 		ids = append(ids, fileID{kind: fhKindKernel, ino: 7, ktype: 0x81, kfh: bytes.Repeat([]byte{0xab}, n)})
 	}
 	for _, id := range ids {
 		fh := encodeHandle(export, id, 3)
-		if len(fh)%4 != 0 || len(fh) > nfs3.FHSize {
+		if len(fh)%4 != 0 || len(fh) < fhMin || len(fh) > nfs3.FHSize {
 			t.Fatalf("%d-byte kernel handle: a %d-byte file handle", len(id.kfh), len(fh))
 		}
+		if err := checkHandle(key, fh); err != nil {
+			t.Fatalf("%d-byte kernel handle: %v", len(id.kfh), err)
+		}
 		e, got, parent, err := decodeHandle(fh)
-		if err != nil || e != export || !got.equal(id) || parent != 3 {
+		if err != nil || e != export.id || !got.equal(id) || parent != 3 {
 			t.Fatalf("%d-byte kernel handle: decoded %+v %v", len(id.kfh), got, err)
 		}
-		if len(fh) > fhKernelStart+len(id.kfh) {
+		if len(fh)-fhMACLen > fhKernelStart+len(id.kfh) {
 			bad := bytes.Clone(fh)
-			bad[len(bad)-1] = 1
+			bad[len(bad)-fhMACLen-1] = 1
 			if _, _, _, err := decodeHandle(bad); !errors.Is(err, ErrBadHandle) {
 				t.Fatalf("%d-byte kernel handle, non-zero padding: %v", len(id.kfh), err)
 			}

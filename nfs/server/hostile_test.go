@@ -385,9 +385,9 @@ type hostileEnv struct {
 	xids  atomic.Uint32
 
 	root, a, s, d, l, x1, e1, r1 []byte // handles of the export
-	// foreign are handles of another export, and forged ones: those with
-	// this export's id naming files of the other (outside this export).
-	foreign map[string][]byte
+	// foreign are handles of another export; forged are those with this
+	// export's id naming files of the other (outside this export).
+	foreign, forged map[string][]byte
 }
 
 // newHostileEnv exports base/one (a DirHandler) with NFS over TCP, and
@@ -433,13 +433,15 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 	oa := lookup(t, dialRDMA(t, other), 1, fhOf(oroot), "a2").Data
 	env.foreign["foreign root"] = oroot
 	env.foreign["foreign file"] = oa
-	// A handle is: version, kind, the export id in bytes 2 to 10, ...
-	// (handles.go). The other export's handles with this export's id name
-	// files outside this export: they must not resolve.
+	// A handle is: version, kind, the export id in bytes 2 to 10, ...,
+	// and a MAC over the rest in its last 12 bytes (handles.go). The
+	// other export's handles with this export's id name files outside
+	// this export: their MAC no longer matches, they must not resolve.
+	env.forged = map[string][]byte{}
 	for name, h := range map[string][]byte{"forged outside root": oroot, "forged outside file": oa} {
 		f := bytes.Clone(h)
 		copy(f[2:10], env.root[2:10])
-		env.foreign[name] = f
+		env.forged[name] = f
 	}
 
 	env.conns = hostileConns(t, env.srv)
@@ -720,6 +722,9 @@ func (env *hostileEnv) hostileHandles() []struct {
 	for name, fh := range env.foreign {
 		hs = append(hs, hh{name, fh, st(nfs3.ErrStale)})
 	}
+	for name, fh := range env.forged {
+		hs = append(hs, hh{name, fh, st(nfs3.ErrBadHandle)})
+	}
 	rng := rand.New(rand.NewPCG(28, 28))
 	random := func(n int) []byte {
 		b := make([]byte, n)
@@ -732,19 +737,21 @@ func (env *hostileEnv) hostileHandles() []struct {
 		hs = append(hs, hh{fmt.Sprintf("random %d", n), random(n), bad})
 	}
 	// Random files of this export: the version, kind and export id
-	// right, the rest random (each costs the server a walk of the export,
-	// which finds nothing).
+	// right, the rest random, the MAC too (each refused by its MAC, with
+	// no walk of the export).
 	for i := range 3 {
 		h := append(bytes.Clone(env.root[:10]), random(20)...) // inode, parent, generation
 		h[1] = 2
 		h = append(h, 0, 0)
-		hs = append(hs, hh{fmt.Sprintf("random inode %d", i), h, st(nfs3.ErrStale)})
+		h = append(h, random(12)...)
+		hs = append(hs, hh{fmt.Sprintf("random inode %d", i), h, st(nfs3.ErrBadHandle)})
 		k := append(bytes.Clone(env.root[:10]), random(20)...)
 		k[1] = 1 // kernel handle
 		k = append(k, 8)
 		k = append(k, random(8)...)
 		k = append(k, 0)
-		hs = append(hs, hh{fmt.Sprintf("random kernel handle %d", i), k, st(nfs3.ErrStale)})
+		k = append(k, random(12)...)
+		hs = append(hs, hh{fmt.Sprintf("random kernel handle %d", i), k, st(nfs3.ErrBadHandle)})
 	}
 	// Handles whose fields lie, from real ones.
 	lie := func(name string, from []byte, f func(h []byte) []byte) {
@@ -756,7 +763,8 @@ func (env *hostileEnv) hostileHandles() []struct {
 	}{{"root", env.root}, {"file", env.a}} {
 		h := real.fh
 		lie(real.name+" version 0", h, func(h []byte) []byte { h[0] = 0; return h })
-		lie(real.name+" version 2", h, func(h []byte) []byte { h[0] = 2; return h })
+		lie(real.name+" version 1", h, func(h []byte) []byte { h[0] = 1; return h })
+		lie(real.name+" version 3", h, func(h []byte) []byte { h[0] = 3; return h })
 		lie(real.name+" kind 0", h, func(h []byte) []byte { h[1] = 0; return h })
 		lie(real.name+" kind 3", h, func(h []byte) []byte { h[1] = 3; return h })
 		lie(real.name+" kind swapped", h, func(h []byte) []byte { h[1] ^= 3; return h })
@@ -770,8 +778,8 @@ func (env *hostileEnv) hostileHandles() []struct {
 			lie(real.name+" kernel length +4", h, func(h []byte) []byte { h[30] = byte(n + 4); return h })
 			lie(real.name+" kernel length 33", h, func(h []byte) []byte { h[30] = 33; return h })
 			lie(real.name+" kernel length -1", h, func(h []byte) []byte { h[30] = byte(n - 1); return h })
-			if 31+n < len(h) {
-				lie(real.name+" nonzero padding", h, func(h []byte) []byte { h[len(h)-1] = 0xff; return h })
+			if 31+n < len(h)-12 {
+				lie(real.name+" nonzero padding", h, func(h []byte) []byte { h[len(h)-13] = 0xff; return h })
 			}
 		} else {
 			lie(real.name+" nonzero padding", h, func(h []byte) []byte { return append(h, 0, 0, 0, 1) })

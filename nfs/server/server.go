@@ -240,6 +240,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	table.warnNested(log)
 	if cfg.RDMAAddr == "" {
 		cfg.RDMAAddr = fmt.Sprintf(":%d", nfs.DefaultRDMAPort)
 	}
@@ -296,6 +297,7 @@ func (s *Server) SetExports(exps []Export) error {
 	if err != nil {
 		return err
 	}
+	t.warnNested(s.log)
 	s.exports.Store(t)
 	return nil
 }

@@ -32,6 +32,29 @@
 // When several rules of an export admit a client, the rule naming its
 // address decides, then the first network that contains it, then "*", as
 // mountd ranks them whatever their order on the line.
+//
+// # Nested exports
+//
+// An export may lie inside another, as with knfsd, and a client that
+// mounts the outer export reaches the inner directory through it (LOOKUP
+// from the outer export's handles) with the outer export's rules, not the
+// inner one's: the inner export's rules apply only to clients that mount
+// it (or a directory below it). knfsd does the same for a directory of
+// the same file system (its LOOKUP changes exports only at a mount point,
+// fs/nfsd/vfs.c nfsd_mountpoint), and exports(5) ("Subdirectory Exports")
+// warns that nested exports with other security options can be reached
+// with the options of the other. knfsd's nohide and crossmnt are about
+// mount points, which rdma-nfsd never crosses (server.Dir), and its
+// subtree_check keeps an export's handles inside the export's own tree,
+// which rdma-nfsd always does; neither applies the inner export's rules
+// to the outer one's clients. An inner export on another file system,
+// mounted inside the outer one, is not reached through it at all (knfsd
+// without nohide shows the directory under the mount instead). So to
+// keep a directory from the clients of an export, do not nest it in that
+// export: move it out, or export the outer directory only to clients that
+// may see everything below it. Nestings finds the nested exports whose
+// rules differ; the server logs a warning for each when it takes the
+// exports.
 package exports
 
 import (
