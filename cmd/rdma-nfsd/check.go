@@ -17,8 +17,9 @@ var errCheckFailed = errors.New("configuration check failed")
 // checkConfig is -check (as nginx -t): it checks the configuration o
 // gives, whose flags parse has checked already, and starts nothing. It
 // reads the exports file (-exports) and opens each exported directory as
-// serving it would (-dir's too), and checks that -metrics is an address
-// to listen on. It prints "configuration ok" to stdout and returns nil,
+// serving it would (-dir's too), checks the handle key file (-handle-key)
+// without making one where there is none, and checks that -metrics is an
+// address to listen on. It prints "configuration ok" to stdout and returns nil,
 // or prints each error on a line of its own to stderr ("rdma-nfsd:
 // FILE:LINE: ...") and returns errCheckFailed (exit status 1).
 func checkConfig(o options, stdout, stderr io.Writer) error {
@@ -40,6 +41,11 @@ func checkConfig(o options, stdout, stderr io.Writer) error {
 		}
 	} else if err := checkDir(o.dir, "", o.indexOnly); err != nil {
 		errs = append(errs, fmt.Errorf("-dir: %w", err))
+	}
+	if o.handleKey != "" {
+		if err := server.CheckHandleKey(o.handleKey); err != nil {
+			errs = append(errs, fmt.Errorf("-handle-key: %w", err))
+		}
 	}
 	if o.metrics != "" {
 		if _, err := net.ResolveTCPAddr("tcp", o.metrics); err != nil {

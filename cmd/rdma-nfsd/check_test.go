@@ -78,6 +78,19 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, 1, status)
 	require.Contains(t, errs, "-dir")
 
+	// The handle key file: checked, and never made by -check.
+	write(a + " 127.0.0.1(rw)\n")
+	key := filepath.Join(base, "state", "handle-key")
+	status, out, _ = check("-exports", file, "-handle-key", key)
+	require.Equal(t, [2]any{0, "configuration ok\n"}, [2]any{status, out})
+	require.NoFileExists(t, key)
+	require.NoError(t, os.Mkdir(filepath.Dir(key), 0o700))
+	require.NoError(t, os.WriteFile(key, make([]byte, 32), 0o644))
+	status, _, errs = check("-exports", file, "-handle-key", key)
+	require.Equal(t, 1, status)
+	require.Contains(t, errs, "-handle-key")
+	require.Contains(t, errs, "mode 0644")
+
 	// The command line's mistakes: exit status 2, as without -check.
 	status, _, errs = check("-exports", file, "-credits", "-5")
 	require.Equal(t, 2, status, errs)

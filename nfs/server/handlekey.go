@@ -51,6 +51,18 @@ func LoadHandleKey(name string) (key []byte, created bool, err error) {
 	return key, created, err
 }
 
+// CheckHandleKey checks the key file name as LoadHandleKey would, and
+// creates nothing: nil if it is a valid key file or there is none yet
+// (LoadHandleKey would make it), else the reason LoadHandleKey would
+// refuse it.
+func CheckHandleKey(name string) error {
+	_, err := readHandleKey(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
 // readHandleKey reads the key file name and checks it.
 func readHandleKey(name string) ([]byte, error) {
 	f, err := os.Open(name)
