@@ -116,17 +116,27 @@ func TestWriteMsgDirect(t *testing.T) {
 					assert.NoError(t, err)
 					got <- reply
 				}()
+				const hold = 300 * time.Millisecond
+				var held time.Time
 				if tc.direct && i == 1 {
-					faults.DelayCompletions(300 * time.Millisecond)
+					faults.DelayCompletions(hold)
+					held = time.Now()
 				}
 				_, early, done := directReply(t, server, buf, &dones)
 				if tc.direct {
 					// done may run before WriteMsgDirect returns (a
 					// quick Send completion), but not before that.
 					if i == 1 {
+						// The Send completion is queued after held,
+						// so Poll returns it no sooner than held+hold:
+						// done before then ran without it. (On a host
+						// that stalled this goroutine past held+hold,
+						// done may rightly have run.)
 						select {
 						case <-done:
-							t.Fatal("done ran while the reply's Send completion was held back")
+							if since := time.Since(held); since < hold {
+								t.Fatalf("done ran %v after the reply's Send completion was held back for %v", since, hold)
+							}
 						case <-time.After(100 * time.Millisecond):
 						}
 						faults.DelayCompletions(0)
@@ -268,7 +278,9 @@ func TestWriteMsgDirectBudget(t *testing.T) {
 	// Both calls in first: delayed completions hold Receives too.
 	xid1, n1 := readCall(t, server)
 	xid2, n2 := readCall(t, server)
-	faults.DelayCompletions(400 * time.Millisecond)
+	const hold = 400 * time.Millisecond
+	faults.DelayCompletions(hold)
+	held := time.Now()
 	_, _, done1 := replyDirect(t, server, make([]byte, 0, 65<<10), xid1, n1, &dones)
 	second, done2 := make(chan struct{}), make(chan chan struct{}, 1)
 	go func() {
@@ -276,9 +288,15 @@ func TestWriteMsgDirectBudget(t *testing.T) {
 		_, _, d := replyDirect(t, server, make([]byte, 0, 65<<10), xid2, n2, &dones)
 		done2 <- d
 	}()
+	// The first reply's Send completion, which frees its budget, is
+	// queued after held, so Poll returns it no sooner than held+hold: the
+	// second reply going out before then did not wait for it. (On a host
+	// that stalled this goroutine past held+hold, it may rightly have.)
 	select {
 	case <-second:
-		t.Fatal("the second reply went out while the first held the Replies budget")
+		if since := time.Since(held); since < hold {
+			t.Fatalf("the second reply went out %v after the first's completion was held back for %v, while the first held the Replies budget", since, hold)
+		}
 	case <-time.After(150 * time.Millisecond):
 	}
 	faults.DelayCompletions(0)

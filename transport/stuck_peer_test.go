@@ -92,8 +92,19 @@ func stuckDial(t *testing.T, addr string, prov *soft.Provider) *hpPeer {
 // stuckSend sends stuckCalls calls from p, each naming a window over the
 // same stuckChunkLen bytes: as a Read chunk of a NULL call's arguments,
 // or (writes) as the Write chunk of an hpProcRead of stuckChunkLen bytes.
-func stuckSend(p *hpPeer, xid0 uint32, writes bool) {
+// It returns how many of the calls were delivered.
+//
+// The first call must be delivered: until it arrives our side has nothing
+// of this peer's to give up on. The others are posted together, without
+// waiting for each other's completion. With our provider's timer on
+// (cutShort), our side may fail the first call's RDMA operation, and close
+// the connection, before the peer has delivered them all: how many get
+// through before then depends on how busy the host is. Their Sends may
+// then fail, but only with the connection down by our side's disconnect;
+// testStuckPeers checks why our side closed it.
+func stuckSend(p *hpPeer, xid0 uint32, writes, cutShort bool) int {
 	t := p.t
+	t.Helper()
 	mem, err := p.vc.AllocRegion(stuckChunkLen)
 	if err != nil {
 		t.Fatalf("stuck peer: %v", err)
@@ -111,7 +122,7 @@ func stuckSend(p *hpPeer, xid0 uint32, writes bool) {
 		t.Fatalf("stuck peer: bind: %v", c.Status)
 	}
 	seg := chunks.Segment{Handle: w.RKey(), Length: stuckChunkLen, Offset: mem.Addr(0)}
-	for i := range stuckCalls {
+	msg := func(i int) []byte {
 		xid := xid0 + uint32(i)
 		var h chunks.Header
 		h.XID, h.Vers, h.Credits, h.Proc = xid, chunks.Version1, 64, chunks.ProcMsg
@@ -123,8 +134,63 @@ func stuckSend(p *hpPeer, xid0 uint32, writes bool) {
 			rpc = hpRPCCall(xid, hpProcNull, nil)
 			h.ReadList = []chunks.ReadSegment{{Position: uint32(len(rpc)), Segment: seg}}
 		}
-		p.sendMsg(append(h.Append(nil), rpc...))
+		return append(h.Append(nil), rpc...)
 	}
+	p.sendMsg(msg(0))
+
+	// The rest, posted as hpPeer.sendAsync does but tolerating a
+	// connection that is already down.
+	var ids []uint64
+	var postErr error
+	for i := 1; i < stuckCalls; i++ {
+		m := msg(i)
+		off := p.slot % hpSendSlots * hpSendSlotSize
+		p.slot++
+		copy(p.send.Bytes()[off:], m)
+		p.nextID++
+		if postErr = p.vc.PostSend([]verbs.WorkRequest{{ID: p.nextID, Op: verbs.OpSend,
+			SGL: []verbs.SGE{{Region: p.send, Offset: off, Length: len(m)}}}}); postErr != nil {
+			break
+		}
+		ids = append(ids, p.nextID)
+	}
+	delivered := 1
+	var failed verbs.Status
+	for _, id := range ids {
+		if !p.waitUntil(func() bool { _, ok := p.done[id]; return ok }) {
+			// No completion: only a connection that went down and
+			// took the queue pair's work with it.
+			failed = verbs.StatusFlushed
+			break
+		}
+		c := p.done[id]
+		delete(p.done, id)
+		if c.Status != verbs.StatusSuccess {
+			failed = c.Status
+			break
+		}
+		delivered++
+	}
+	if postErr == nil && failed == verbs.StatusSuccess {
+		return delivered
+	}
+	if !cutShort {
+		t.Fatalf("stuck peer: Send of call %d of %d: posting: %v, completion: %v (connection: %v)",
+			delivered+1, stuckCalls, postErr, failed, p.vc.Err())
+	}
+	select {
+	case <-p.vc.Done():
+	case <-time.After(stuckGuard):
+		t.Fatalf("stuck peer: Send of call %d of %d failed (posting: %v, completion: %v) with the connection up",
+			delivered+1, stuckCalls, postErr, failed)
+	}
+	// Soft's error for a disconnect the other side sent, as opposed to a
+	// link lost or a protocol violation by our side.
+	if err := p.vc.Err(); err == nil || err.Error() != "soft: peer disconnected: verbs: disconnected" {
+		t.Fatalf("stuck peer: Send of call %d of %d failed (posting: %v, completion: %v): the connection ended otherwise than by our side's disconnect: %v",
+			delivered+1, stuckCalls, postErr, failed, err)
+	}
+	return delivered
 }
 
 // stuckLegit runs the legitimate client's two calls, a 1 MiB argument
@@ -232,8 +298,9 @@ func testStuckPeers(t *testing.T, writes, timer bool) {
 	}
 
 	start := time.Now()
+	delivered := 0
 	for i, p := range peers {
-		stuckSend(p, uint32(i+1)<<24, writes)
+		delivered += stuckSend(p, uint32(i+1)<<24, writes, timer)
 	}
 	sent := time.Since(start)
 	if !timer {
@@ -245,9 +312,9 @@ func testStuckPeers(t *testing.T, writes, timer bool) {
 	stuckHeld := held()
 	wDur, rDur := stuckLegit(t, cli, 7)
 	during := l.Stats()
-	t.Logf("%d stuck peers × %d calls of %d bytes (%s) sent in %v; stuck held %d MiB of the listener's budget; legitimate 1 MiB call by Read chunk %v, 1 MiB reply by Write chunk %v; then: %d connections, calls %d MiB, replies %d MiB held",
+	t.Logf("%d stuck peers × %d calls of %d bytes (%s) sent in %v (%d delivered before our side closed their connections); stuck held %d MiB of the listener's budget; legitimate 1 MiB call by Read chunk %v, 1 MiB reply by Write chunk %v; then: %d connections, calls %d MiB, replies %d MiB held",
 		stuckPeers, stuckCalls, stuckChunkLen, map[bool]string{false: "Read chunks", true: "Write chunks"}[writes],
-		sent.Round(time.Millisecond), stuckHeld>>20, wDur.Round(time.Millisecond), rDur.Round(time.Millisecond),
+		sent.Round(time.Millisecond), delivered, stuckHeld>>20, wDur.Round(time.Millisecond), rDur.Round(time.Millisecond),
 		during.Conns, during.CallBytes>>20, during.ReplyBytes>>20)
 
 	if !timer {

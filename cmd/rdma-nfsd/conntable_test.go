@@ -38,6 +38,7 @@ func TestConnTableClosedMemory(t *testing.T) {
 	l, err := transport.Listen("127.0.0.1:0", &transport.Config{Provider: prov})
 	require.NoError(t, err)
 	defer l.Close()
+	goroutines := runtime.NumGoroutine() // the listener's own included
 	table := &connTable{}
 	for i := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -76,8 +77,11 @@ func TestConnTableClosedMemory(t *testing.T) {
 		require.EqualValues(t, 1, st.Recvs, "a closed entry's calls received")
 		require.NotNil(t, e.RemoteAddr())
 	}
-	// Let the connections' goroutines end before measuring.
-	time.Sleep(100 * time.Millisecond)
+	// Let the connections' goroutines end before measuring: while one
+	// runs, what it references is live with or without the table.
+	for end := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > goroutines; time.Sleep(time.Millisecond) {
+		require.True(t, time.Now().Before(end), "goroutines: %d, %d before the connections", runtime.NumGoroutine(), goroutines)
+	}
 	withTable := liveHeap()
 	runtime.KeepAlive(table)
 	table = nil

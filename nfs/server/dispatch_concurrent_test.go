@@ -93,10 +93,18 @@ func TestServerConcurrentCalls(t *testing.T) {
 					replies <- rh.XID
 				}
 			}()
+			// A probe that must wait: no reply while the held calls are
+			// held (watched for 300 ms). One that must not: its reply
+			// arrives while they are still held, however long a busy
+			// host takes to send it (the guard is against hangs).
+			watch := 300 * time.Millisecond
+			if !tc.probeWaits {
+				watch = 10 * time.Second
+			}
 			first := uint32(0)
 			select {
 			case first = <-replies:
-			case <-time.After(300 * time.Millisecond):
+			case <-time.After(watch):
 			}
 			close(release)
 			if tc.probeWaits {
