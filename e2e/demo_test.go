@@ -16,17 +16,28 @@ import (
 )
 
 // benchLog collects a bench run's output (out) and its progress lines
-// (log) and logs them when the test ends.
+// (log) and logs them when the test ends; console is the file the run
+// saves the VM console to.
 type benchLog struct {
 	out, log bytes.Buffer
+	console  string
 }
 
+// newBenchLog returns the benchLog of the calling test. If the test fails,
+// the tail of what the guest printed (vmtest.Result.GuestTail: the
+// console without the kernel's messages) is logged as well.
 func newBenchLog(t *testing.T, name string) *benchLog {
 	t.Helper()
-	l := &benchLog{}
+	l := &benchLog{console: filepath.Join(os.TempDir(), "rxevm-"+t.Name()+"-console.log")}
 	t0 := time.Now()
 	t.Cleanup(func() {
 		t.Logf("%s (%.0f s):\n%s\nlog:\n%s", name, time.Since(t0).Seconds(), l.out.String(), guesttest.Tail(l.log.String(), 30))
+		if !t.Failed() {
+			return
+		}
+		if b, err := os.ReadFile(l.console); err == nil {
+			t.Logf("VM console saved to %s; the guest's output, last 60 lines:\n%s", l.console, (&vmtest.Result{Console: b}).GuestTail(60))
+		}
 	})
 	return l
 }
@@ -44,7 +55,7 @@ func TestDemo(t *testing.T) {
 	vmtest.Require(t)
 	l := newBenchLog(t, "bench.Demo")
 	rep, err := bench.Demo(t.Context(), bench.DemoOptions{Out: &l.out, Log: &l.log,
-		Console: filepath.Join(os.TempDir(), "rxevm-TestDemo-console.log")})
+		Console: l.console})
 	if err != nil {
 		t.Fatalf("the demo: %v", err)
 	}

@@ -165,16 +165,9 @@ func indent(l string) int {
 	return len(l) - len(strings.TrimLeft(l, " "))
 }
 
-// guestOutput drops the kernel's console messages ("[   12.345] ...") from
-// the console output.
+// guestOutput is what the guest printed (Result.GuestLines).
 func guestOutput(r *Result) string {
-	var out []string
-	for _, l := range r.Lines() {
-		if !strings.HasPrefix(l, "[") || !strings.Contains(l, "] ") {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
+	return strings.Join(r.GuestLines(), "\n")
 }
 
 // shellQuote quotes s for bash.
