@@ -70,11 +70,13 @@ func TestDemo(t *testing.T) {
 	if len(rep.Results) != 10 {
 		t.Fatalf("%d results, want 10 (NULL, READ and WRITE of 2 and 64 KiB, at 1024 and 4096)", len(rep.Results))
 	}
-	// A stray RPC of the kernel client (a GETATTR) may fall inside a
-	// cell; 2% leaves room for it and none for a missed chunk.
-	const tol = 0.02
-	near := func(got, want float64) bool { return math.Abs(got-want) <= tol }
+	// A stray RPC of the kernel client (a GETATTR: two Sends) may fall
+	// inside a cell: 2%, or more when a busy host leaves the 1 s cell so
+	// few operations that the stray's share is larger (2.5 / operations).
+	// A chunk missed by every operation is off by 1 either way.
 	for _, r := range rep.Results {
+		tol := max(0.02, 2.5/float64(max(r.Ops, 1)))
+		near := func(got, want float64) bool { return math.Abs(got-want) <= tol }
 		name := r.Client + "/" + r.Workload + "/" + strconv.Itoa(r.Size) + "@" + strconv.Itoa(r.Inline)
 		if r.Err != "" || r.Ops == 0 || r.Rounds != 1 {
 			t.Errorf("%s: %d ops in %d rounds, error %q", name, r.Ops, r.Rounds, r.Err)
