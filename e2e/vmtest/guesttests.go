@@ -30,7 +30,7 @@ type GuestTests struct {
 	// Args are extra flags of the test binary, e.g. "-test.run=TestX".
 	Args []string
 	// Options of the VM run; Share is set by RunGuestTests, Timeout
-	// defaults to 5 minutes.
+	// defaults to 10 minutes.
 	Options vm.Options
 }
 
@@ -75,7 +75,7 @@ func RunGuestTests(t testing.TB, g GuestTests) *Result {
 	opts := g.Options
 	opts.Image, opts.Share = img, share
 	if opts.Timeout == 0 {
-		opts.Timeout = 5 * time.Minute
+		opts.Timeout = 10 * time.Minute
 	}
 	script := "set -e\n"
 	if g.Setup != "" {
