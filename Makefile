@@ -62,10 +62,10 @@ fmt-check:
 # RPCRDMA_VM=1 makes the VM tests mandatory: they fail, not skip, if the VM
 # cannot boot. TestLockCheck runs in the transport's debug build. The
 # -timeout is a guard against a hang, not a target: package e2e takes about
-# 15-20 minutes on an idle two-core host and twice that beside a CPU-bound
+# 15-20 minutes on an idle two-core host and about 55 beside a CPU-bound
 # job (docs/testing.md).
 unit:
-	RPCRDMA_VM=1 $(GO) test -race -count=1 -timeout 60m $(PKGS)
+	RPCRDMA_VM=1 $(GO) test -race -count=1 -timeout 90m $(PKGS)
 	$(GO) test -tags rpcrdmadebug -count=1 -run TestLockCheck ./transport/
 
 # benchcheck runs every benchmark of every package once, so that a
