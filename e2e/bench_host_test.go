@@ -52,13 +52,13 @@ func TestBenchHostMode(t *testing.T) {
 	stderr, _ := os.ReadFile(filepath.Join(share, "stderr.txt"))
 	t.Logf("rpcrdma-bench bench -host stdout:\n%s\nstderr:\n%s", stdout, guesttest.Tail(string(stderr), 30))
 	if !strings.Contains(console, "DEVICES-STATUS 0") {
-		t.Errorf("rdmacore's TestDevices failed in the VM:\n%s", r.Tail(60))
+		t.Errorf("rdmacore's TestDevices failed in the VM:\n%s", r.GuestTail(60))
 	}
 	if !strings.Contains(console, "BENCH-STATUS 0") {
 		t.Fatalf("rpcrdma-bench bench -host failed in the VM")
 	}
 	if !strings.Contains(console, "INLINE-AFTER 2048/8192") {
-		t.Errorf("the kernel client's inline settings were not restored to 2048/8192:\n%s", r.Tail(5))
+		t.Errorf("the kernel client's inline settings were not restored to 2048/8192:\n%s", r.GuestTail(5))
 	}
 	const where = "rxe0 port 1 at 10.0.0.1 (Ethernet, active path MTU 1024)"
 	if !strings.Contains(string(stdout), "rdmacore on this host's "+where) {

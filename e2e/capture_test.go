@@ -144,7 +144,7 @@ func TestKernelCapture(t *testing.T) {
 	update := *updateKernelGolden || os.Getenv("RPCRDMA_UPDATE_GOLDEN") == "1"
 	vmtest.Require(t)
 	share := vmtest.ShareDir(t)
-	r := vmtest.Run(t, vm.Options{Share: share, Timeout: 5 * time.Minute}, kcapScript())
+	r := vmtest.Run(t, vm.Options{Share: share, Timeout: 10 * time.Minute}, kcapScript())
 
 	kernel := "?"
 	status := map[string]string{}

@@ -16,17 +16,28 @@ import (
 )
 
 // benchLog collects a bench run's output (out) and its progress lines
-// (log) and logs them when the test ends.
+// (log) and logs them when the test ends; console is the file the run
+// saves the VM console to.
 type benchLog struct {
 	out, log bytes.Buffer
+	console  string
 }
 
+// newBenchLog returns the benchLog of the calling test. If the test fails,
+// the tail of what the guest printed (vmtest.Result.GuestTail: the
+// console without the kernel's messages) is logged as well.
 func newBenchLog(t *testing.T, name string) *benchLog {
 	t.Helper()
-	l := &benchLog{}
+	l := &benchLog{console: filepath.Join(os.TempDir(), "rxevm-"+t.Name()+"-console.log")}
 	t0 := time.Now()
 	t.Cleanup(func() {
 		t.Logf("%s (%.0f s):\n%s\nlog:\n%s", name, time.Since(t0).Seconds(), l.out.String(), guesttest.Tail(l.log.String(), 30))
+		if !t.Failed() {
+			return
+		}
+		if b, err := os.ReadFile(l.console); err == nil {
+			t.Logf("VM console saved to %s; the guest's output, last 60 lines:\n%s", l.console, (&vmtest.Result{Console: b}).GuestTail(60))
+		}
 	})
 	return l
 }
@@ -44,7 +55,7 @@ func TestDemo(t *testing.T) {
 	vmtest.Require(t)
 	l := newBenchLog(t, "bench.Demo")
 	rep, err := bench.Demo(t.Context(), bench.DemoOptions{Out: &l.out, Log: &l.log,
-		Console: filepath.Join(os.TempDir(), "rxevm-TestDemo-console.log")})
+		Console: l.console})
 	if err != nil {
 		t.Fatalf("the demo: %v", err)
 	}
@@ -59,11 +70,13 @@ func TestDemo(t *testing.T) {
 	if len(rep.Results) != 10 {
 		t.Fatalf("%d results, want 10 (NULL, READ and WRITE of 2 and 64 KiB, at 1024 and 4096)", len(rep.Results))
 	}
-	// A stray RPC of the kernel client (a GETATTR) may fall inside a
-	// cell; 2% leaves room for it and none for a missed chunk.
-	const tol = 0.02
-	near := func(got, want float64) bool { return math.Abs(got-want) <= tol }
+	// A stray RPC of the kernel client (a GETATTR: two Sends) may fall
+	// inside a cell: 2%, or more when a busy host leaves the 1 s cell so
+	// few operations that the stray's share is larger (2.5 / operations).
+	// A chunk missed by every operation is off by 1 either way.
 	for _, r := range rep.Results {
+		tol := max(0.02, 2.5/float64(max(r.Ops, 1)))
+		near := func(got, want float64) bool { return math.Abs(got-want) <= tol }
 		name := r.Client + "/" + r.Workload + "/" + strconv.Itoa(r.Size) + "@" + strconv.Itoa(r.Inline)
 		if r.Err != "" || r.Ops == 0 || r.Rounds != 1 {
 			t.Errorf("%s: %d ops in %d rounds, error %q", name, r.Ops, r.Rounds, r.Err)

@@ -32,8 +32,8 @@ func TestDropin(t *testing.T) {
 		Pkg:     "github.com/go-rpcrdma/rpcrdma/transport/dropin",
 		CGO:     true,
 		Setup:   "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true\n",
-		Args:    []string{"-test.run=^TestRdmacore", "-test.timeout=9m"},
-		Options: vm.Options{Timeout: 10 * time.Minute},
+		Args:    []string{"-test.run=^TestRdmacore", "-test.timeout=18m"},
+		Options: vm.Options{Timeout: 20 * time.Minute},
 	})
 	requireGuestPassed(t, r, dropinGuestTests)
 }

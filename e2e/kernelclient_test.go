@@ -29,8 +29,8 @@ func TestKernelClient(t *testing.T) {
 		Pkg:     "./internal/gonfsd",
 		CGO:     true,
 		Setup:   "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true",
-		Args:    []string{"-test.run=^TestKernelClient", "-test.timeout=4m"},
-		Options: vm.Options{Timeout: 5 * time.Minute},
+		Args:    []string{"-test.run=^TestKernelClient", "-test.timeout=10m"},
+		Options: vm.Options{Timeout: 12 * time.Minute},
 	})
 	passed := map[string]bool{}
 	var report []string

@@ -47,8 +47,8 @@ func TestKnfsd(t *testing.T) {
 		Pkg:     "./internal/knfsdclient",
 		CGO:     true,
 		Setup:   knfsdSetup,
-		Args:    []string{"-test.timeout=9m"},
-		Options: vm.Options{Timeout: 10 * time.Minute},
+		Args:    []string{"-test.timeout=18m"},
+		Options: vm.Options{Timeout: 20 * time.Minute},
 	})
 	requireGuestPassed(t, r, knfsdGuestTests)
 	for _, l := range r.Lines() {

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,7 +28,7 @@ func TestInteropMatrix(t *testing.T) {
 	vmtest.Require(t)
 	l := newBenchLog(t, "bench.Matrix")
 	rep, err := bench.Matrix(t.Context(), bench.MatrixSpec([]int{1024, 4096, 65536}), bench.MatrixOptions{Log: &l.log,
-		Console: filepath.Join(os.TempDir(), "rxevm-TestInteropMatrix-console.log")})
+		Console: l.console})
 	if err != nil {
 		t.Fatalf("the matrix: %v", err)
 	}

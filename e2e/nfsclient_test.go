@@ -57,8 +57,8 @@ func TestNFSClientKnfsd(t *testing.T) {
 		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true},
 			{Name: "rdma-nfs", Pkg: "../cmd/rdma-nfs", CGO: true}},
 		Setup:   knfsdSetup,
-		Args:    append([]string{"-test.timeout=9m"}, guestRunArgs()...),
-		Options: vm.Options{Timeout: 10 * time.Minute},
+		Args:    append([]string{"-test.timeout=18m"}, guestRunArgs()...),
+		Options: vm.Options{Timeout: 20 * time.Minute},
 	})
 	if guestRunArgs() == nil {
 		requireGuestPassed(t, r, nfsClientGuestTests)

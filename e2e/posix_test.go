@@ -26,8 +26,8 @@ func TestPosixVsKnfsd(t *testing.T) {
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
 		Pkg:      "./internal/posixguest",
 		Binaries: []vmtest.Binary{{Name: "rdma-nfsd", Pkg: "../cmd/rdma-nfsd", CGO: true}},
-		Args:     append([]string{"-test.timeout=8m", "-test.run=^TestPosix$"}, guestRunArgs()...),
-		Options:  vm.Options{Timeout: 10 * time.Minute},
+		Args:     append([]string{"-test.timeout=16m", "-test.run=^TestPosix$"}, guestRunArgs()...),
+		Options:  vm.Options{Timeout: 20 * time.Minute},
 	})
 	if os.Getenv("RPCRDMA_GUEST_RUN") == "" {
 		requireGuestPassed(t, r, []string{"TestPosix"})

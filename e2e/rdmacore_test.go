@@ -71,8 +71,8 @@ func TestRdmacore(t *testing.T) {
 		Pkg:     "github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore",
 		CGO:     true,
 		Setup:   perftestScript + perfSendLat + perfSendLatEvents + perfWriteBW,
-		Args:    []string{"-test.bench=.", "-test.benchtime=2000x", "-test.timeout=9m"},
-		Options: vm.Options{Timeout: 10 * time.Minute},
+		Args:    []string{"-test.bench=.", "-test.benchtime=2000x", "-test.timeout=18m"},
+		Options: vm.Options{Timeout: 20 * time.Minute},
 	})
 	perf, bench := perfAndBench(r)
 	for _, name := range []string{"BenchmarkSendRecvPingPong/Wait", "BenchmarkSendRecvPingPong/BusyPoll", "BenchmarkRDMAWrite64K",

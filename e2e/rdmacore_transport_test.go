@@ -38,8 +38,8 @@ func TestRdmacoreTransport(t *testing.T) {
 		Setup: perftestScript + perfSendLatEvents +
 			strings.Replace(perfSendLatEvents, "send_lat_events", "send_lat_events_2", 1) +
 			interleavedReadRounds,
-		Args:    []string{"-test.run=^$", "-test.bench=^BenchmarkRdmacore", "-test.benchtime=2000x", "-test.timeout=5m"},
-		Options: vm.Options{Timeout: 8 * time.Minute},
+		Args:    []string{"-test.run=^$", "-test.bench=^BenchmarkRdmacore", "-test.benchtime=2000x", "-test.timeout=15m"},
+		Options: vm.Options{Timeout: 20 * time.Minute},
 	})
 	perf, bench := perfAndBench(r)
 	perfBW, oursBW := readRoundsOf(r, perf)
@@ -122,7 +122,7 @@ var interleavedReadRounds = fmt.Sprintf(`
 for round in $(seq %d); do
 	perf write_bw_round$round ib_write_bw -s 65536 -n 2000 -F
 	/host/transport.test -test.run '^$' -test.bench '^BenchmarkRdmacoreRead64K/poll-first/depth16$' \
-		-test.benchtime 2000x -test.timeout 2m > /tmp/round.out 2>&1 || true
+		-test.benchtime 2000x -test.timeout 5m > /tmp/round.out 2>&1 || true
 	sed -n "s/^Benchmark/ROUND $round Benchmark/p" /tmp/round.out
 done
 `, readRounds)

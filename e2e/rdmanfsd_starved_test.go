@@ -37,8 +37,8 @@ func TestRdmaNfsdStarved(t *testing.T) {
 	}
 	stop := busyHost(runtime.NumCPU())
 	defer stop()
-	r := vmtest.RunGuestTests(t, nfsdGuestTests(d+8*time.Minute,
-		"-test.timeout="+(d+6*time.Minute).String(), "-test.run=^TestStarved$", "-starve-for="+d.String()))
+	r := vmtest.RunGuestTests(t, nfsdGuestTests(d+15*time.Minute,
+		"-test.timeout="+(d+12*time.Minute).String(), "-test.run=^TestStarved$", "-starve-for="+d.String()))
 	stop()
 	requireGuestPassed(t, r, []string{"TestStarved"})
 	report := r.Tagged("RDMANFSD")

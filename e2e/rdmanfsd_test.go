@@ -41,8 +41,8 @@ var rdmaNfsdGuestTests = []string{
 // 10.0.0.1 (TestListenDefault). The guest's RDMANFSD lines are the
 // report, logged here.
 func TestRdmaNfsdKernel(t *testing.T) {
-	r := vmtest.RunGuestTests(t, nfsdGuestTests(10*time.Minute,
-		append([]string{"-test.timeout=7m", "-test.run=^(TestWorkload|TestRestart|TestMountstats|TestExercise|TestExports|TestListenDefault)$"},
+	r := vmtest.RunGuestTests(t, nfsdGuestTests(20*time.Minute,
+		append([]string{"-test.timeout=16m", "-test.run=^(TestWorkload|TestRestart|TestMountstats|TestExercise|TestExports|TestListenDefault)$"},
 			guestRunArgs()...)...))
 	requireGuestPassed(t, r, rdmaNfsdGuestTests)
 	report := r.Tagged("RDMANFSD")

@@ -135,7 +135,7 @@ func TestVMSmoke(t *testing.T) {
 	share := vmtest.ShareDir(t)
 	vmtest.BuildStatic(t, share, "./internal/guestprobe", "guestprobe")
 
-	r := vmtest.Run(t, vm.Options{Share: share, Timeout: 4 * time.Minute}, smokeScript)
+	r := vmtest.Run(t, vm.Options{Share: share, Timeout: 10 * time.Minute}, smokeScript)
 
 	results := map[string]string{}
 	for _, l := range r.Lines() {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -44,7 +45,9 @@ func BenchmarkHostileErrChunk(b *testing.B) {
 
 // BenchmarkHostileFailedReply measures a call whose reply breaks the
 // protocol (its RPC XID differs from rdma_xid): our requester fails it with
-// a synthesized SYSTEM_ERR reply. The allocations include the raw peer's.
+// a synthesized SYSTEM_ERR reply and an error wrapping ErrBadReply, as
+// TestHostileResponder's xid/rpc-xid-differs-from-rdma-xid requires. The
+// allocations include the raw peer's.
 func BenchmarkHostileFailedReply(b *testing.B) {
 	vl, err := (&soft.Provider{}).Listen("127.0.0.1:0")
 	if err != nil {
@@ -78,11 +81,13 @@ func BenchmarkHostileFailedReply(b *testing.B) {
 		}
 		a.peer.next()
 		a.peer.sendMsg(bad)
-		if buf, err = cli.ReadMsg(buf); err != nil {
-			b.Fatal(err)
+		buf, err = cli.ReadMsg(buf)
+		if !errors.Is(err, ErrBadReply) {
+			b.Fatalf("ReadMsg: error %v, want one wrapping ErrBadReply", err)
 		}
-		if xid, _, _ := xdr.PeekXID(buf); xid != 1 || len(buf) != 24 {
-			b.Fatalf("reply %x, want the synthesized SYSTEM_ERR", buf)
+		var rh xdr.ReplyHeader
+		if _, uerr := rh.Unmarshal(buf); uerr != nil || rh.XID != 1 || rh.Stat != xdr.MsgAccepted || rh.AcceptStat != xdr.AcceptSystemErr {
+			b.Fatalf("reply %+v (%v), want xid 0x1 SYSTEM_ERR", rh, uerr)
 		}
 	}
 }

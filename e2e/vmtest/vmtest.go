@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -160,11 +161,48 @@ func (r *Result) Tagged(tag string) []string {
 
 // Tail returns the last n console lines.
 func (r *Result) Tail(n int) string {
-	l := r.Lines()
-	if len(l) > n {
-		l = l[len(l)-n:]
+	return strings.Join(lastN(r.Lines(), n), "\n")
+}
+
+// GuestLines returns what the guest printed, without the guest kernel's
+// messages: the console lines that do not start with a kernel timestamp
+// ("[   12.345678] "), up to the guest's "rxevm: exit status N" line
+// (what follows it is the power-off). Under a busy host the kernel prints
+// long reports (RCU stalls, with their stack traces and the kernel's
+// package version) that would otherwise fill a failed test's tail.
+func (r *Result) GuestLines() []string {
+	var out []string
+	for _, l := range r.Lines() {
+		if kernelMessage.MatchString(l) {
+			continue
+		}
+		out = append(out, l)
+		if strings.HasPrefix(l, exitStatusLine) {
+			break
+		}
 	}
-	return strings.Join(l, "\n")
+	return out
+}
+
+// GuestTail returns the last n lines of GuestLines.
+func (r *Result) GuestTail(n int) string {
+	return strings.Join(lastN(r.GuestLines(), n), "\n")
+}
+
+// kernelMessage matches a console line of the guest kernel: printk's
+// timestamp in brackets.
+var kernelMessage = regexp.MustCompile(`^\[ *[0-9]+\.[0-9]+\] `)
+
+// exitStatusLine starts the line the guest's /init prints once the
+// command ended (internal/vm/guest/init).
+const exitStatusLine = "rxevm: exit status "
+
+// lastN returns the last n of l.
+func lastN(l []string, n int) []string {
+	if len(l) > n {
+		return l[len(l)-n:]
+	}
+	return l
 }
 
 // Run boots the VM with opts (Image defaults to Require's) and runs command.
@@ -208,8 +246,12 @@ func Run(t testing.TB, opts vm.Options, command string) *Result {
 	return r
 }
 
+// consoleTailLines is how many of the guest's lines a failed test logs.
+const consoleTailLines = 60
+
 // saveConsole writes the console to $RPCRDMA_VM_LOGDIR (default: the
-// temporary directory) and logs its tail.
+// temporary directory) and logs the tail of what the guest printed
+// (GuestLines): the kernel's messages are only in the file.
 func saveConsole(t testing.TB, r *Result) {
 	dir := os.Getenv("RPCRDMA_VM_LOGDIR")
 	if dir == "" {
@@ -220,7 +262,9 @@ func saveConsole(t testing.TB, r *Result) {
 	if err := os.WriteFile(path, r.Console, 0o644); err != nil {
 		path = "(not saved: " + err.Error() + ")"
 	}
-	t.Logf("VM console saved to %s; last lines:\n%s", path, r.Tail(60))
+	kernel := len(r.Lines()) - len(r.GuestLines())
+	t.Logf("VM console saved to %s (with %d lines of kernel messages and power-off); the guest's output, last %d lines:\n%s",
+		path, kernel, consoleTailLines, r.GuestTail(consoleTailLines))
 }
 
 // ShareDir returns a new directory to share with the guest at /host,

@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"flag"
+	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -154,9 +157,66 @@ func TestShellQuote(t *testing.T) {
 }
 
 func TestGuestOutput(t *testing.T) {
-	r := &Result{Console: []byte("[    1.234] rdma_rxe: loaded\r\n=== RUN   TestX\r\n--- PASS: TestX (0.00s)\r\n[x]\r\n")}
-	if got := guestOutput(r); got != "=== RUN   TestX\n--- PASS: TestX (0.00s)\n[x]" {
+	r := &Result{Console: []byte("[    1.234] rdma_rxe: loaded\r\n=== RUN   TestX\r\n--- PASS: TestX (0.00s)\r\n[x]\r\n" +
+		"[rxevm 0.1s] y\r\n[12345.000001] z\r\nrxevm: exit status 0\r\n[    9.5] reboot: Power down\r\nafter\r\n")}
+	if got := guestOutput(r); got != "=== RUN   TestX\n--- PASS: TestX (0.00s)\n[x]\n[rxevm 0.1s] y\nrxevm: exit status 0" {
 		t.Errorf("guestOutput = %q", got)
+	}
+}
+
+// logTB records what a test logs.
+type logTB struct {
+	testing.TB
+	name string
+	logs []string
+}
+
+func (l *logTB) Name() string                 { return l.name }
+func (l *logTB) Logf(format string, a ...any) { l.logs = append(l.logs, fmt.Sprintf(format, a...)) }
+
+// TestSaveConsole: a failed VM test logs the tail of what the guest
+// printed, not of the console: the guest kernel's messages after the
+// test's output (here an RCU stall report, as a busy host causes, with
+// the kernel's Debian version in it) and the power-off are left out of
+// the log, and the whole console is in the file.
+func TestSaveConsole(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("RPCRDMA_VM_LOGDIR", dir)
+	var c strings.Builder
+	c.WriteString("[    0.512345] Linux version 6.1.0-56-amd64 (debian-kernel@lists.debian.org)\r\n")
+	c.WriteString("rxevm: WARNING: modprobe rdma_rxe failed\r\n")
+	c.WriteString("=== RUN   TestFlood\r\n")
+	for i := range 100 {
+		fmt.Fprintf(&c, "    flood_test.go:%d: guest line %d\r\n", i, i)
+	}
+	c.WriteString("--- FAIL: TestFlood (12.00s)\r\nFAIL\r\n")
+	for i := range 80 {
+		fmt.Fprintf(&c, "[   %d.%06d] rcu: INFO: rcu_preempt self-detected stall; CPU: 1 PID: 7 Not tainted 6.1.0-56-amd64 #1 Debian 6.1.192-2\r\n", 40+i, i)
+	}
+	c.WriteString("rxevm: exit status 1\r\n[  130.000001] reboot: Power down\r\n")
+	r := &Result{Console: []byte(c.String())}
+	tb := &logTB{TB: t, name: "TestX/sub"}
+	saveConsole(tb, r)
+	if len(tb.logs) != 1 {
+		t.Fatalf("logged %q, want one message", tb.logs)
+	}
+	got := tb.logs[0]
+	for _, want := range []string{"guest line 99", "--- FAIL: TestFlood", "FAIL\nrxevm: exit status 1", "guest line 43\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("logged console lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"rcu", "Debian", "Power down", "guest line 42\n", "\r"} {
+		if strings.Contains(got, not) {
+			t.Errorf("logged console has %q:\n%s", not, got)
+		}
+	}
+	saved, err := os.ReadFile(filepath.Join(dir, "rxevm-TestX_sub-console.log"))
+	if err != nil || !bytes.Equal(saved, r.Console) {
+		t.Errorf("saved console: %v, %d bytes of %d", err, len(saved), len(r.Console))
+	}
+	if !strings.Contains(got, filepath.Join(dir, "rxevm-TestX_sub-console.log")) {
+		t.Errorf("the log does not name the saved file:\n%s", got)
 	}
 }
 

@@ -17,6 +17,11 @@ import (
 // exportsFile is the exports file of TestExports.
 const exportsFile = "/tmp/rdma-nfsd-exports"
 
+// reloadGuard bounds the wait for a SIGHUP's reload to be logged: it
+// takes milliseconds, but a guest on a busy host may be descheduled for
+// seconds.
+const reloadGuard = time.Minute
+
 // TestExports serves five directories from an exports file (exports(5)
 // syntax) and mounts them with the kernel client over RDMA: an export
 // whose rule admits the client (rw, no_root_squash) and a subdirectory of
@@ -96,12 +101,24 @@ func TestExports(t *testing.T) {
 
 	// SIGHUP with ro turned rw: the mount in place may write.
 	write(rules("rw"))
+	// hup sends SIGHUP and waits until the server logged the reload's
+	// outcome, which names the exports file whether it succeeded or
+	// not: the next call sees the rules it left in force.
 	hup := func() {
 		t.Helper()
+		before, _ := os.ReadFile(srv.Log)
 		if err := srv.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second) // the reload is logged; the next call sees it
+		for deadline := time.Now().Add(reloadGuard); ; time.Sleep(50 * time.Millisecond) {
+			log, _ := os.ReadFile(srv.Log)
+			if len(log) > len(before) && strings.Contains(string(log[len(before):]), filepath.Base(exportsFile)) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("rdma-nfsd logged no reload of %s within %v of SIGHUP:\n%s", exportsFile, reloadGuard, log)
+			}
+		}
 	}
 	hup()
 	if out, err := run("touch /mnt/ex-ro/after-reload 2>&1"); err != nil {
