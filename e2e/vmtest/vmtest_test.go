@@ -29,7 +29,8 @@ func TestDecide(t *testing.T) {
 		{"0", false, true, 0, skip},
 		{"0", false, false, 0, skip},
 		{"", false, true, 0, run},
-		{"", false, true, 30 * time.Minute, run},
+		{"", false, true, 90 * time.Minute, run},
+		{"", false, true, 30 * time.Minute, skip}, // under MinAutoTimeout
 		{"", false, true, MinAutoTimeout, run},
 		{"", false, true, 10 * time.Minute, skip}, // go test's default
 		{"", true, true, 0, skip},
