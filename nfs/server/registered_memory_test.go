@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -126,6 +127,16 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	var failed atomic.Int64
+	var fmu sync.Mutex
+	var failures []error
+	fail := func(err error) {
+		failed.Add(1)
+		fmu.Lock()
+		defer fmu.Unlock()
+		if len(failures) < 5 {
+			failures = append(failures, err)
+		}
+	}
 	for _, c := range cs {
 		for range inFlight {
 			wg.Add(1)
@@ -133,11 +144,11 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 				defer wg.Done()
 				for range rounds {
 					for _, n := range sizes {
-						if !garbageWrite(c, xids.Add(1), fh, n) {
-							failed.Add(1)
+						if err := garbageWrite(c, xids.Add(1), fh, n); err != nil {
+							fail(err)
 						}
-						if !readFile(c, xids.Add(1), big, n) {
-							failed.Add(1)
+						if err := readFile(c, xids.Add(1), big, n); err != nil {
+							fail(err)
 						}
 					}
 				}
@@ -148,7 +159,8 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 	close(stop)
 	sampler.Wait()
 	burst := time.Since(start)
-	require.Zero(t, failed.Load(), "WRITEs without their NFS3ERR reply, READs without their data")
+	require.Zero(t, failed.Load(), "WRITEs without their NFS3ERR reply, READs without their data (after %v); the first: %v",
+		time.Since(start).Round(time.Millisecond), failures)
 	heapBurst := heapAfterGC()
 
 	require.LessOrEqual(t, regPeak.Load(), perListener, "listener's registered buffers over MemoryLimits.ListenerRegistered")
@@ -200,24 +212,48 @@ func TestServerRegisteredMemoryIdle(t *testing.T) {
 	}
 }
 
-// readFile reads n bytes of the file fh from its start and reports
-// whether they came back with NFS3_OK.
-func readFile(c *transport.Conn, xid uint32, fh []byte, n int) bool {
+// readFile reads n bytes of the file fh from its start; an error unless
+// they came back with NFS3_OK.
+func readFile(c *transport.Conn, xid uint32, fh []byte, n int) error {
 	sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("reader")}
 	h := xdr.CallHeader{XID: xid, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcRead, Cred: sys.OpaqueAuth(nil)}
 	msg := (&nfs3.ReadArgs{File: fh, Count: uint32(n)}).Append(h.Append(nil))
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
+	began := time.Now()
 	rep, err := c.Call(ctx, msg, nil)
 	if err != nil {
-		return false
+		return fmt.Errorf("READ %d bytes (xid %d) after %v: %w", n, xid, time.Since(began).Round(time.Millisecond), err)
 	}
+	off, err := replyBody(rep, xid)
+	if err != nil {
+		return fmt.Errorf("READ %d bytes: %w", n, err)
+	}
+	if st := nfs3.Status(binary.BigEndian.Uint32(rep[off:])); st != nfs3.OK {
+		return fmt.Errorf("READ %d bytes (xid %d): status %v", n, xid, st)
+	}
+	if len(rep) < off+4+n {
+		return fmt.Errorf("READ %d bytes (xid %d): reply of %d bytes", n, xid, len(rep))
+	}
+	return nil
+}
+
+// replyBody checks that rep is the accepted reply to the call xid with at
+// least an NFS3 status after its header, and returns the status's offset.
+func replyBody(rep []byte, xid uint32) (int, error) {
 	var rh xdr.ReplyHeader
 	off, err := rh.Unmarshal(rep)
-	if err != nil || rh.XID != xid || rh.AcceptStat != xdr.AcceptSuccess || len(rep) < off+4+n {
-		return false
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("reply to xid %d: %w", xid, err)
+	case rh.XID != xid:
+		return 0, fmt.Errorf("reply to xid %d names xid %d", xid, rh.XID)
+	case rh.AcceptStat != xdr.AcceptSuccess:
+		return 0, fmt.Errorf("reply to xid %d: accept stat %v", xid, rh.AcceptStat)
+	case len(rep) < off+4:
+		return 0, fmt.Errorf("reply to xid %d: %d bytes, no NFS3 status", xid, len(rep))
 	}
-	return nfs3.Status(binary.BigEndian.Uint32(rep[off:])) == nfs3.OK
+	return off, nil
 }
 
 // heapAfterGC returns the Go heap in use after a collection.
@@ -229,21 +265,24 @@ func heapAfterGC() uint64 {
 }
 
 // garbageWrite sends a WRITE of n bytes to the handle fh, which names
-// nothing, and reports whether it was answered with an NFS3 error.
-func garbageWrite(c *transport.Conn, xid uint32, fh []byte, n int) bool {
+// nothing; an error unless it was answered with an NFS3 error.
+func garbageWrite(c *transport.Conn, xid uint32, fh []byte, n int) error {
 	sys := xdr.AuthSys{Stamp: 1, MachineName: []byte("garbage")}
 	h := xdr.CallHeader{XID: xid, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcWrite, Cred: sys.OpaqueAuth(nil)}
 	msg := (&nfs3.WriteArgs{File: fh, Count: uint32(n), Stable: nfs3.Unstable, Data: make([]byte, n)}).Append(h.Append(nil))
 	ctx, cancel := context.WithTimeout(context.Background(), ioGuard)
 	defer cancel()
+	began := time.Now()
 	rep, err := c.Call(ctx, msg, nil)
 	if err != nil {
-		return false
+		return fmt.Errorf("WRITE %d bytes (xid %d) after %v: %w", n, xid, time.Since(began).Round(time.Millisecond), err)
 	}
-	var rh xdr.ReplyHeader
-	off, err := rh.Unmarshal(rep)
-	if err != nil || rh.XID != xid || rh.AcceptStat != xdr.AcceptSuccess || len(rep) < off+4 {
-		return false
+	off, err := replyBody(rep, xid)
+	if err != nil {
+		return fmt.Errorf("WRITE %d bytes: %w", n, err)
 	}
-	return nfs3.Status(binary.BigEndian.Uint32(rep[off:])) != nfs3.OK
+	if st := nfs3.Status(binary.BigEndian.Uint32(rep[off:])); st == nfs3.OK {
+		return fmt.Errorf("WRITE %d bytes (xid %d) to a handle naming nothing: NFS3_OK", n, xid)
+	}
+	return nil
 }
