@@ -20,16 +20,24 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
+// exportsDirs makes two directories to export, a and b, in base (a
+// t.TempDir), and names the exports file; write replaces its text.
+func exportsDirs(t *testing.T) (base, a, b, file string, write func(text string)) {
+	t.Helper()
+	base = t.TempDir()
+	a, b = filepath.Join(base, "a"), filepath.Join(base, "b")
+	require.NoError(t, os.Mkdir(a, 0o755))
+	require.NoError(t, os.Mkdir(b, 0o755))
+	file = filepath.Join(base, "exports")
+	write = func(text string) { require.NoError(t, os.WriteFile(file, []byte(text), 0o644)) }
+	return base, a, b, file, write
+}
+
 // TestExportSet: an exports file's directories are opened once and kept
 // across reloads while listed; a reload that fails (a bad line, a
 // directory that is not there) changes nothing and names the line.
 func TestExportSet(t *testing.T) {
-	base := t.TempDir()
-	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	require.NoError(t, os.Mkdir(a, 0o755))
-	require.NoError(t, os.Mkdir(b, 0o755))
-	file := filepath.Join(base, "exports")
-	write := func(s string) { require.NoError(t, os.WriteFile(file, []byte(s), 0o644)) }
+	base, a, b, file, write := exportsDirs(t)
 
 	x := &exportSet{file: file}
 	defer x.close()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -30,12 +29,7 @@ import (
 // SIGUSR1 and shutdown summaries count closed connections instead of
 // listing them.
 func TestJSONLogs(t *testing.T) {
-	base := t.TempDir()
-	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	require.NoError(t, os.Mkdir(a, 0o755))
-	require.NoError(t, os.Mkdir(b, 0o755))
-	file := filepath.Join(base, "exports")
-	write := func(text string) { require.NoError(t, os.WriteFile(file, []byte(text), 0o644)) }
+	base, a, b, file, write := exportsDirs(t)
 	write(a + " 127.0.0.1(rw,insecure,no_root_squash)\n" + b + " 10.0.0.0/8(rw)\n")
 
 	ctx, cancel := context.WithCancel(context.Background())

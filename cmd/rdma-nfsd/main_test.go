@@ -326,12 +326,7 @@ func TestBadFlags(t *testing.T) {
 // re-reads the file, and a bad one is refused with the exports in force
 // kept; -exports excludes the per-export flags; -version exits 0.
 func TestRdmaNfsdExports(t *testing.T) {
-	base := t.TempDir()
-	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	require.NoError(t, os.Mkdir(a, 0o755))
-	require.NoError(t, os.Mkdir(b, 0o755))
-	file := filepath.Join(base, "exports")
-	write := func(text string) { require.NoError(t, os.WriteFile(file, []byte(text), 0o644)) }
+	base, a, b, file, write := exportsDirs(t)
 	write(a + " 127.0.0.1(rw,insecure,no_root_squash)\n" + b + " 10.0.0.0/8(rw)\n")
 
 	ctx, cancel := context.WithCancel(context.Background())
