@@ -360,23 +360,34 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 			reload(log, srv, xs)
 			sd.ready()
 		case err := <-served:
+			if ctx.Err() != nil {
+				// Serve saw the cancellation first: the same shutdown.
+				return shutdown(log, sd, srv, func() error { return err })
+			}
 			sd.stopping()
 			if errors.Is(err, server.ErrClosed) {
 				err = nil
 			}
 			return err
 		case <-ctx.Done():
-			sd.stopping()
-			log.Info("rdma-nfsd: shutting down")
-			_ = srv.Close()
-			err := <-served
-			if errors.Is(err, server.ErrClosed) || errors.Is(err, context.Canceled) {
-				err = nil
-			}
-			logStats(log, srv)
-			return err
+			return shutdown(log, sd, srv, func() error { return <-served })
 		}
 	}
+}
+
+// shutdown ends a run whose context was cancelled: systemd is told, the
+// server closed, Serve's return waited for (served) and the figures
+// logged. The cancellation (or the server closed by it) is a clean end.
+func shutdown(log *slog.Logger, sd *notifier, srv *server.Server, served func() error) error {
+	sd.stopping()
+	log.Info("rdma-nfsd: shutting down")
+	_ = srv.Close()
+	err := served()
+	if errors.Is(err, server.ErrClosed) || errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	logStats(log, srv)
+	return err
 }
 
 // connStats is one connection's entry on the metrics endpoint.
