@@ -11,14 +11,26 @@ import (
 
 // Null calls NFSPROC3_NULL (RFC 1813 §3.3.0), a ping.
 func (c *Client) Null(ctx context.Context) error {
-	_, _, err := c.do(ctx, nfs.ProcNull, c.startCall(nil, nfs.ProcNull), nil)
+	b := getIOBuf(0)
+	defer putIOBuf(b)
+	b.msg = c.startCall(b.msg, nfs.ProcNull)
+	_, reply, err := c.do(ctx, nfs.ProcNull, b.msg, b.reply)
+	b.reply = reply
 	return err
 }
 
 // Getattr calls NFSPROC3_GETATTR (RFC 1813 §3.3.1).
 func (c *Client) Getattr(ctx context.Context, fh FH) (*Attr, error) {
 	args := nfs3.GetattrArgs{Object: fh}
-	r, err := c.call(ctx, nfs.ProcGetattr, args.Append(c.newCall(nfs.ProcGetattr)))
+	b := getIOBuf(0)
+	defer putIOBuf(b)
+	b.msg = args.Append(c.startCall(b.msg, nfs.ProcGetattr))
+	results, reply, err := c.do(ctx, nfs.ProcGetattr, b.msg, b.reply)
+	b.reply = reply
+	if err != nil {
+		return nil, err
+	}
+	r, err := resultsOK(nfs.ProcGetattr, results)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,19 @@ type call struct {
 	// from a port not below 1024 (session.privilegedPort); NFS calls
 	// other than NULL get NFS3ERR_PERM.
 	badPort bool
+	// out is the buffer of the worker executing the call (worker.out),
+	// which successReply builds the reply in; nil outside a session.
+	out []byte
+}
+
+// successReply returns an MSG_ACCEPTED SUCCESS reply header to the call
+// (RFC 5531 §9) for its procedure to append its results to: in the
+// worker's reply buffer, which is reused once the reply is sent.
+func (c *call) successReply() []byte {
+	if c.out == nil {
+		return successReply(c.xid, nil)
+	}
+	return appendSuccessHeader(c.out[:0], c.xid)
 }
 
 // readOnly reports whether the call may change nothing: its client's rule
@@ -85,19 +98,21 @@ func (s *Server) as(c *call, f func() error) error {
 // nfsstat3 (RFC 1813 §2.6): a system call's errno as knfsd's nfserrno
 // does, a handle the server cannot resolve as NFS3ERR_STALE (a malformed
 // one NFS3ERR_BADHANDLE), anything else NFS3ERR_IO.
+// It allocates nothing (errors.AsType), on a call's success path or not.
 func statusOf(err error) nfs3.Status {
-	var errno syscall.Errno
-	var st nfs3.Status
-	switch {
-	case err == nil:
+	if err == nil {
 		return nfs3.OK
-	case errors.As(err, &st):
+	}
+	if st, ok := errors.AsType[nfs3.Status](err); ok {
 		return st
+	}
+	switch {
 	case errors.Is(err, ErrBadHandle):
 		return nfs3.ErrBadHandle
 	case errors.Is(err, ErrStaleHandle), errors.Is(err, ErrForeignHandle):
 		return nfs3.ErrStale
-	case errors.As(err, &errno):
+	}
+	if errno, ok := errors.AsType[syscall.Errno](err); ok {
 		return nfs3.StatusFromErrno(errno)
 	}
 	return nfs3.ErrIO

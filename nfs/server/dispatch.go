@@ -143,6 +143,7 @@ func reasonOf(err error) string {
 // credits, over TCP in its stream); replies go out as they are ready,
 // each to its own call (by XID).
 func (ss *session) readCalls() {
+	w := &worker{out: make([]byte, 0, workerReply)}
 	var buf []byte   // the worker's call buffer, kept if small (keepCallBuf)
 	var rb *replyBuf // the pooled buffer a large call was read into
 	get := func(n int) []byte {
@@ -174,7 +175,8 @@ func (ss *session) readCalls() {
 				ss.readCalls()
 			}()
 		}
-		err = ss.dispatch(msg)
+		err = ss.dispatch(w, msg)
+		w.h = xdr.CallHeader{} // its credential aliases msg, which may go back to a pool
 		buf = nil
 		if callKeepsNothing(msg) {
 			if cap(msg) <= keepCallBuf {
@@ -227,10 +229,27 @@ func callKeepsNothing(msg []byte) bool {
 	return (prog == nfs.ProgNFS || prog == nfs.ProgMount) && vers == 3
 }
 
+// worker is what a session's worker (readCalls) keeps from one call to
+// the next, so that a call allocates none of it: the call's header, and
+// the buffer its reply is built in (call.successReply). A reply is
+// written (msgConn.WriteMsg copies it, or writes it, before it returns)
+// or copied into the duplicate request cache (drc.complete) before the
+// worker takes its next call, so the buffer is free again by then. A
+// reply that outgrows it (a READDIR's) is built in a buffer of its own.
+type worker struct {
+	h   xdr.CallHeader // the call's, while it executes; zero between calls
+	out []byte
+}
+
+// workerReply is the capacity of a worker's reply buffer: room for every
+// reply but READDIR's, READLINK's and READ's (which has pooled buffers of
+// its own, replyBuf).
+const workerReply = 1 << 10
+
 // dispatch executes one call and sends its reply. An error ends the
 // session.
-func (ss *session) dispatch(msg []byte) error {
-	var h xdr.CallHeader
+func (ss *session) dispatch(w *worker, msg []byte) error {
+	h := &w.h
 	args, err := h.Unmarshal(msg)
 	switch {
 	case errors.Is(err, xdr.ErrRPCVersion):
@@ -248,9 +267,9 @@ func (ss *session) dispatch(msg []byte) error {
 		return err
 	}
 	if ss.s.cfg.OnCall != nil {
-		ss.s.cfg.OnCall(ss.network, &h)
+		ss.s.cfg.OnCall(ss.network, h)
 	}
-	ss.pending.begin(&h)
+	ss.pending.begin(h)
 	switch {
 	case h.Prog == nfs.ProgNFS && (ss.network == NetRDMA || ss.s.cfg.NFSOverTCP):
 		if h.Vers != 3 {
@@ -259,7 +278,7 @@ func (ss *session) dispatch(msg []byte) error {
 		if h.Proc > nfs.ProcCommit {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
-		return ss.dispatchNFS(&h, msg, args)
+		return ss.dispatchNFS(w, msg, args)
 	case h.Prog == nfs.ProgMount:
 		if h.Vers != 3 {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProgMismatch, xdr.Mismatch{Low: 3, High: 3}))
@@ -267,7 +286,7 @@ func (ss *session) dispatch(msg []byte) error {
 		if h.Proc > nfs.MountProcExport {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptProcUnavail, xdr.Mismatch{}))
 		}
-		if _, refusal := ss.caller(&h, nil); refusal != nil {
+		if _, refusal := ss.caller(h, nil); refusal != nil {
 			return ss.send(refusal) // knfsd's mountd authenticates every call too
 		}
 		r := xdr.NewReader(msg[args:])
@@ -289,7 +308,8 @@ func (ss *session) dispatch(msg []byte) error {
 // if it is not idempotent: the procedures of nativeProcs as the caller,
 // the others (the calls of a client's everyday reading and writing) as the
 // server once the caller's access is checked (checkedAccess).
-func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
+func (ss *session) dispatchNFS(w *worker, msg []byte, args int) error {
+	h := &w.h
 	var entry *drcEntry
 	if nonIdempotent(h.Proc) {
 		k := newDRCKey(ss.client, h.XID, h.Prog, h.Vers, h.Proc, msg[args:])
@@ -301,12 +321,13 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 		entry = e
 	}
 	if f := nativeProc(h.Proc); f != nil {
-		return ss.execute(f, entry, h, msg[args:])
+		return ss.execute(w, f, entry, msg[args:])
 	}
 	// Every call is authenticated, NULL's too (RFC 5531 §9; knfsd's
 	// svc_authenticate): a credential the server refuses gets
 	// MSG_DENIED, AUTH_ERROR.
 	c, refusal := ss.caller(h, msg[args:])
+	c.out = w.out
 	if refusal == nil && c.denied && h.Proc != nfs.ProcNull {
 		refusal = staleReply(h.Proc, h.XID)
 	}
@@ -323,7 +344,7 @@ func (ss *session) dispatchNFS(h *xdr.CallHeader, msg []byte, args int) error {
 	switch h.Proc {
 	case nfs.ProcNull:
 		// RFC 1813 §3.3.0: no work, a void result.
-		return ss.send(successReply(h.XID, nil))
+		return ss.send(c.successReply())
 	case nfs.ProcGetattr:
 		reply, ok := s.getattr(&c, msg[args:])
 		return ss.send(garbageIfNot(ok, h.XID, reply))
@@ -440,7 +461,8 @@ func acceptedReply(xid uint32, stat xdr.AcceptStat, mm xdr.Mismatch) []byte {
 	return rh.Append(nil)
 }
 
-// successReply is an MSG_ACCEPTED SUCCESS reply carrying results.
+// successReply is an MSG_ACCEPTED SUCCESS reply carrying results, in a
+// buffer of its own (a call's procedure uses call.successReply instead).
 func successReply(xid uint32, results []byte) []byte {
 	return append(appendSuccessHeader(make([]byte, 0, max(24+len(results), smallReply)), xid), results...)
 }

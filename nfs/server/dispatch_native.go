@@ -76,11 +76,13 @@ func (ss *session) caller(h *xdr.CallHeader, args []byte) (call, []byte) {
 		badPort: adm.ok && !adm.insecure && !ss.privilegedPort()}, nil
 }
 
-// execute runs f for the call h (its arguments args) as its caller, and
+// execute runs f for the worker's call (its arguments args) as its caller, and
 // answers it (recording the reply in entry, if not nil). A caller whose
 // credential the server refuses gets MSG_DENIED, AUTH_ERROR.
-func (ss *session) execute(f procFunc, entry *drcEntry, h *xdr.CallHeader, args []byte) error {
+func (ss *session) execute(w *worker, f procFunc, entry *drcEntry, args []byte) error {
+	h := &w.h
 	c, refusal := ss.caller(h, args)
+	c.out = w.out
 	if refusal == nil && c.denied {
 		refusal = staleReply(h.Proc, h.XID)
 	}
@@ -94,7 +96,7 @@ func (ss *session) execute(f procFunc, entry *drcEntry, h *xdr.CallHeader, args 
 		executeHook(h)
 	}
 	r := xdr.NewReader(args)
-	reply, ok := f(ss.s, &c, &r, successReply(h.XID, nil))
+	reply, ok := f(ss.s, &c, &r, c.successReply())
 	if !ok {
 		reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 	}

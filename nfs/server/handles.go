@@ -220,6 +220,8 @@ func checkHandle(key *handleKey, fh []byte) error {
 }
 
 // decodeHandle parses a handle, without checking its MAC (checkHandle).
+// It allocates nothing: id.kfh is a piece of fh, so an id kept beyond the
+// call (whose message fh is in) must copy it.
 func decodeHandle(fh []byte) (export [8]byte, id fileID, parent uint64, err error) {
 	if len(fh) < fhMin || len(fh) > nfs3.FHSize || len(fh)&3 != 0 || fh[0] != fhVersion {
 		return export, id, 0, fmt.Errorf("%w: %d bytes", ErrBadHandle, len(fh))
@@ -232,7 +234,8 @@ func decodeHandle(fh []byte) (export [8]byte, id fileID, parent uint64, err erro
 	case id.kind == fhKindKernel && len(body) > fhKernelStart && body[fhKernelLen] > 0 &&
 		len(body) == padded4(fhKernelStart+int(body[fhKernelLen])) && allZero(body[fhKernelStart+int(body[fhKernelLen]):]):
 		id.ktype = int32(binary.BigEndian.Uint32(body[26:30]))
-		id.kfh = bytes.Clone(body[fhKernelStart : fhKernelStart+int(body[fhKernelLen])])
+		end := fhKernelStart + int(body[fhKernelLen])
+		id.kfh = body[fhKernelStart:end:end]
 	case id.kind == fhKindInode && len(body) == padded4(fhKernelLen) && allZero(body[fhKernelLen:]):
 		id.gen = binary.BigEndian.Uint32(body[26:30])
 	default:

@@ -19,7 +19,6 @@ const nameMax = nfs3.NameMax
 // directories), else of the file the handle names. ok is false if the
 // arguments do not decode.
 func (s *Server) getattr(c *call, args []byte) (reply []byte, ok bool) {
-	xid := c.xid
 	r := xdr.NewReader(args)
 	var a nfs3.GetattrArgs
 	if a.Decode(&r) != nil {
@@ -31,7 +30,7 @@ func (s *Server) getattr(c *call, args []byte) (reply []byte, ok bool) {
 	if res.Status == nfs3.OK {
 		res.Attr = c.dh.fattr(&st)
 	}
-	return res.Append(successReply(xid, nil)), true
+	return res.Append(c.successReply()), true
 }
 
 // statHandle fills st with the attributes of fh's file: through its
@@ -65,14 +64,13 @@ func (h *DirHandler) statHandle(fh []byte, st *unix.Stat_t) error {
 //
 //	LOOKUP3args: diropargs3 what (nfs_fh3 dir; filename3 name);
 func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
-	xid := c.xid
 	r := xdr.NewReader(args)
 	var a nfs3.LookupArgs
 	if a.Decode(&r) != nil || (!validName(a.What.Name)) {
 		return nil, false // as knfsd's decoder (svcxdr_decode_filename3)
 	}
 	dirFH, name := a.What.Dir, a.What.Name
-	b := successReply(xid, nil)
+	b := c.successReply()
 	var res nfs3.LookupRes
 	dir, err := c.dh.openObject(dirFH)
 	if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -76,7 +77,7 @@ func (ss *session) permit(c *call, proc uint32, args []byte) []byte {
 	if err == nil {
 		return nil
 	}
-	b := successReply(c.xid, nil)
+	b := c.successReply()
 	b = xdr.AppendUint32(b, uint32(statusOf(err)))
 	attr := nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
 	if proc == nfs.ProcWrite || proc == nfs.ProcCommit {
@@ -99,9 +100,10 @@ func (ss *session) permit(c *call, proc uint32, args []byte) []byte {
 func (s *Server) permitted(c *call, fd int, st *unix.Stat_t, want access) error {
 	var err error
 	if (!want.owner || st.Uid != c.cred.UID) && (!grantedByMode(c.cred, st, want) || hasACL(fd, st)) {
+		regular := st.Mode&unix.S_IFMT == unix.S_IFREG // not st: the closure would move it to the heap
 		err = s.as(c, func() error {
 			err := unix.Faccessat2(fd, "", want.mode, unix.AT_EACCESS|unix.AT_EMPTY_PATH)
-			if err == unix.EACCES && want.readIfExec && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			if err == unix.EACCES && want.readIfExec && regular {
 				err = unix.Faccessat2(fd, "", unix.X_OK, unix.AT_EACCESS|unix.AT_EMPTY_PATH)
 			}
 			return err
@@ -145,11 +147,27 @@ func hasACL(fd int, st *unix.Stat_t) bool {
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return true
 	}
-	_, err := unix.Fgetxattr(fd, "system.posix_acl_access", nil)
+	err := fgetxattrSize(fd, &aclAccessName[0])
 	if err == unix.EBADF { // an O_PATH descriptor
 		_, err = unix.Getxattr("/proc/self/fd/"+strconv.Itoa(fd), "system.posix_acl_access", nil)
 	}
 	return err != unix.ENODATA && err != unix.EOPNOTSUPP
+}
+
+// aclAccessName is the access ACL's attribute name as a C string, so that
+// hasACL's fgetxattr(2) allocates nothing (unix.Fgetxattr copies its name
+// to the heap on every call).
+var aclAccessName = [...]byte{'s', 'y', 's', 't', 'e', 'm', '.', 'p', 'o', 's', 'i', 'x', '_',
+	'a', 'c', 'l', '_', 'a', 'c', 'c', 'e', 's', 's', 0}
+
+// fgetxattrSize is fgetxattr(fd, name, NULL, 0): the size of the
+// attribute name (a NUL-terminated string), only its error kept.
+func fgetxattrSize(fd int, name *byte) error {
+	_, _, e := unix.Syscall6(unix.SYS_FGETXATTR, uintptr(fd), uintptr(unsafe.Pointer(name)), 0, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 // privBits are the bits of mode a write by an unprivileged caller

@@ -31,7 +31,7 @@ func (s *Server) read(c *call, args []byte) (reply []byte, rb *replyBuf, ok bool
 	fail := func(err error) ([]byte, *replyBuf, bool) {
 		putReplyBuf(rb, reply)
 		res.Status = statusOf(err)
-		return res.Append(successReply(xid, nil)), nil, true
+		return res.Append(c.successReply()), nil, true
 	}
 	var st unix.Stat_t
 	of, err := c.dh.openHandle(a.File, false)

@@ -78,7 +78,6 @@ const readdirResokFixed = nfs.PostOpAttrMax + nfs.VerfSize + 4 + 4
 // (the listing itself may be a kept one, see listings). ok is false if the
 // arguments do not decode.
 func (s *Server) readdir(c *call, args []byte, plus bool) (reply []byte, ok bool) {
-	xid := c.xid
 	r := xdr.NewReader(args)
 	var dirFH []byte
 	var cookie uint64
@@ -96,7 +95,7 @@ func (s *Server) readdir(c *call, args []byte, plus bool) (reply []byte, ok bool
 		}
 		dirFH, cookie, maxcount = a.Dir, a.Cookie, a.Count
 	}
-	b := successReply(xid, nil)
+	b := c.successReply()
 	start := len(b)
 	fail := func(err error, dirAttr nfs3.PostOpAttr) ([]byte, bool) {
 		// READDIR3resfail and READDIRPLUS3resfail are the same.

@@ -37,7 +37,6 @@ func newWriteVerifier() [8]byte {
 //	WRITE3args: nfs_fh3 file; offset3 offset; count3 count;
 //	            stable_how stable; opaque data<>;
 func (s *Server) write(c *call, args []byte) (reply []byte, ok bool) {
-	xid := c.xid
 	r := xdr.NewReader(args)
 	fh, offset, count, err := decodeFileRange(&r)
 	if err != nil {
@@ -53,7 +52,7 @@ func (s *Server) write(c *call, args []byte) (reply []byte, ok bool) {
 	if err != nil || count != uint32(len(data)) {
 		return nil, false
 	}
-	b := successReply(xid, nil)
+	b := c.successReply()
 	res := nfs3.WriteRes{}
 	if c.readOnly() {
 		var st unix.Stat_t
@@ -160,13 +159,12 @@ func (w openWrite) post() nfs3.PostOpAttr {
 // regular file nor a directory is NFS3ERR_INVAL. ok is false if the
 // arguments do not decode.
 func (s *Server) commit(c *call, args []byte) (reply []byte, ok bool) {
-	xid := c.xid
 	r := xdr.NewReader(args)
 	var a nfs3.CommitArgs
 	if a.Decode(&r) != nil {
 		return nil, false
 	}
-	b := successReply(xid, nil)
+	b := c.successReply()
 	res := nfs3.CommitRes{}
 	of, err := c.dh.openHandle(a.File, false)
 	if err != nil {
