@@ -17,7 +17,9 @@
 // per operation, the RDMA operations per RPC by kind (Sends, RDMA Reads,
 // RDMA Writes, remote and local invalidations: counted by the peers, not
 // estimated), chunks per RPC, rxe packets per RPC, rdma-nfsd's CPU time
-// and allocations per RPC, and the ratio to the same cell at inline 1024.
+// and allocations per RPC, the server's context switches per RPC (rdma-nfsd's
+// threads, knfsd's nfsd threads), the same three of the bench process for
+// the Go clients, and the ratio to the same cell at inline 1024.
 // Reports print as a table (WriteText) and as CSV and Markdown; package
 // chart draws them.
 package bench

@@ -105,8 +105,8 @@ func guestBench(ctx context.Context, spec Spec, bin string, out, stdout io.Write
 		provider: &rdmacore.Provider{LocalAddr: vmClientIP},
 		servers: map[string]server{
 			ServerGo:       newRdmaNfsd(bin, "rdmacore", vmServerIP, goExportRoot+"/bench"),
-			ServerKnfsd:    knfsd{},
-			ServerKnfsdTCP: knfsdTCP{},
+			ServerKnfsd:    newKnfsd(),
+			ServerKnfsdTCP: newKnfsdTCP(),
 		},
 		kernel: &kernelClient{mnt: "/mnt/bench"},
 		rxe:    true,

@@ -53,7 +53,7 @@ func (m MatrixRow) String() string {
 
 // guestMatrix runs every cell of the interoperability matrix in this boot.
 func guestMatrix(ctx context.Context, spec Spec, bin string, out, stdout io.Writer) error {
-	servers := []server{newRdmaNfsd(bin, "rdmacore", vmServerIP, goExportRoot+"/matrix"), knfsd{}}
+	servers := []server{newRdmaNfsd(bin, "rdmacore", vmServerIP, goExportRoot+"/matrix"), newKnfsd()}
 	inlines := spec.Inlines
 	if len(inlines) == 0 {
 		inlines = matrixInlines

@@ -146,7 +146,7 @@ func sorted(rs []Result) []Result {
 // tableHeader and tableRow are the columns of the terminal and Markdown
 // tables.
 var tableHeader = []string{"client→server", "work", "size", "×", "inline", "ops/s", "MB/s", "p50 µs", "p99 µs",
-	"RPC/op", "Send", "RdRd", "RdWr", "RInv", "LInv", "chunks R/W/Rp", "pkts", "srv µs", "srv allocs", "cli µs", "cli allocs", "vm µs", "vm busy", "vs 1024", "vs kernel"}
+	"RPC/op", "Send", "RdRd", "RdWr", "RInv", "LInv", "chunks R/W/Rp", "pkts", "srv µs", "srv allocs", "srv csw", "cli µs", "cli allocs", "cli csw", "vm µs", "vm busy", "vs 1024", "vs kernel"}
 
 func tableRow(r Result) []string {
 	peers := r.Client + "→" + r.Server
@@ -169,7 +169,8 @@ func tableRow(r Result) []string {
 		fmtNum(r.OpsPerS), fmtNum(r.MBPerS), fmtNum(r.P50us), fmtNum(r.P99us), fmtNum(r.RPCsPerOp),
 		fmtNum(r.Sends), fmtNum(r.RDMAReads), fmtNum(r.RDMAWrites), fmtNum(r.RemoteInv), fmtNum(r.LocalInv),
 		fmtNum(r.ReadChunks) + "/" + fmtNum(r.WriteChunks) + "/" + fmtNum(r.ReplyChunks),
-		fmtNum(r.Packets), fmtNum(r.ServerCPUus), fmtNum(r.ServerAllocs), fmtNum(r.ClientCPUus), fmtNum(r.ClientAllocs),
+		fmtNum(r.Packets), fmtNum(r.ServerCPUus), fmtNum(r.ServerAllocs), fmtNum(r.ServerCtxSw),
+		fmtNum(r.ClientCPUus), fmtNum(r.ClientAllocs), fmtNum(r.ClientCtxSw),
 		fmtNum(r.VMCPUus), pct(r.VMBusyPct), ratio(r.Vs1024), ratio(r.VsKernel)}
 }
 
@@ -183,8 +184,10 @@ func writeTable(w io.Writer, rs []Result) {
 	_ = tw.Flush()
 	fmt.Fprintln(w, "Send, RdRd (RDMA Read), RdWr (RDMA Write), RInv (Send With Invalidate), LInv (client's local invalidation),")
 	fmt.Fprintln(w, "chunks (Read/Write/Reply) and pkts (RoCEv2 packets) are per RPC; srv µs and srv allocs are rdma-nfsd's CPU")
-	fmt.Fprintln(w, "time and heap allocations per RPC; vm µs is the whole VM's CPU time per RPC (client, server, rxe) and vm busy")
-	fmt.Fprintln(w, "its CPUs' busy share; - is not counted for these peers; vs 1024: ops/s over the inline-1024 cell;")
+	fmt.Fprintln(w, "time and heap allocations per RPC, srv csw the server's context switches per RPC (rdma-nfsd's threads or")
+	fmt.Fprintln(w, "knfsd's nfsd threads); cli µs, cli allocs and cli csw are the same of the bench process for the Go clients;")
+	fmt.Fprintln(w, "vm µs is the whole VM's CPU time per RPC (client, server, rxe) and vm busy its CPUs' busy share;")
+	fmt.Fprintln(w, "- is not counted for these peers; vs 1024: ops/s over the inline-1024 cell;")
 	fmt.Fprintln(w, "vs kernel: the Go client's ops/s over the kernel client's in the same cell (same server, workload, size, depth, inline).")
 }
 
@@ -242,7 +245,7 @@ var csvHeader = []string{"provider", "client", "server", "workload", "size", "in
 	"errors", "ops_per_s", "mb_per_s", "p50_us", "p99_us", "rpcs", "rpcs_per_op", "sends_per_rpc", "rdma_reads_per_rpc",
 	"rdma_writes_per_rpc", "remote_inv_per_rpc", "local_inv_per_rpc", "read_chunks_per_rpc", "write_chunks_per_rpc",
 	"reply_chunks_per_rpc", "packets_per_rpc", "server_cpu_us_per_rpc", "server_allocs_per_rpc",
-	"client_cpu_us_per_rpc", "client_allocs_per_rpc", "vm_cpu_us_per_rpc", "vm_busy_pct", "ops_vs_1024",
+	"server_ctxsw_per_rpc", "client_cpu_us_per_rpc", "client_allocs_per_rpc", "client_ctxsw_per_rpc", "vm_cpu_us_per_rpc", "vm_busy_pct", "ops_vs_1024",
 	"ops_vs_kernel_client", "negotiated", "error"}
 
 // writeCSV writes the results, one row each (NA as an empty field).
@@ -260,8 +263,8 @@ func writeCSV(w io.Writer, rs []Result) error {
 			strconv.Itoa(r.Inline), f(r.Seconds), strconv.FormatUint(r.Ops, 10), strconv.FormatUint(r.Errors, 10),
 			f(r.OpsPerS), f(r.MBPerS), f(r.P50us), f(r.P99us), strconv.FormatUint(r.RPCs, 10), f(r.RPCsPerOp),
 			f(r.Sends), f(r.RDMAReads), f(r.RDMAWrites), f(r.RemoteInv), f(r.LocalInv), f(r.ReadChunks),
-			f(r.WriteChunks), f(r.ReplyChunks), f(r.Packets), f(r.ServerCPUus), f(r.ServerAllocs),
-			f(r.ClientCPUus), f(r.ClientAllocs), f(r.VMCPUus), f(r.VMBusyPct), f(r.Vs1024),
+			f(r.WriteChunks), f(r.ReplyChunks), f(r.Packets), f(r.ServerCPUus), f(r.ServerAllocs), f(r.ServerCtxSw),
+			f(r.ClientCPUus), f(r.ClientAllocs), f(r.ClientCtxSw), f(r.VMCPUus), f(r.VMBusyPct), f(r.Vs1024),
 			f(r.VsKernel), r.Negotiated, r.Err})
 	}
 	cw.Flush()

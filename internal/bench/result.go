@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -96,12 +97,18 @@ type Result struct {
 	// and heap allocations per RPC (NA for knfsd).
 	ServerCPUus  float64 `json:"server_cpu_us_per_rpc"`
 	ServerAllocs float64 `json:"server_allocs_per_rpc"`
-	// ClientCPUus and ClientAllocs are, for our clients (the requester's
-	// NULL, the Go NFS client), the CPU time (user+system) and heap
-	// allocations per RPC of the bench program that runs them: the
-	// client and the bench's own loop (NA for the kernel client).
+	// ServerCtxSw is the server's context switches per RPC, voluntary and
+	// involuntary: every thread of rdma-nfsd's process, or the kernel's
+	// nfsd threads for knfsd (ctxsw.go).
+	ServerCtxSw float64 `json:"server_ctxsw_per_rpc"`
+	// ClientCPUus, ClientAllocs and ClientCtxSw are, for our clients (the
+	// requester's NULL, the Go NFS client), the CPU time (user+system),
+	// heap allocations and context switches per RPC of the bench program
+	// that runs them: the client and the bench's own loop (NA for the
+	// kernel client).
 	ClientCPUus  float64 `json:"client_cpu_us_per_rpc"`
 	ClientAllocs float64 `json:"client_allocs_per_rpc"`
+	ClientCtxSw  float64 `json:"client_ctxsw_per_rpc"`
 	// VMCPUus is the whole VM's CPU time per RPC (every CPU's busy time in
 	// /proc/stat: client, server, rxe, the bench's loop), and VMBusyPct
 	// how busy its CPUs were over the cell, in percent of all of them (NA
@@ -124,6 +131,18 @@ type Result struct {
 	// merged result, how many rounds it folds.
 	Round  int `json:"round"`
 	Rounds int `json:"rounds,omitempty"`
+}
+
+// UnmarshalJSON decodes a result; the figures a report from before they
+// were measured lacks (ServerCtxSw, ClientCtxSw) are NA, not 0.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result // without this method
+	p := plain{ServerCtxSw: NA, ClientCtxSw: NA}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*r = Result(p)
+	return nil
 }
 
 // fillRatios sets Vs1024 of every result from the 1024 cell of the same

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"math"
 	"path/filepath"
@@ -20,14 +21,15 @@ func TestFill(t *testing.T) {
 		"client.write_chunks": 0, "client.reply_chunks": 0, "client.local_inv": 0,
 		"server.sends": 1000, "server.rdma_reads": 5, "server.rdma_writes": 0, "server.remote_inv": 0,
 		"server.mallocs": 50_000, "server.cpu_ns": 1e9, "rxe.sent_pkts": 10, "rxe.rcvd_pkts": 10,
-		"client.cpu_ns": 2e9, "client.mallocs": 7}
+		"client.cpu_ns": 2e9, "client.mallocs": 7, "server.ctxsw": 90, "client.ctxsw": 11}
 	after := counters{}
 	for k, v := range before {
 		after[k] = v
 	}
 	for k, d := range map[string]uint64{"client.rpcs": 100, "client.sends": 100, "client.recvs": 100,
 		"client.read_chunks": 100, "server.sends": 100, "server.rdma_reads": 100, "server.mallocs": 2500,
-		"server.cpu_ns": 5e6, "rxe.sent_pkts": 300, "rxe.rcvd_pkts": 400, "client.cpu_ns": 3e6, "client.mallocs": 1000} {
+		"server.cpu_ns": 5e6, "rxe.sent_pkts": 300, "rxe.rcvd_pkts": 400, "client.cpu_ns": 3e6, "client.mallocs": 1000,
+		"server.ctxsw": 150, "client.ctxsw": 320} {
 		after[k] += d
 	}
 	lat := make([]time.Duration, 100)
@@ -42,6 +44,7 @@ func TestFill(t *testing.T) {
 		"RPC/op": {r.RPCsPerOp, 1}, "sends": {r.Sends, 2}, "reads": {r.RDMAReads, 1}, "writes": {r.RDMAWrites, 0},
 		"read chunks": {r.ReadChunks, 1}, "pkts": {r.Packets, 7}, "cpu": {r.ServerCPUus, 50}, "allocs": {r.ServerAllocs, 25},
 		"client cpu": {r.ClientCPUus, 30}, "client allocs": {r.ClientAllocs, 10},
+		"server csw": {r.ServerCtxSw, 1.5}, "client csw": {r.ClientCtxSw, 3.2},
 	}
 	for name, gw := range want {
 		if math.Abs(gw[0]-gw[1]) > 1e-9 {
@@ -64,7 +67,7 @@ func TestFillNotCounted(t *testing.T) {
 	}
 	for name, v := range map[string]float64{"RDMAReads": r.RDMAReads, "RemoteInv": r.RemoteInv, "Packets": r.Packets,
 		"ServerCPUus": r.ServerCPUus, "ServerAllocs": r.ServerAllocs, "ClientCPUus": r.ClientCPUus,
-		"ClientAllocs": r.ClientAllocs, "p50": r.P50us} {
+		"ClientAllocs": r.ClientAllocs, "ServerCtxSw": r.ServerCtxSw, "ClientCtxSw": r.ClientCtxSw, "p50": r.P50us} {
 		if v != NA {
 			t.Errorf("%s = %v, want NA", name, v)
 		}
@@ -213,14 +216,14 @@ func TestServerFlagsAndProfile(t *testing.T) {
 func TestOutputs(t *testing.T) {
 	c := Cell{Client: ClientKernel, Server: ServerGo, Workload: WorkRead, Size: 2048, InFlight: 8, Inline: 1024}
 	ok := Result{Cell: c, OpsPerS: 1234.5, Sends: 2, RDMAReads: 0, RDMAWrites: 1, LocalInv: 0, RemoteInv: 1,
-		ServerCPUus: NA, ServerAllocs: NA, Packets: NA, Vs1024: 1, VsKernel: NA}
+		ServerCPUus: NA, ServerAllocs: NA, ServerCtxSw: 2.5, ClientCtxSw: NA, Packets: NA, Vs1024: 1, VsKernel: NA}
 	gc := ok
-	gc.Client, gc.OpsPerS, gc.VsKernel = ClientGo, 987, 0.8
+	gc.Client, gc.OpsPerS, gc.VsKernel, gc.ClientCtxSw = ClientGo, 987, 0.8, 4.25
 	bad := Result{Cell: c, Err: "mount failed"}
 	bad.Server = ServerKnfsd
 	var tab bytes.Buffer
 	writeTable(&tab, []Result{ok, bad, gc})
-	for _, want := range []string{"kernel→rdma-nfsd", "1234", "error: mount failed", "1.00x", "vs kernel", "0.80x"} {
+	for _, want := range []string{"kernel→rdma-nfsd", "1234", "error: mount failed", "1.00x", "vs kernel", "0.80x", "srv csw", "cli csw", "4.25"} {
 		if !strings.Contains(tab.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, tab.String())
 		}
@@ -241,8 +244,12 @@ func TestOutputs(t *testing.T) {
 	if rows[1][col["server_cpu_us_per_rpc"]] != "" || rows[1][col["ops_vs_kernel_client"]] != "" { // NA is empty
 		t.Errorf("NA written as %q, %q", rows[1][col["server_cpu_us_per_rpc"]], rows[1][col["ops_vs_kernel_client"]])
 	}
-	if rows[3][col["client"]] != ClientGo || rows[3][col["ops_vs_kernel_client"]] != "0.8" {
+	if rows[3][col["client"]] != ClientGo || rows[3][col["ops_vs_kernel_client"]] != "0.8" ||
+		rows[3][col["server_ctxsw_per_rpc"]] != "2.5" || rows[3][col["client_ctxsw_per_rpc"]] != "4.25" {
 		t.Errorf("the Go client's row: %v", rows[3])
+	}
+	if rows[1][col["server_ctxsw_per_rpc"]] != "2.5" || rows[1][col["client_ctxsw_per_rpc"]] != "" {
+		t.Errorf("the kernel client's row: server csw %q, client csw %q; want 2.5 and NA", rows[1][col["server_ctxsw_per_rpc"]], rows[1][col["client_ctxsw_per_rpc"]])
 	}
 	var md bytes.Buffer
 	writeMarkdown(&md, Report{Date: "d", Provider: "p", Host: "h", GuestKernel: "k", GuestClock: "tsc", Results: []Result{ok, bad, gc}})
@@ -263,5 +270,31 @@ func TestServerFlagsEnv(t *testing.T) {
 	}
 	if _, env := splitEnv(srv.extra); !slices.Equal(env, []string{"GOMAXPROCS=1", "GODEBUG=gctrace=1"}) {
 		t.Fatalf("env %q", env)
+	}
+}
+
+// TestResultJSON: a result goes through JSON whole, and one from a report
+// written before context switches were measured decodes them as NA.
+func TestResultJSON(t *testing.T) {
+	r := Result{Cell: Cell{Client: ClientGo, Server: ServerKnfsd, Workload: WorkNull, InFlight: 8, Inline: 4096},
+		OpsPerS: 10, ServerCtxSw: 1.5, ClientCtxSw: 0, ServerAllocs: NA}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil || back != r {
+		t.Errorf("round trip: %+v, %v; want %+v", back, err, r)
+	}
+	old := `{"client":"kernel","server":"knfsd","workload":"read","size":4096,"in_flight":1,"inline":1024,"ops_per_s":5,"server_allocs_per_rpc":-1}`
+	var o Result
+	if err := json.Unmarshal([]byte(old), &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.ServerCtxSw != NA || o.ClientCtxSw != NA || o.OpsPerS != 5 || o.Size != 4096 || o.ServerAllocs != NA {
+		t.Errorf("old result: %+v", o)
+	}
+	if err := json.Unmarshal([]byte(`{"ops_per_s":"x"}`), &o); err == nil {
+		t.Error("a bad result decoded")
 	}
 }

@@ -110,8 +110,10 @@ func mergeCell(g []Result) Result {
 		{&m.Packets, func(r Result) float64 { return r.Packets }},
 		{&m.ServerCPUus, func(r Result) float64 { return r.ServerCPUus }},
 		{&m.ServerAllocs, func(r Result) float64 { return r.ServerAllocs }},
+		{&m.ServerCtxSw, func(r Result) float64 { return r.ServerCtxSw }},
 		{&m.ClientCPUus, func(r Result) float64 { return r.ClientCPUus }},
 		{&m.ClientAllocs, func(r Result) float64 { return r.ClientAllocs }},
+		{&m.ClientCtxSw, func(r Result) float64 { return r.ClientCtxSw }},
 		{&m.VMCPUus, func(r Result) float64 { return r.VMCPUus }},
 	} {
 		*f.dst = weighted(f.get, byRPCs)

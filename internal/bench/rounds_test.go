@@ -23,10 +23,10 @@ func TestMergeRounds(t *testing.T) {
 	c := Cell{Client: ClientKernel, Server: ServerGo, Workload: WorkWrite, Size: 2048, InFlight: 8, Inline: 1024}
 	a := Result{Cell: c, Seconds: 1, Ops: 100, OpsPerS: 100, MBPerS: 0.2, P50us: 10, P99us: 20, RPCs: 100,
 		Sends: 2, RDMAReads: 1, RDMAWrites: 0, RemoteInv: 1, LocalInv: 0, ServerCPUus: 10, ServerAllocs: 100, Packets: NA,
-		ClientCPUus: 4, ClientAllocs: 8}
+		ClientCPUus: 4, ClientAllocs: 8, ServerCtxSw: 2, ClientCtxSw: NA}
 	b := a
 	b.Round, b.Seconds, b.Ops, b.OpsPerS, b.MBPerS, b.P50us, b.RPCs, b.ServerCPUus = 1, 1, 300, 300, 0.6, 30, 300, 30
-	b.ClientCPUus, b.ClientAllocs = 8, 12
+	b.ClientCPUus, b.ClientAllocs, b.ServerCtxSw = 8, 12, 6
 	other := a
 	other.Inline = 4096
 	got := mergeRounds([]Result{a, other, b})
@@ -36,7 +36,8 @@ func TestMergeRounds(t *testing.T) {
 	m := got[0]
 	for name, gw := range map[string][2]float64{"ops/s": {m.OpsPerS, 200}, "MB/s": {m.MBPerS, 0.4},
 		"p50": {m.P50us, 25}, "sends": {m.Sends, 2}, "reads": {m.RDMAReads, 1}, "cpu": {m.ServerCPUus, 25},
-		"client cpu": {m.ClientCPUus, 7}, "client allocs": {m.ClientAllocs, 11}, "rounds": {float64(m.Rounds), 2}, "ops": {float64(m.Ops), 400}} {
+		"client cpu": {m.ClientCPUus, 7}, "client allocs": {m.ClientAllocs, 11},
+		"server csw": {m.ServerCtxSw, 5}, "client csw": {m.ClientCtxSw, NA}, "rounds": {float64(m.Rounds), 2}, "ops": {float64(m.Ops), 400}} {
 		if math.Abs(gw[0]-gw[1]) > 1e-9 {
 			t.Errorf("%s = %v, want %v", name, gw[0], gw[1])
 		}

@@ -51,8 +51,8 @@ type server interface {
 	mountOpts() string
 	proto() string
 	// snapshot reads the server's counters ("sends", "rdma_reads",
-	// "rdma_writes", "remote_inv", "mallocs", "cpu_ns"; what it cannot
-	// count is absent).
+	// "rdma_writes", "remote_inv", "mallocs", "cpu_ns", "ctxsw": context
+	// switches of its threads, ctxsw.go; what it cannot count is absent).
 	snapshot() (map[string]uint64, error)
 	// negotiated is the server's own account of the last connection's
 	// settings ("" when it keeps none).
@@ -76,6 +76,9 @@ type rdmaNfsd struct {
 	profileDir string
 	starts     int
 	extra      []string // more flags (Spec.ServerFlags)
+	// csw counts the context switches of the running process's threads
+	// (a new one at each start).
+	csw *switchCounter
 }
 
 func newRdmaNfsd(bin, provider, addr, dir string) *rdmaNfsd {
@@ -165,6 +168,7 @@ func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {
 		return fmt.Errorf("starting %s: %w", s.bin, err)
 	}
 	s.waited = make(chan struct{})
+	s.csw = &switchCounter{}
 	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); close(done) }(s.cmd, s.waited)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -247,7 +251,8 @@ func (s *rdmaNfsd) snapshot() (map[string]uint64, error) {
 		m["rdma_writes"] += c.Stats.RDMAWrites
 		m["remote_inv"] += c.Stats.RemoteInvalidations
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	pid := s.cmd.Process.Pid
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +261,14 @@ func (s *rdmaNfsd) snapshot() (map[string]uint64, error) {
 		return nil, err
 	}
 	m["cpu_ns"] = ticks * uint64(time.Second/clockTicks)
+	proc := os.DirFS("/proc")
+	tasks, err := processTasks(proc, pid)
+	if err != nil {
+		return nil, fmt.Errorf("rdma-nfsd: %w", err)
+	}
+	if m["ctxsw"], err = procSwitches(proc, tasks, s.csw); err != nil {
+		return nil, fmt.Errorf("rdma-nfsd: %w", err)
+	}
 	return m, nil
 }
 
@@ -310,8 +323,12 @@ func (s *rdmaNfsd) acceptedLine() string {
 
 // knfsd is the kernel's NFS server, started once by rxevm-nfsd-start; its
 // inline setting is svcrdma's max_req_size (4096 and up), read at each
-// new connection.
-type knfsd struct{}
+// new connection. Make one with newKnfsd.
+type knfsd struct {
+	csw *switchCounter // of the nfsd threads
+}
+
+func newKnfsd() knfsd { return knfsd{csw: &switchCounter{}} }
 
 func (knfsd) name() string             { return ServerKnfsd }
 func (knfsd) rdmaAddr() string         { return net.JoinHostPort(vmServerIP, strconv.Itoa(knfsdRDMA)) }
@@ -321,14 +338,16 @@ func (knfsd) negotiated() string       { return "" }
 func (knfsd) stop()                    {}
 func (knfsd) proto() string            { return "rdma" }
 
-// knfsdTCP is knfsd mounted over TCP (port 2049).
+// knfsdTCP is knfsd mounted over TCP (port 2049). Make one with
+// newKnfsdTCP.
 type knfsdTCP struct{ knfsd }
+
+func newKnfsdTCP() knfsdTCP { return knfsdTCP{newKnfsd()} }
 
 func (knfsdTCP) name() string                           { return ServerKnfsdTCP }
 func (knfsdTCP) proto() string                          { return "tcp" }
 func (knfsdTCP) mountOpts() string                      { return "port=2049,nolock" }
 func (knfsdTCP) start(context.Context, int, bool) error { return nil }
-func (knfsdTCP) snapshot() (map[string]uint64, error)   { return map[string]uint64{}, nil }
 func (knfsdTCP) rdmaAddr() string                       { return "" }
 
 const svcRDMA = "/proc/sys/sunrpc/svc_rdma/"
@@ -344,8 +363,9 @@ func (knfsd) start(_ context.Context, inline int, noRI bool) error {
 
 // snapshot reads svcrdma's global counters: rdma_stat_read and
 // rdma_stat_write count the RDMA Read and Write contexts knfsd posts (one
-// per chunk segment with rxe's SGE limits).
-func (knfsd) snapshot() (map[string]uint64, error) {
+// per chunk segment with rxe's SGE limits); and the nfsd threads' context
+// switches.
+func (k knfsd) snapshot() (map[string]uint64, error) {
 	m := map[string]uint64{}
 	for key, file := range map[string]string{"rdma_reads": "rdma_stat_read", "rdma_writes": "rdma_stat_write"} {
 		n, err := readSysctl(svcRDMA + file)
@@ -354,7 +374,37 @@ func (knfsd) snapshot() (map[string]uint64, error) {
 		}
 		m[key] = n
 	}
+	if err := k.addSwitches(m); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// snapshot of knfsd over TCP: the nfsd threads' context switches (the
+// svcrdma counters are RDMA's).
+func (k knfsdTCP) snapshot() (map[string]uint64, error) {
+	m := map[string]uint64{}
+	if err := k.addSwitches(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// addSwitches sets m["ctxsw"] to the context switches of the kernel's
+// nfsd threads, and leaves it out when there are none.
+func (k knfsd) addSwitches(m map[string]uint64) error {
+	proc := os.DirFS("/proc")
+	tasks, err := commTasks(proc, "nfsd")
+	if err != nil {
+		return fmt.Errorf("knfsd: %w", err)
+	}
+	if len(tasks) == 0 {
+		return nil
+	}
+	if m["ctxsw"], err = procSwitches(proc, tasks, k.csw); err != nil {
+		return fmt.Errorf("knfsd: %w", err)
+	}
+	return nil
 }
 
 func writeSysctl(path string, v int) error {

@@ -71,13 +71,13 @@ func TestSoftNull(t *testing.T) {
 			t.Errorf("%s: per RPC %v Sends, %v RDMA Reads, %v Writes, %v/%v invalidations, %v RPCs per op; want 2, 0, 0, 0/0, 1",
 				res.Label(), res.Sends, res.RDMAReads, res.RDMAWrites, res.RemoteInv, res.LocalInv, res.RPCsPerOp)
 		}
-		if res.ServerAllocs == NA || res.ServerCPUus == NA || res.Packets != NA {
-			t.Errorf("%s: server allocs %v cpu %v packets %v", res.Label(), res.ServerAllocs, res.ServerCPUus, res.Packets)
+		if res.ServerAllocs == NA || res.ServerCPUus == NA || res.ServerCtxSw == NA || res.ServerCtxSw < 0 || res.Packets != NA {
+			t.Errorf("%s: server allocs %v cpu %v context switches %v packets %v", res.Label(), res.ServerAllocs, res.ServerCPUus, res.ServerCtxSw, res.Packets)
 		}
 		// Our requester runs in this process: its CPU and allocations
 		// are counted, and a NULL call costs some CPU.
-		if res.ClientCPUus == NA || res.ClientCPUus <= 0 || res.ClientAllocs == NA {
-			t.Errorf("%s: client cpu %v µs, allocs %v per RPC", res.Label(), res.ClientCPUus, res.ClientAllocs)
+		if res.ClientCPUus == NA || res.ClientCPUus <= 0 || res.ClientAllocs == NA || res.ClientCtxSw == NA || res.ClientCtxSw < 0 {
+			t.Errorf("%s: client cpu %v µs, allocs %v, context switches %v per RPC", res.Label(), res.ClientCPUus, res.ClientAllocs, res.ClientCtxSw)
 		}
 		want := "send/recv 1024/1024"
 		if res.Inline == 4096 {
