@@ -80,7 +80,11 @@ func (c *Conn) pollLoop(ep *endpoint) {
 				return err
 			}
 		}
+		inline := c.svcState.inlineQ.size > 0
 		c.unlock()
+		if inline {
+			c.serveInline(ep)
+		}
 		return nil
 	})
 	if err != nil {

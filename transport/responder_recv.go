@@ -51,6 +51,14 @@ type responder struct {
 	// left unanswered at the connection's end were counted.
 	warned time.Time
 	ended  bool
+	// inline is the handler of SetInlineHandler (nil: none); inlineQ
+	// holds, in arrival order, the calls queued for it (inlineLocked),
+	// which the poll loop serves once it releases the lock (serveInline).
+	// inlineBuf is the poll loop's copy of the call it serves: owned by
+	// the poll loop, not by the lock.
+	inline    InlineHandler
+	inlineQ   ring
+	inlineBuf []byte
 }
 
 // Responder call states.
@@ -108,6 +116,9 @@ type svcCall struct {
 	pullOff int
 	layout  marshal.CallLayout
 	owned   bool
+	// inlined: the call is being executed on the poll loop
+	// (serveInline): its reply must not wait for room (sendReplyXID).
+	inlined bool
 }
 
 // noSlot marks a Send that belongs to no call (an RDMA_ERROR).
@@ -131,6 +142,7 @@ func (s *responder) init(nRecv, nSend int, lcalls, lreplies *sharedBudget, lregs
 	s.credits = credits.NewResponder(p)
 	_ = s.credits.Post(uint32(nRecv))
 	c.readQ = newRing(n)
+	s.inlineQ = newRing(n)
 	s.pulling = newRing(n)
 }
 
@@ -204,7 +216,7 @@ func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *ver
 	}
 	s.free = s.free[:len(s.free)-1]
 	call.xid, call.requested, call.recvBuf, call.hdrLen, call.inlineLen = call.hdr.XID, call.hdr.Credits, buf, n, len(data)-n
-	call.reads, call.pullLen = 0, 0
+	call.reads, call.pullLen, call.inlined = 0, 0, false
 
 	if len(call.hdr.ReadList) == 0 {
 		return s.callReadyLocked(ep, slot)
@@ -346,6 +358,10 @@ func (s *responder) callReadyLocked(ep *endpoint, slot int) error {
 	call.ch.Cred, call.ch.Verf = xdr.OpaqueAuth{}, xdr.OpaqueAuth{}
 	call.state = svcQueued
 	s.byXID[call.xid] = slot
+	if s.inlineLocked(call) {
+		s.inlineQ.push(slot) // served by the poll loop once it unlocks: no reader woken
+		return nil
+	}
 	c.readQ.push(slot)
 	wake(c.readWake)
 	return nil
@@ -473,6 +489,7 @@ func (s *responder) warnLocked(msg string, args ...any) {
 func (s *responder) connLostLocked(ep *endpoint, err error) {
 	c := s.c
 	s.releaseAllMemLocked(ep)
+	s.requeueInlineLocked()
 	c.eof = errors.Is(err, verbs.ErrDisconnected)
 	c.failLocked(err)
 }
@@ -509,7 +526,8 @@ func (s *responder) releaseStateLocked() {
 	}
 	s.calls, s.free, s.byXID = nil, nil, nil
 	s.ops, s.echoList = nil, nil
-	s.pulling, c.readQ, c.cur = ring{}, ring{}, -1
+	s.pulling, s.inlineQ, c.readQ, c.cur = ring{}, ring{}, ring{}, -1
+	s.inline, s.inlineBuf = nil, nil
 	s.msgs = bufCache{}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
@@ -111,6 +112,10 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte, done func()) error {
 		if ep != nil && ep.canSend(replyWRs(&s.calls[slot].hdr)) {
 			kept, err := s.postReplyLocked(ep, slot, msg, done)
 			if err == errWaitMemory {
+				if s.calls[slot].inlined {
+					c.unlock()
+					return s.replyLater(xid, msg, done)
+				}
 				c.unlock()
 				if err := c.waitWrite(); err != nil {
 					s.listenerReplies.forget(c)
@@ -133,13 +138,44 @@ func (s *responder) sendReplyXID(xid uint32, msg []byte, done func()) error {
 			}
 			return nil
 		}
+		inlined := ep != nil && s.calls[slot].inlined
 		c.unlock()
+		if inlined {
+			return s.replyLater(xid, msg, done)
+		}
 		if err := c.waitWrite(); err != nil {
 			callDone(done)
 			return err
 		}
 		waited = true
 	}
+}
+
+// replyLater posts, from a goroutine of its own, the reply of a call
+// executed on the poll loop (serveInline) that must wait for room: the
+// poll loop, which makes that room, cannot wait. msg is copied (the
+// handler may reuse it once WriteMsg returns); done is called now.
+func (s *responder) replyLater(xid uint32, msg []byte, done func()) error {
+	cp := append([]byte(nil), msg...)
+	callDone(done)
+	c := s.c
+	c.lock()
+	if c.closed {
+		c.unlock()
+		return c.opError("write", net.ErrClosed)
+	}
+	c.bg.Add(1)
+	c.unlock()
+	go func() {
+		defer c.bg.Done()
+		c.lock()
+		if slot, ok := s.byXID[xid]; ok {
+			s.calls[slot].inlined = false
+		}
+		c.unlock()
+		_ = s.sendReplyXID(xid, cp, nil)
+	}()
+	return nil
 }
 
 // postReplyLocked plans and posts the reply of slot's call (RFC 8166

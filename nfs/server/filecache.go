@@ -79,6 +79,13 @@ func (c *openFiles) get(fh []byte, write bool) *openFile {
 	return of
 }
 
+// cached reports whether fh has a descriptor in the cache.
+func (c *openFiles) cached(fh []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[string(fh)] != nil
+}
+
 // add caches of (just opened, no references) for fh and returns the
 // descriptor to use with a reference for the caller: of, or the one
 // another call cached meanwhile if it serves as well (of is then closed).

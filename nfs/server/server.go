@@ -102,6 +102,12 @@ type Config struct {
 	// the disk (a COMMIT's fsync, a READ that misses the page cache)
 	// then holds up only itself, as in knfsd's pool of threads.
 	ConcurrentCalls int
+	// NoInlineCalls has every call over RDMA handed to the connection's
+	// workers. false (the zero value) executes the calls that cannot
+	// block (NULL, and GETATTR of a file in the open-file cache) on the
+	// goroutine that polled them, with no hand-off between goroutines
+	// (transport.Conn.SetInlineHandler), unless ConcurrentCalls is 1.
+	NoInlineCalls bool
 
 	// Whose identity calls run with (RFC 1813 §4.4).
 
@@ -131,7 +137,9 @@ type Config struct {
 	// OnCall, if not nil, is called with the header of every call
 	// received, before it is answered; it must not keep h. Calls execute
 	// concurrently (ConcurrentCalls), so OnCall may be called from several
-	// goroutines at once. nil means no such call.
+	// goroutines at once; for a call executed inline (NoInlineCalls) it
+	// runs on the connection's polling goroutine, and no other call of
+	// the connection is received while it blocks. nil means no such call.
 	OnCall func(network string, h *xdr.CallHeader)
 }
 
@@ -433,6 +441,9 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 	s.sessions[ss] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	if tc, ok := c.(*transport.Conn); ok && !s.cfg.NoInlineCalls && ss.concurrent > 1 {
+		tc.SetInlineHandler(&inlineCalls{ss: ss, w: worker{out: make([]byte, 0, workerReply)}})
+	}
 	go func() {
 		defer s.wg.Done()
 		ss.readCalls()

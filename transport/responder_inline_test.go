@@ -1,0 +1,241 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// echoInline is an InlineHandler that takes NULL and procEcho calls and
+// answers them as echoOpaque does, counting them; its reply buffer is
+// reused, as a server's would be.
+type echoInline struct {
+	c      *Conn
+	served atomic.Int64
+	out    []byte
+	err    atomic.Pointer[error]
+	// hold, if not nil, is waited for before each reply is written, and
+	// entered told first.
+	hold    chan struct{}
+	entered chan struct{}
+}
+
+func (e *echoInline) Inline(h *xdr.CallHeader) bool { return h.Proc == 0 || h.Proc == procEcho }
+
+func (e *echoInline) ServeInline(msg []byte) {
+	var h xdr.CallHeader
+	args, err := h.Unmarshal(msg)
+	if err == nil {
+		e.out, _, err = echoOpaque()(&h, msg[args:], appendReply(e.out[:0], h.XID))
+	}
+	if e.hold != nil {
+		e.entered <- struct{}{}
+		<-e.hold
+	}
+	if err == nil {
+		err = e.c.WriteMsg(e.out)
+	}
+	if err != nil {
+		e.err.CompareAndSwap(nil, &err)
+	}
+	e.served.Add(1)
+}
+
+// inlinePair returns a requester connected to a responder whose inline
+// handler is h (made for the responder's Conn) and whose other calls are
+// served by a ReadMsg loop (echoOpaque), counting those in *read.
+func inlinePair(t *testing.T, cfg *Config, h func(*Conn) InlineHandler, read *atomic.Int64) *Conn {
+	t.Helper()
+	cfg = softConfig(cfg)
+	l, err := Listen("127.0.0.1:0", cfg)
+	require.NoError(t, err)
+	served, set := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(served)
+		c, err := l.AcceptRDMA()
+		if err != nil {
+			close(set)
+			return
+		}
+		defer c.Close()
+		c.SetInlineHandler(h(c))
+		close(set)
+		echo := echoOpaque()
+		_ = serveCalls(c, nil, nil, func(h *xdr.CallHeader, args, out []byte) ([]byte, bool, error) {
+			read.Add(1)
+			return echo(h, args, out)
+		})
+	}()
+	c, err := Dial(t.Context(), l.Addr().String(), cfg)
+	require.NoError(t, err)
+	<-set // a call that arrives before the handler is set goes to ReadMsg
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = l.Close()
+		<-served
+	})
+	return c
+}
+
+// TestInlineHandler: calls the handler takes are executed by it (on the
+// poll loop), the others reach ReadMsg, each call gets its own reply,
+// with many calls in flight of both kinds at once.
+func TestInlineHandler(t *testing.T) {
+	var read atomic.Int64
+	var eh *echoInline
+	c := inlinePair(t, &Config{Binding: testBinding{}}, func(c *Conn) InlineHandler {
+		eh = &echoInline{c: c}
+		return eh
+	}, &read)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	const workers, calls = 8, 50
+	var g errgroup.Group
+	var xid atomic.Uint32
+	for w := range workers {
+		g.Go(func() error {
+			var reply []byte
+			for i := range calls {
+				arg := bytes.Repeat([]byte{byte(w), byte(i)}, 100)
+				proc := []uint32{0, procEcho, procWrite}[i%3]
+				msg := appendCall(nil, xid.Add(1), proc)
+				if proc != 0 {
+					msg = xdr.AppendOpaque(msg, arg)
+				}
+				var err error
+				if reply, err = c.Call(ctx, msg, reply); err != nil {
+					return err
+				}
+				want := appendReply(nil, uint32(msg[0])<<24|uint32(msg[1])<<16|uint32(msg[2])<<8|uint32(msg[3]))
+				if proc == procEcho {
+					want = xdr.AppendOpaque(want, arg)
+				}
+				if !bytes.Equal(reply, want) {
+					t.Errorf("proc %d: reply %x, want %x", proc, reply, want)
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	if p := eh.err.Load(); p != nil {
+		require.NoError(t, *p)
+	}
+	inline := int64(0)
+	for i := range calls {
+		if i%3 != 2 {
+			inline += workers
+		}
+	}
+	require.Equal(t, inline, eh.served.Load(), "calls executed by the inline handler")
+	require.Equal(t, int64(workers*calls)-inline, read.Load(), "calls read by ReadMsg")
+}
+
+// TestInlineHandlerHoldsPollLoop: while the inline handler executes a
+// call, no other completion of the connection is handled (the contract
+// of ServeInline): a call for ReadMsg sent meanwhile is answered only
+// once the handler returns.
+func TestInlineHandlerHoldsPollLoop(t *testing.T) {
+	var read atomic.Int64
+	var mu sync.Mutex
+	var eh *echoInline
+	hold, entered := make(chan struct{}), make(chan struct{}, 1)
+	c := inlinePair(t, &Config{Binding: testBinding{}}, func(c *Conn) InlineHandler {
+		mu.Lock()
+		defer mu.Unlock()
+		eh = &echoInline{c: c, hold: hold, entered: entered}
+		return eh
+	}, &read)
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release) // before inlinePair's: its Close waits for the poll loop
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, appendCall(nil, 1, 0), nil)
+		done <- err
+	}()
+	// The inline handler is executing the call (it waits on hold): a
+	// call for ReadMsg meanwhile is not read until the poll loop is free
+	// again, since the loop is the one that handles its Receive.
+	<-entered
+	second := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, xdr.AppendOpaque(appendCall(nil, 2, procWrite), nil), nil)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("a call was answered while the poll loop executed another: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	require.NoError(t, <-done)
+	require.NoError(t, <-second)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, int64(1), eh.served.Load())
+	require.Equal(t, int64(1), read.Load())
+}
+
+// stealSends is an InlineHandler whose ServeInline takes every free Send
+// buffer away before it replies, so that the reply finds no room: it
+// must not wait (the poll loop, which would free room, is the one
+// running it), and is posted once the buffers are given back.
+type stealSends struct {
+	echoInline
+	returned chan time.Time // when WriteMsg returned
+}
+
+func (e *stealSends) ServeInline(msg []byte) {
+	c := e.c
+	c.lock()
+	ep := c.ep
+	stolen := ep.sendFree
+	ep.sendFree = nil
+	c.unlock()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		c.lock()
+		ep.sendFree = append(ep.sendFree, stolen...)
+		c.unlock()
+		wake(c.writeWake)
+	}()
+	e.echoInline.ServeInline(msg)
+	e.returned <- time.Now()
+}
+
+// TestInlineReplyLater: a reply of an inline call that finds no Send
+// buffer is copied and posted by a goroutine of its own once there is
+// room; WriteMsg returns at once.
+func TestInlineReplyLater(t *testing.T) {
+	var read atomic.Int64
+	var eh *stealSends
+	c := inlinePair(t, &Config{Binding: testBinding{}}, func(c *Conn) InlineHandler {
+		eh = &stealSends{echoInline: echoInline{c: c}, returned: make(chan time.Time, 1)}
+		return eh
+	}, &read)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	msg := xdr.AppendOpaque(appendCall(nil, 7, procEcho), []byte("later"))
+	reply, err := c.Call(ctx, msg, nil)
+	require.NoError(t, err)
+	answered := time.Since(start)
+	require.Equal(t, xdr.AppendOpaque(appendReply(nil, 7), []byte("later")), reply)
+	returned := (<-eh.returned).Sub(start)
+	if p := eh.err.Load(); p != nil {
+		require.NoError(t, *p)
+	}
+	require.Less(t, returned, 150*time.Millisecond, "WriteMsg waited for room on the poll loop")
+	require.GreaterOrEqual(t, answered, 200*time.Millisecond, "the reply was posted before the Send buffers were back")
+}
