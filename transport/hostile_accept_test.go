@@ -152,6 +152,19 @@ func haDials(t *testing.T, l *Listener, accepted <-chan *Conn, n int) []time.Dur
 	return haDialsWith(t, l, &soft.Provider{}, accepted, n)
 }
 
+// haServed waits for the Listener to hand over the server side of real
+// Dial i's connection c, makes a round trip over it and closes c.
+func haServed(t *testing.T, i int, c *Conn, accepted <-chan *Conn) {
+	t.Helper()
+	select {
+	case srv := <-accepted:
+		haRoundTrip(t, c, srv)
+	case <-time.After(hpGuard):
+		t.Fatalf("real Dial %d: not accepted", i)
+	}
+	_ = c.Close()
+}
+
 // haDialsWith is haDials with provider p.
 func haDialsWith(t *testing.T, l *Listener, p verbs.Provider, accepted <-chan *Conn, n int) []time.Duration {
 	t.Helper()
@@ -162,13 +175,7 @@ func haDialsWith(t *testing.T, l *Listener, p verbs.Provider, accepted <-chan *C
 			t.Fatalf("real Dial %d during the flood failed after %v: %v", i, d, err)
 		}
 		took = append(took, d)
-		select {
-		case srv := <-accepted:
-			haRoundTrip(t, c, srv)
-		case <-time.After(hpGuard):
-			t.Fatalf("real Dial %d: not accepted", i)
-		}
-		_ = c.Close()
+		haServed(t, i, c, accepted)
 	}
 	slices.Sort(took)
 	return took
@@ -370,13 +377,7 @@ func TestAcceptHalfOpenFloodOngoing(t *testing.T) {
 			retries++
 		}
 		took = append(took, time.Since(begin))
-		select {
-		case srv := <-accepted:
-			haRoundTrip(t, c, srv)
-		case <-time.After(hpGuard):
-			t.Fatalf("real Dial %d: not accepted", i)
-		}
-		_ = c.Close()
+		haServed(t, i, c, accepted)
 	}
 	slices.Sort(took)
 	elapsed := time.Since(start)
