@@ -29,9 +29,10 @@ type InlineHandler interface {
 }
 
 // SetInlineHandler has h executed, on the goroutine that polled them, the
-// calls that arrive whole in their Receive (RDMA_MSG without chunks)
-// whose replies carry no chunk either (no Write list, no Reply chunk: an
-// inline Send is the whole reply), and for which h.Inline says so. Other
+// calls that arrive whole in their Receive (RDMA_MSG without Read chunks)
+// whose replies need no Reply chunk (an inline Send, after the RDMA Write
+// of a Write chunk's result if the call offers one), and for which
+// h.Inline says so. Other
 // calls, and those that arrive before it is set, go to Read and ReadMsg
 // as before. Nil stops it. A requester's SetInlineHandler does nothing.
 func (c *Conn) SetInlineHandler(h InlineHandler) {
@@ -41,11 +42,11 @@ func (c *Conn) SetInlineHandler(h InlineHandler) {
 }
 
 // inlineLocked reports whether call, ready in place, goes to the inline
-// handler: it is whole in its Receive buffer and its reply is a Send.
+// handler: it is whole in its Receive buffer and offers no Reply chunk.
 func (s *responder) inlineLocked(call *svcCall) bool {
 	h := &call.hdr
 	return s.inline != nil && call.inPlace && call.view.data == nil && call.view.tail == nil &&
-		len(h.ReadList) == 0 && len(h.WriteList) == 0 && h.ReplyChunk == nil && s.inline.Inline(&call.ch)
+		len(h.ReadList) == 0 && h.ReplyChunk == nil && s.inline.Inline(&call.ch)
 }
 
 // serveInline executes the calls queued for the inline handler, each

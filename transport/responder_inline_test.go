@@ -239,3 +239,58 @@ func TestInlineReplyLater(t *testing.T) {
 	require.Less(t, returned, 150*time.Millisecond, "WriteMsg waited for room on the poll loop")
 	require.GreaterOrEqual(t, answered, 200*time.Millisecond, "the reply was posted before the Send buffers were back")
 }
+
+// readInline is an InlineHandler that takes procRead and answers it with
+// n bytes of pattern(n, 3), which go to the call's Write chunk.
+type readInline struct {
+	echoInline
+	data []byte
+}
+
+func (e *readInline) Inline(h *xdr.CallHeader) bool { return h.Proc == procRead }
+
+func (e *readInline) ServeInline(msg []byte) {
+	var h xdr.CallHeader
+	args, err := h.Unmarshal(msg)
+	if err == nil {
+		r := xdr.NewReader(msg[args:])
+		var n uint32
+		if n, err = r.Uint32(); err == nil {
+			e.out = xdr.AppendOpaque(appendReply(e.out[:0], h.XID), e.data[:n])
+			err = e.c.WriteMsg(e.out)
+		}
+	}
+	if err != nil {
+		e.err.CompareAndSwap(nil, &err)
+	}
+	e.served.Add(1)
+}
+
+// TestInlineHandlerWriteChunk: a call offering a Write chunk is executed
+// inline too, its result written to the chunk by RDMA Write before the
+// reply's Send, from the poll loop.
+func TestInlineHandlerWriteChunk(t *testing.T) {
+	var read atomic.Int64
+	var eh *readInline
+	c := inlinePair(t, &Config{Binding: testBinding{ddp: true}}, func(c *Conn) InlineHandler {
+		eh = &readInline{echoInline: echoInline{c: c}, data: pattern(64<<10, 3)}
+		return eh
+	}, &read)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var reply []byte
+	for i := range 20 {
+		n := 1 << (10 + i%7) // 1 KiB to 64 KiB
+		msg := xdr.AppendUint32(appendCall(nil, uint32(i+1), procRead), uint32(n))
+		var err error
+		reply, err = c.Call(ctx, msg, reply)
+		require.NoError(t, err)
+		require.Equal(t, xdr.AppendOpaque(appendReply(nil, uint32(i+1)), pattern(64<<10, 3)[:n]), reply, "READ of %d bytes", n)
+	}
+	if p := eh.err.Load(); p != nil {
+		require.NoError(t, *p)
+	}
+	require.Equal(t, int64(20), eh.served.Load())
+	require.Zero(t, read.Load())
+	require.NotZero(t, c.Stats().WriteChunks, "Write chunks offered")
+}

@@ -45,6 +45,10 @@ type call struct {
 	// out is the buffer of the worker executing the call (worker.out),
 	// which successReply builds the reply in; nil outside a session.
 	out []byte
+	// nowait: the call runs on the connection's polling goroutine
+	// (inlineCalls), which must not wait on the disk: a READ whose data
+	// is not in memory sets wouldBlock and answers nothing.
+	nowait, wouldBlock bool
 }
 
 // successReply returns an MSG_ACCEPTED SUCCESS reply header to the call

@@ -239,6 +239,11 @@ func callKeepsNothing(msg []byte) bool {
 type worker struct {
 	h   xdr.CallHeader // the call's, while it executes; zero between calls
 	out []byte
+	// inline: the worker is a connection's polling goroutine
+	// (inlineCalls): its calls must not wait on the disk (call.nowait).
+	// again: the call was begun inline and found it would (its OnCall
+	// already called).
+	inline, again bool
 }
 
 // workerReply is the capacity of a worker's reply buffer: room for every
@@ -266,7 +271,7 @@ func (ss *session) dispatch(w *worker, msg []byte) error {
 		// to answer; over TCP the stream is out of step.
 		return err
 	}
-	if ss.s.cfg.OnCall != nil {
+	if ss.s.cfg.OnCall != nil && !w.again {
 		ss.s.cfg.OnCall(ss.network, h)
 	}
 	ss.pending.begin(h)
@@ -327,7 +332,7 @@ func (ss *session) dispatchNFS(w *worker, msg []byte, args int) error {
 	// svc_authenticate): a credential the server refuses gets
 	// MSG_DENIED, AUTH_ERROR.
 	c, refusal := ss.caller(h, msg[args:])
-	c.out = w.out
+	c.out, c.nowait = w.out, w.inline
 	if refusal == nil && c.denied && h.Proc != nfs.ProcNull {
 		refusal = staleReply(h.Proc, h.XID)
 	}
@@ -353,6 +358,9 @@ func (ss *session) dispatchNFS(w *worker, msg []byte, args int) error {
 		return ss.send(garbageIfNot(ok, h.XID, reply))
 	case nfs.ProcRead:
 		reply, rb, ok := s.read(&c, msg[args:])
+		if c.wouldBlock {
+			return errWouldBlock // nothing sent: the call is executed again off the poll loop
+		}
 		if !ok {
 			return ss.send(acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{}))
 		}

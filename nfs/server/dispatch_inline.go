@@ -10,49 +10,62 @@ import (
 // cannot block run to completion on the goroutine that polled them
 // (Config.NoInlineCalls), as eRPC runs short handlers on its dispatch
 // threads; the rest go to the session's workers (readCalls). A call the
-// handler took and then finds may block (a GETATTR of a file not in the
-// open-file cache, which opens it) is handed to a goroutine of its own.
-// Its worker state is the polling goroutine's: one call at a time.
+// handler took and then finds may block (a GETATTR or READ of a file not
+// in the open-file cache, which opens it; a READ whose data is not in
+// memory: call.nowait) is handed to a goroutine of its own, having sent
+// nothing. Its worker state is the polling goroutine's: one call at a
+// time.
 type inlineCalls struct {
 	ss *session
 	w  worker
 }
 
-// Inline takes NULL and GETATTR of NFSv3; it runs under the transport's
-// lock and reads nothing but h.
+// Inline takes NULL, GETATTR and READ of NFSv3; it runs under the
+// transport's lock and reads nothing but h.
 func (ic *inlineCalls) Inline(h *xdr.CallHeader) bool {
-	return h.Prog == nfs.ProgNFS && h.Vers == 3 && (h.Proc == nfs.ProcNull || h.Proc == nfs.ProcGetattr)
+	return h.Prog == nfs.ProgNFS && h.Vers == 3 &&
+		(h.Proc == nfs.ProcNull || h.Proc == nfs.ProcGetattr || h.Proc == nfs.ProcRead)
 }
 
 // ServeInline executes msg, unless it may block.
 func (ic *inlineCalls) ServeInline(msg []byte) {
 	ss := ic.ss
 	if ic.mayBlock(msg) {
-		cp := append([]byte(nil), msg...)
-		ss.s.wg.Add(1)
-		go func() {
-			defer ss.s.wg.Done()
-			if err := ss.dispatch(&worker{}, cp); err != nil {
-				ss.close(err)
-			}
-		}()
+		ic.handOff(msg, false)
 		return
 	}
 	err := ss.dispatch(&ic.w, msg)
 	ic.w.h = xdr.CallHeader{} // its credential aliases msg
-	if err != nil {
+	switch {
+	case err == errWouldBlock:
+		ic.handOff(msg, true)
+	case err != nil:
 		go ss.close(err) // Close waits for the polling goroutine: not on it
 	}
 }
 
+// handOff executes a copy of msg on a goroutine of its own; again: its
+// execution began inline (OnCall was called).
+func (ic *inlineCalls) handOff(msg []byte, again bool) {
+	ss := ic.ss
+	cp := append([]byte(nil), msg...)
+	ss.s.wg.Add(1)
+	go func() {
+		defer ss.s.wg.Done()
+		if err := ss.dispatch(&worker{again: again}, cp); err != nil {
+			ss.close(err)
+		}
+	}()
+}
+
 // mayBlock reports whether the call msg may wait on the file system: a
-// GETATTR whose file has no descriptor in the open-file cache (resolving
-// its handle may read directories).
+// GETATTR or READ whose file has no descriptor in the open-file cache
+// (resolving its handle may read directories).
 func (ic *inlineCalls) mayBlock(msg []byte) bool {
 	h := &ic.w.h
 	args, err := h.Unmarshal(msg)
 	defer func() { *h = xdr.CallHeader{} }()
-	if err != nil || h.Proc != nfs.ProcGetattr {
+	if err != nil || (h.Proc != nfs.ProcGetattr && h.Proc != nfs.ProcRead) {
 		return false // NULL; or a call dispatch refuses at once
 	}
 	r := xdr.NewReader(msg[args:])

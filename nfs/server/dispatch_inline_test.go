@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
@@ -14,15 +16,16 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// TestInlineCalls: over RDMA, NULL and a GETATTR of a file in the
+// TestInlineCalls: over RDMA, NULL and a GETATTR or READ of a file in the
 // open-file cache run on the goroutine that polled them (the transport's
 // serveInline, seen in OnCall's stack); a GETATTR of a file not cached
-// yet (which opens it) and every other call run on the session's workers;
-// with Config.NoInlineCalls, every call does.
+// yet (which opens it) and every other call (ACCESS here) run elsewhere;
+// with Config.NoInlineCalls, every call does. A READ whose data is not
+// in the page cache is answered all the same.
 func TestInlineCalls(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		var mu sync.Mutex
-		inline := map[string]int{}
+		inline, calls := map[string]int{}, map[string]int{}
 		env := startClientEnv(t, func(sc *server.Config, _ *client.MountOptions) {
 			sc.NoInlineCalls = off
 			sc.OnCall = func(network string, h *xdr.CallHeader) {
@@ -30,14 +33,16 @@ func TestInlineCalls(t *testing.T) {
 				in := strings.Contains(string(buf[:runtime.Stack(buf, false)]), "serveInline")
 				mu.Lock()
 				defer mu.Unlock()
-				if name := nfs.ProcName(h.Prog, h.Vers, h.Proc); in {
+				name := nfs.ProcName(h.Prog, h.Vers, h.Proc)
+				calls[name]++
+				if in {
 					inline[name]++
 				} else {
 					inline[name] += 0
 				}
 			}
 		})
-		_, fh := env.patternFile(t, "f", 4096, 1)
+		want, fh := env.patternFile(t, "f", 4096, 1)
 		c, ctx := env.exp.Client, callCtx(t)
 		count := func(name string) int {
 			mu.Lock()
@@ -50,15 +55,43 @@ func TestInlineCalls(t *testing.T) {
 		getattrs := count("NFS3 GETATTR")
 		_, err = c.Getattr(ctx, fh)
 		require.NoError(t, err)
-		_, _, err = c.Read(ctx, fh, 0, make([]byte, 1024))
+		buf := make([]byte, 1024)
+		_, _, err = c.Read(ctx, fh, 0, buf)
+		require.NoError(t, err)
+		require.Equal(t, want[:1024], buf)
+		// Its pages dropped (a file system with a page cache), a READ
+		// would wait on the disk: begun inline, it is executed again on a
+		// goroutine of its own, OnCall not called twice.
+		dropPages(t, env.path("f"))
+		_, _, err = c.Read(ctx, fh, 1024, buf)
+		require.NoError(t, err)
+		require.Equal(t, want[1024:2048], buf)
+		_, err = c.Access(ctx, fh, 1)
 		require.NoError(t, err)
 		if off {
 			require.Zero(t, count("NFS3 NULL"), "NoInlineCalls: NULL")
 			require.Zero(t, count("NFS3 GETATTR"), "NoInlineCalls: GETATTR")
+			require.Zero(t, count("NFS3 READ"), "NoInlineCalls: READ")
 		} else {
 			require.Equal(t, 1, count("NFS3 NULL"), "NULL")
 			require.Equal(t, getattrs+1, count("NFS3 GETATTR"), "the GETATTR of a cached file")
+			require.Equal(t, 2, count("NFS3 READ"), "the READs of a cached file, OnCall once each")
 		}
-		require.Zero(t, count("NFS3 READ"), "READ")
+		require.Zero(t, count("NFS3 ACCESS"), "ACCESS")
+		mu.Lock()
+		reads := calls["NFS3 READ"]
+		mu.Unlock()
+		require.Equal(t, 2, reads, "OnCall of the READs")
 	}
+}
+
+// dropPages has the kernel drop the page cache of the file name, written
+// and synced: posix_fadvise(POSIX_FADV_DONTNEED).
+func dropPages(t *testing.T, name string) {
+	t.Helper()
+	f, err := os.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.Sync())
+	require.NoError(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
 }

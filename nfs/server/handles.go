@@ -317,6 +317,9 @@ type DirHandler struct {
 	fsidOpt string // DirHandlerOptions.FSID, canonical; "" if none
 	root    fileID
 	byKernl bool // open_by_handle_at works here
+	// inMemory: the export is on tmpfs or ramfs (one file system:
+	// RESOLVE_NO_XDEV), whose reads never wait on a device.
+	inMemory bool
 
 	listings listings
 	files    *openFiles
@@ -348,7 +351,8 @@ func NewDirHandler(d *Dir, opt DirHandlerOptions) (*DirHandler, error) {
 		return nil, fmt.Errorf("nfs: export %q: stat: %w", d.root, err)
 	}
 	h := &DirHandler{dir: d, root: root, files: newOpenFiles(openFilesMax, openFilesSweep),
-		fsid: encodeDev(rst.Dev), export: exportID{key: key}}
+		fsid: encodeDev(rst.Dev), export: exportID{key: key},
+		inMemory: sfs.Type == unix.TMPFS_MAGIC || sfs.Type == unix.RAMFS_MAGIC}
 	sum := sha256.New()
 	if fsid != "" {
 		h.fsid, h.fsidOpt = fattrFSID(fsid), fsid

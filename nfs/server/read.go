@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"io"
+	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -78,7 +80,17 @@ func (s *Server) read(c *call, args []byte) (reply []byte, rb *replyBuf, ok bool
 	res.Count, res.Data = n, reply[:0] // Data's length only is encoded
 	b := res.AppendHead(reply)
 	data := b[len(b) : len(b)+int(n)]
-	got, err := fdFile(of.fd).ReadAt(data, int64(offset))
+	var got int
+	if c.nowait && !c.dh.inMemory {
+		got, err = preadNoWait(of.fd, data, int64(offset), size)
+		if err == errWouldBlock {
+			putReplyBuf(rb, reply)
+			c.wouldBlock = true
+			return nil, nil, true
+		}
+	} else {
+		got, err = fdFile(of.fd).ReadAt(data, int64(offset))
+	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fail(err)
 	}
@@ -86,4 +98,39 @@ func (s *Server) read(c *call, args []byte) (reply []byte, rb *replyBuf, ok bool
 	b = res.AppendHead(b[:hdr])
 	b = b[:len(b)+got]
 	return append(b, make([]byte, xdr.Padding(got))...), rb, true
+}
+
+// errWouldBlock: a call executed on the polling goroutine would wait on
+// the disk (call.nowait); it answered nothing and is to be executed again
+// elsewhere (inlineCalls).
+var errWouldBlock = errors.New("nfs: call would wait on the disk")
+
+// preadNoWait reads len(b) bytes at off of the file fd (size bytes long)
+// only if the page cache holds them: preadv2(2) with RWF_NOWAIT. A file
+// system that cannot tell (EOPNOTSUPP), data not cached (EAGAIN), or a
+// short read before the file's end give errWouldBlock; reaching the end
+// gives io.EOF, as fdFile.ReadAt.
+func preadNoWait(fd int, b []byte, off, size int64) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	iov := unix.Iovec{Base: &b[0]}
+	iov.SetLen(len(b))
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1,
+			uintptr(off), 0, unix.RWF_NOWAIT)
+		switch {
+		case e == unix.EINTR:
+			continue
+		case e == unix.EAGAIN || e == unix.EOPNOTSUPP:
+			return 0, errWouldBlock
+		case e != 0:
+			return 0, &os.PathError{Op: "read", Path: "", Err: e}
+		case int(n) == len(b):
+			return int(n), nil
+		case off+int64(n) >= size:
+			return int(n), io.EOF
+		}
+		return 0, errWouldBlock
+	}
 }

@@ -104,8 +104,9 @@ type Config struct {
 	ConcurrentCalls int
 	// NoInlineCalls has every call over RDMA handed to the connection's
 	// workers. false (the zero value) executes the calls that cannot
-	// block (NULL, and GETATTR of a file in the open-file cache) on the
-	// goroutine that polled them, with no hand-off between goroutines
+	// block (NULL, and GETATTR and READ of a file in the open-file cache,
+	// a READ only while its data is in memory) on the goroutine that
+	// polled them, with no hand-off between goroutines
 	// (transport.Conn.SetInlineHandler), unless ConcurrentCalls is 1.
 	NoInlineCalls bool
 
@@ -442,7 +443,7 @@ func (s *Server) startSession(network string, c msgConn, nc net.Conn) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	if tc, ok := c.(*transport.Conn); ok && !s.cfg.NoInlineCalls && ss.concurrent > 1 {
-		tc.SetInlineHandler(&inlineCalls{ss: ss, w: worker{out: make([]byte, 0, workerReply)}})
+		tc.SetInlineHandler(&inlineCalls{ss: ss, w: worker{out: make([]byte, 0, workerReply), inline: true}})
 	}
 	go func() {
 		defer s.wg.Done()
