@@ -92,9 +92,14 @@ type nfsSession struct {
 	cells  int
 }
 
-// callTimeout bounds each call of a cell (a lost connection must fail the
-// cell, not hang the run).
-const callTimeout = 60 * time.Second
+// callCtx is the context of every call of a cell: one that never ends, as
+// for the NULL cells (goRequester) and as a program that wants the
+// zero-copy path uses (transport.Conn.CallInto exposes the caller's buffer
+// only then). A lost or silent connection still fails the cell rather than
+// hang the run: the Conn's ReconnectPolicy.CallTimeout (60 s by default)
+// drops it and fails its calls. A timer per call would be work the kernel
+// client's cells do not pay.
+var callCtx = context.Background()
 
 // prepare writes the 16 MiB file READ and GETATTR cells use, through
 // client.File (UNSTABLE WRITEs, then COMMIT), once per session.
@@ -149,17 +154,13 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 		}
 		if c.Workload == WorkGetattr {
 			return func(int) (int, error) {
-				cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-				defer cancel()
-				_, err := s.c.Getattr(cctx, s.rfile)
+				_, err := s.c.Getattr(callCtx, s.rfile)
 				return 0, err
 			}, undo, nil
 		}
 		rngs := workerRands(c.InFlight)
 		return func(w int) (int, error) {
-			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-			defer cancel()
-			return s.readAt(cctx, s.rfile, uint64(rngs[w].IntN(slots))*uint64(c.Size), bufs[w])
+			return s.readAt(callCtx, s.rfile, uint64(rngs[w].IntN(slots))*uint64(c.Size), bufs[w])
 		}, undo, nil
 	case WorkWrite:
 		fhs := make([]client.FH, c.InFlight)
@@ -179,11 +180,9 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			}
 		}
 		return func(w int) (int, error) {
-			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-			defer cancel()
 			off := next[w] % uint64(slots) * uint64(c.Size)
 			next[w]++
-			return s.writeAt(cctx, fhs[w], off, bufs[w])
+			return s.writeAt(callCtx, fhs[w], off, bufs[w])
 		}, undo, nil
 	case WorkCreate:
 		name := fmt.Sprintf("create-%d-%d-%d", c.Inline, c.InFlight, s.cells)
@@ -195,14 +194,12 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 		var seq atomic.Uint64
 		undo = func() { s.removeDir(dir, name) }
 		return func(w int) (int, error) {
-			cctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-			defer cancel()
 			mode := uint32(0o644)
-			fh, _, err := s.c.Create(cctx, dir, fmt.Sprintf("f%d", seq.Add(1)), client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}})
+			fh, _, err := s.c.Create(callCtx, dir, fmt.Sprintf("f%d", seq.Add(1)), client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}})
 			if err != nil {
 				return 0, err
 			}
-			return s.writeAt(cctx, fh, 0, bufs[w])
+			return s.writeAt(callCtx, fh, 0, bufs[w])
 		}, undo, nil
 	}
 	return nil, nil, fmt.Errorf("go-nfs: no %s workload", c.Workload)
