@@ -88,8 +88,17 @@ func (s *Server) callerOf(h *xdr.CallHeader, policy creds.Policy) (creds.Cred, x
 // as runs f with the caller's identity (on a thread of the identity
 // switcher's: f makes file system calls only) and returns f's error. If
 // the kernel did not apply the identity, f does not run and the error is
-// EPERM (NFS3ERR_PERM).
+// EPERM (NFS3ERR_PERM). A call on the polling goroutine (c.nowait) does
+// not wait for an identity thread: f does not run, c.wouldBlock is set
+// and the error is errWouldBlock (the call is executed again elsewhere).
 func (s *Server) as(c *call, f func() error) error {
+	if c.nowait && s.ids.HandsOff(c.cred) {
+		c.wouldBlock = true
+		return errWouldBlock
+	}
+	if identityHook != nil {
+		identityHook()
+	}
 	var ferr error
 	if err := s.ids.Run(c.cred, func() { ferr = f() }); err != nil {
 		s.log.Warn("nfs: the caller's identity was not applied; call refused", "cred", c.cred, "err", err)
@@ -97,6 +106,10 @@ func (s *Server) as(c *call, f func() error) error {
 	}
 	return ferr
 }
+
+// identityHook, if not nil, is called as a call's file system work is
+// given the caller's identity (tests: where that happens).
+var identityHook func()
 
 // statusOf maps an error of the server's file system operations to an
 // nfsstat3 (RFC 1813 §2.6): a system call's errno as knfsd's nfserrno

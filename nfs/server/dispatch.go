@@ -341,6 +341,9 @@ func (ss *session) dispatchNFS(w *worker, msg []byte, args int) error {
 	}
 	if _, checked := checkedAccess[h.Proc]; checked && refusal == nil {
 		refusal = ss.permit(&c, h.Proc, msg[args:])
+		if c.wouldBlock {
+			return errWouldBlock // the check needs an identity thread; nothing sent
+		}
 	}
 	if refusal != nil {
 		return ss.answer(entry, refusal)

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/binary"
 	"os"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
+	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -94,4 +96,71 @@ func dropPages(t *testing.T, name string) {
 	defer f.Close()
 	require.NoError(t, f.Sync())
 	require.NoError(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+}
+
+// TestInlineReadNeedsIdentity: a READ the mode bits do not grant its
+// caller needs the kernel's check as the caller, on an identity thread;
+// begun on the polling goroutine, it is executed again off it rather than
+// have the poll loop wait for that thread, and is refused all the same. A
+// READ the mode bits grant stays on the poll loop with no identity thread.
+func TestInlineReadNeedsIdentity(t *testing.T) {
+	var mu sync.Mutex
+	var begunInline, identityInline, identityOff int
+	onLoop := func() bool {
+		buf := make([]byte, 16<<10)
+		return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "serveInline")
+	}
+	server.SetIdentityHook(func() {
+		in := onLoop()
+		mu.Lock()
+		defer mu.Unlock()
+		if in {
+			identityInline++
+		} else {
+			identityOff++
+		}
+	})
+	t.Cleanup(func() { server.SetIdentityHook(nil) })
+	env := startClientEnv(t, func(sc *server.Config, _ *client.MountOptions) {
+		sc.OnCall = func(_ string, h *xdr.CallHeader) {
+			if h.Proc == nfs.ProcRead && onLoop() {
+				mu.Lock()
+				begunInline++
+				mu.Unlock()
+			}
+		}
+	})
+	_, private := env.patternFile(t, "private", 4096, 1)
+	_, world := env.patternFile(t, "world", 4096, 2)
+	require.NoError(t, os.Chown(env.path("private"), 4321, 4321))
+	require.NoError(t, os.Chmod(env.path("private"), 0o600))
+	require.NoError(t, os.Chown(env.path("world"), 4321, 4321))
+	require.NoError(t, os.Chmod(env.path("world"), 0o644))
+	conn, ctx := env.exp.Client.Conn(), callCtx(t)
+	cred := (&xdr.AuthSys{UID: 1234, GID: 1234, GIDs: []uint32{1234}}).OpaqueAuth(nil)
+	xid := uint32(100)
+	read := func(fh []byte) uint32 {
+		t.Helper()
+		xid++
+		h := xdr.CallHeader{XID: xid, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcRead, Cred: cred}
+		reply, err := conn.Call(ctx, (&nfs3.ReadArgs{File: fh, Count: 512}).Append(h.Append(nil)), nil)
+		require.NoError(t, err)
+		var rh xdr.ReplyHeader
+		off, err := rh.Unmarshal(reply)
+		require.NoError(t, err)
+		require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+		require.GreaterOrEqual(t, len(reply), off+4)
+		return binary.BigEndian.Uint32(reply[off:])
+	}
+	for _, fh := range [][]byte{private, world} { // into the open-file cache
+		_, err := env.exp.Client.Getattr(ctx, fh)
+		require.NoError(t, err)
+	}
+	require.Equal(t, uint32(nfs3.ErrAcces), read(private), "READ of another's 0600 file")
+	require.Equal(t, uint32(nfs3.OK), read(world), "READ of another's 0644 file")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 2, begunInline, "READs begun on the poll loop")
+	require.Zero(t, identityInline, "identity hand-offs waited for on the poll loop")
+	require.Equal(t, 1, identityOff, "identity hand-offs: the refused READ's, off the poll loop")
 }

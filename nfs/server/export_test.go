@@ -22,6 +22,10 @@ func WrapSyncWrite(wrap func(SyncWriteFunc) SyncWriteFunc) (restore func()) {
 // it.
 func SetExecuteHook(hook func(h *xdr.CallHeader)) { executeHook = hook }
 
+// SetIdentityHook makes hook run as a call's file system work is given
+// the caller's identity; nil removes it.
+func SetIdentityHook(hook func()) { identityHook = hook }
+
 // IdentityHandOffs returns how many calls' file system work s handed to
 // an identity thread.
 func IdentityHandOffs(s *Server) uint64 { return s.ids.HandOffs() }

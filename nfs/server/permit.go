@@ -74,8 +74,8 @@ func (ss *session) permit(c *call, proc uint32, args []byte) []byte {
 		return nil
 	}
 	err = s.permitted(c, fd, &st, want)
-	if err == nil {
-		return nil
+	if err == nil || c.wouldBlock {
+		return nil // go on, or (errWouldBlock) be executed again off the poll loop
 	}
 	b := c.successReply()
 	b = xdr.AppendUint32(b, uint32(statusOf(err)))

@@ -293,6 +293,10 @@ func (s *Switcher) Run(c Cred, f func()) error {
 	return err
 }
 
+// HandsOff reports whether Run(c, f) would run f on one of the
+// Switcher's threads and wait for it, rather than on the caller's.
+func (s *Switcher) HandsOff(c Cred) bool { return s.enabled && !s.inPlace(c) }
+
 // inPlace reports whether c acts as the process's own identity: it is
 // that identity, or root with the process's uid 0 and gid, whose groups
 // decide nothing (root's file system capabilities pass every permission
