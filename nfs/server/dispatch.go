@@ -358,6 +358,9 @@ func (ss *session) dispatchNFS(w *worker, msg []byte, args int) error {
 		return ss.send(garbageIfNot(ok, h.XID, reply))
 	case nfs.ProcLookup:
 		reply, ok := s.lookup(&c, msg[args:])
+		if c.wouldBlock {
+			return errWouldBlock
+		}
 		return ss.send(garbageIfNot(ok, h.XID, reply))
 	case nfs.ProcRead:
 		reply, rb, ok := s.read(&c, msg[args:])

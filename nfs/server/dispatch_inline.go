@@ -10,21 +10,22 @@ import (
 // cannot block run to completion on the goroutine that polled them
 // (Config.NoInlineCalls), as eRPC runs short handlers on its dispatch
 // threads; the rest go to the session's workers (readCalls). A call the
-// handler took and then finds may block (a GETATTR or READ of a file not
-// in the open-file cache, which opens it; a READ whose data is not in
-// memory: call.nowait) is handed to a goroutine of its own, having sent
-// nothing. Its worker state is the polling goroutine's: one call at a
-// time.
+// handler took and then finds may block (a GETATTR, LOOKUP or READ of a
+// file not in the open-file cache, which opens it; a READ whose data is
+// not in memory, a LOOKUP of a name not in the dentry cache, an access
+// check that needs the caller's identity: call.nowait) is handed to a
+// goroutine of its own, having sent nothing. Its worker state is the
+// polling goroutine's: one call at a time.
 type inlineCalls struct {
 	ss *session
 	w  worker
 }
 
-// Inline takes NULL, GETATTR and READ of NFSv3; it runs under the
-// transport's lock and reads nothing but h.
+// Inline takes NULL, GETATTR, LOOKUP and READ of NFSv3; it runs under
+// the transport's lock and reads nothing but h.
 func (ic *inlineCalls) Inline(h *xdr.CallHeader) bool {
 	return h.Prog == nfs.ProgNFS && h.Vers == 3 &&
-		(h.Proc == nfs.ProcNull || h.Proc == nfs.ProcGetattr || h.Proc == nfs.ProcRead)
+		(h.Proc == nfs.ProcNull || h.Proc == nfs.ProcGetattr || h.Proc == nfs.ProcLookup || h.Proc == nfs.ProcRead)
 }
 
 // ServeInline executes msg, unless it may block.
@@ -39,15 +40,18 @@ func (ic *inlineCalls) ServeInline(msg []byte) {
 	switch {
 	case err == errWouldBlock:
 		ic.handOff(msg, true)
+		return
 	case err != nil:
 		go ss.close(err) // Close waits for the polling goroutine: not on it
 	}
+	ss.s.inlineAnswered.Add(1)
 }
 
 // handOff executes a copy of msg on a goroutine of its own; again: its
 // execution began inline (OnCall was called).
 func (ic *inlineCalls) handOff(msg []byte, again bool) {
 	ss := ic.ss
+	ss.s.inlineHandedOff.Add(1)
 	cp := append([]byte(nil), msg...)
 	ss.s.wg.Add(1)
 	go func() {
@@ -59,13 +63,14 @@ func (ic *inlineCalls) handOff(msg []byte, again bool) {
 }
 
 // mayBlock reports whether the call msg may wait on the file system: a
-// GETATTR or READ whose file has no descriptor in the open-file cache
-// (resolving its handle may read directories).
+// GETATTR, LOOKUP or READ whose file (LOOKUP: directory) has no
+// descriptor in the open-file cache (resolving its handle may read
+// directories).
 func (ic *inlineCalls) mayBlock(msg []byte) bool {
 	h := &ic.w.h
 	args, err := h.Unmarshal(msg)
 	defer func() { *h = xdr.CallHeader{} }()
-	if err != nil || (h.Proc != nfs.ProcGetattr && h.Proc != nfs.ProcRead) {
+	if err != nil || h.Proc == nfs.ProcNull {
 		return false // NULL; or a call dispatch refuses at once
 	}
 	r := xdr.NewReader(msg[args:])

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/binary"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -163,4 +164,80 @@ func TestInlineReadNeedsIdentity(t *testing.T) {
 	require.Equal(t, 2, begunInline, "READs begun on the poll loop")
 	require.Zero(t, identityInline, "identity hand-offs waited for on the poll loop")
 	require.Equal(t, 1, identityOff, "identity hand-offs: the refused READ's, off the poll loop")
+}
+
+// TestInlineLookup: a LOOKUP in a directory of the open-file cache is
+// answered by the goroutine that polled it when the kernel's dentry cache
+// has the name (a file the test made, ".", a name looked up before and not
+// there); one the dentry cache does not have, and "..", are handed off.
+// Every answer is the one a worker gives: the same handles, attributes and
+// errors.
+func TestInlineLookup(t *testing.T) {
+	env := startClientEnv(t, nil)
+	require.NoError(t, os.Mkdir(env.path("d"), 0o755))
+	_, fileFH := env.patternFile(t, "d/f", 100, 1)
+	c, ctx := env.exp.Client, callCtx(t)
+	rootFH, _, err := env.exp.Lookup(ctx, ".", false)
+	require.NoError(t, err)
+	dirFH, _, err := env.exp.Lookup(ctx, "d", false)
+	require.NoError(t, err)
+	_, err = c.Getattr(ctx, dirFH) // the directory into the open-file cache
+	require.NoError(t, err)
+
+	step := func(what string, answered, handedOff uint64, f func()) {
+		t.Helper()
+		a0, h0 := server.InlineCalls(env.srv)
+		f()
+		a1, h1 := server.InlineCalls(env.srv)
+		require.Equal(t, answered, a1-a0, "%s: answered on the poll loop", what)
+		require.Equal(t, handedOff, h1-h0, "%s: handed off", what)
+	}
+	step("LOOKUP of a cached name", 1, 0, func() {
+		fh, attr, err := c.Lookup(ctx, dirFH, "f")
+		require.NoError(t, err)
+		require.Equal(t, fileFH, fh)
+		require.EqualValues(t, 100, attr.Size)
+	})
+	step("LOOKUP of .", 1, 0, func() {
+		fh, _, err := c.Lookup(ctx, dirFH, ".")
+		require.NoError(t, err)
+		require.Equal(t, dirFH, fh)
+	})
+	step("LOOKUP of ..", 0, 1, func() {
+		fh, _, err := c.Lookup(ctx, dirFH, "..")
+		require.NoError(t, err)
+		require.Equal(t, rootFH, fh)
+	})
+	step("LOOKUP of a name never looked up", 0, 1, func() {
+		_, _, err := c.Lookup(ctx, dirFH, "nope")
+		requireStatus(t, err, client.Status(nfs3.ErrNoEnt), "LOOKUP")
+	})
+	step("LOOKUP of that name again (a negative dentry)", 1, 0, func() {
+		_, _, err := c.Lookup(ctx, dirFH, "nope")
+		requireStatus(t, err, client.Status(nfs3.ErrNoEnt), "LOOKUP")
+	})
+	step("LOOKUP in a file", 0, 1, func() { // not in the cache as a directory: resolved off the loop
+		_, _, err := c.Lookup(ctx, fileFH, "x")
+		requireStatus(t, err, client.Status(nfs3.ErrNotDir), "LOOKUP")
+	})
+	_, err = c.Getattr(ctx, fileFH)
+	require.NoError(t, err)
+	step("LOOKUP in a cached file", 1, 0, func() {
+		_, _, err := c.Lookup(ctx, fileFH, "x")
+		requireStatus(t, err, client.Status(nfs3.ErrNotDir), "LOOKUP")
+	})
+	// The handle made on the loop resolves off it too (a worker's
+	// GETATTR of a handle not cached: the index has its name).
+	sub := filepath.Join(env.path("d"), "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "g"), []byte("g"), 0o644))
+	subFH, _, err := c.Lookup(ctx, dirFH, "sub")
+	require.NoError(t, err)
+	_, err = c.Getattr(ctx, subFH)
+	require.NoError(t, err)
+	gFH, _, err := c.Lookup(ctx, subFH, "g")
+	require.NoError(t, err)
+	attr, err := c.Getattr(ctx, gFH)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, attr.Size)
 }

@@ -26,6 +26,12 @@ func SetExecuteHook(hook func(h *xdr.CallHeader)) { executeHook = hook }
 // the caller's identity; nil removes it.
 func SetIdentityHook(hook func()) { identityHook = hook }
 
+// InlineCalls returns how many calls s's polling goroutines answered, and
+// how many they handed off.
+func InlineCalls(s *Server) (answered, handedOff uint64) {
+	return s.inlineAnswered.Load(), s.inlineHandedOff.Load()
+}
+
 // IdentityHandOffs returns how many calls' file system work s handed to
 // an identity thread.
 func IdentityHandOffs(s *Server) uint64 { return s.ids.HandOffs() }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -71,6 +72,9 @@ func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
 	}
 	dirFH, name := a.What.Dir, a.What.Name
 	b := c.successReply()
+	if c.nowait {
+		return s.lookupCached(c, dirFH, name, b), true
+	}
 	var res nfs3.LookupRes
 	dir, err := c.dh.openObject(dirFH)
 	if err != nil {
@@ -104,6 +108,77 @@ func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
 	res.Object, res.ObjAttr = o.fh, o.attr()
 	return res.Append(b), true
 }
+
+// lookupCached is LOOKUP on the polling goroutine (c.nowait, inlineCalls),
+// which must not wait on the disk: through the directory's descriptor in
+// the open-file cache, the entry opened only if the kernel's dentry cache
+// has it (openat2 with RESOLVE_CACHED, as io_uring resolves a path without
+// blocking), a negative entry included. Anything else (the directory not
+// cached, "..", a name not in the dentry cache) sets c.wouldBlock and
+// answers nothing: the call is executed again off the loop. The reply is
+// the one lookup gives.
+func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []byte {
+	h := c.dh
+	of := h.files.get(dirFH, false)
+	if of == nil || name == ".." || noResolveCached.Load() {
+		c.wouldBlock = true
+		return nil
+	}
+	defer h.files.put(of)
+	var res nfs3.LookupRes
+	var dst unix.Stat_t
+	if err := h.statOpen(dirFH, of, &dst); err != nil {
+		res.Status = statusOf(err)
+		return res.Append(b)
+	}
+	res.DirAttr = nfs3.PostOpAttr{Set: true, Attr: h.fattr(&dst)}
+	switch {
+	case dst.Mode&unix.S_IFMT != unix.S_IFDIR:
+		res.Status = nfs3.ErrNotDir
+		return res.Append(b)
+	case name == ".":
+		res.Object, res.ObjAttr = dirFH, res.DirAttr
+		return res.Append(b)
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolveCached}
+	fd, err := unix.Openat2(of.fd, name, &how)
+	switch {
+	case err == unix.EINVAL:
+		noResolveCached.Store(true) // a kernel before 5.12
+		fallthrough
+	case err == unix.EAGAIN || err == unix.EINTR:
+		c.wouldBlock = true
+		return nil
+	case err != nil:
+		res.Status = statusOf(err)
+		return res.Append(b)
+	}
+	// The entry's name below the root, for the handle index, if the
+	// directory's is known (it is, once it was resolved by name).
+	var full string
+	if dst.Ino == h.root.ino {
+		full = name
+	} else if dir, ok := h.dir.idx.lookup(dst.Ino); ok {
+		full = path.Join(dir, name)
+	}
+	o, err := h.objectOf(fd, dst.Ino, full)
+	if err != nil {
+		res.Status = statusOf(err)
+		return res.Append(b)
+	}
+	defer o.close()
+	res.Object, res.ObjAttr = o.fh, o.attr()
+	return res.Append(b)
+}
+
+// resolveCached is openat2's RESOLVE_CACHED (linux/openat2.h, Linux 5.12):
+// fail with EAGAIN unless every component is in the dentry cache.
+// golang.org/x/sys/unix does not define it for Linux.
+const resolveCached = 0x20
+
+// noResolveCached: the kernel refused RESOLVE_CACHED (before Linux 5.12),
+// so no LOOKUP runs on the polling goroutine.
+var noResolveCached atomic.Bool
 
 // objectAt opens the file name below the export's root (not following a
 // last symbolic link) as an object with its handle, made in its

@@ -195,6 +195,7 @@ type collector struct {
 	conns      *prometheus.Desc
 	drcHits    *prometheus.Desc
 	drcEntries *prometheus.Desc
+	inline     *prometheus.Desc
 }
 
 // Collector returns the Server's metrics for a prometheus.Registry: the
@@ -202,13 +203,17 @@ type collector struct {
 // transport's counters summed over every RDMA connection the Server had
 // (rpcrdma_*_total, one per counter of transport.Stats that a responder
 // keeps: transportCounters), the connections
-// open by network, and the duplicate request cache's hits and entries.
+// open by network, the duplicate request cache's hits and entries, and
+// the calls the polling goroutines took, answered there or handed off.
 // Counters never go down.
 func (s *Server) Collector() prometheus.Collector {
 	c := &collector{s: s, m: s.metrics,
 		conns:      prometheus.NewDesc("rdma_nfsd_connections", "Connections open, by network: rdma, or tcp (MOUNT, and NFS when it is served over TCP too).", []string{"network"}, nil),
 		drcHits:    prometheus.NewDesc("rdma_nfsd_drc_hits_total", "Retransmissions answered from the duplicate request cache (DRC hits) without executing them again.", nil, nil),
 		drcEntries: prometheus.NewDesc("rdma_nfsd_drc_entries", "Replies kept in the duplicate request cache (DRC entries).", nil, nil),
+		inline: prometheus.NewDesc("rdma_nfsd_inline_calls_total",
+			"Calls over RDMA taken inline, by the goroutine that polled them, by outcome: answered there, or handed_off (they might have waited on the disk or for an identity thread).",
+			[]string{"outcome"}, nil),
 	}
 	t := reflect.TypeFor[transport.Stats]()
 	for _, tc := range transportCounters {
@@ -232,6 +237,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.conns
 	ch <- c.drcHits
 	ch <- c.drcEntries
+	ch <- c.inline
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -248,6 +254,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	d := c.s.drc.stats()
 	ch <- prometheus.MustNewConstMetric(c.drcHits, prometheus.CounterValue, float64(d.Hits))
 	ch <- prometheus.MustNewConstMetric(c.drcEntries, prometheus.GaugeValue, float64(d.Entries))
+	ch <- prometheus.MustNewConstMetric(c.inline, prometheus.CounterValue, float64(c.s.inlineAnswered.Load()), "answered")
+	ch <- prometheus.MustNewConstMetric(c.inline, prometheus.CounterValue, float64(c.s.inlineHandedOff.Load()), "handed_off")
 }
 
 // addStats adds every uint64 counter of b to a (the other fields of

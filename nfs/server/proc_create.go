@@ -23,14 +23,24 @@ func (h *DirHandler) childOf(dir *object, name string) (*object, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &object{dh: h, fd: fd, name: dir.child(name)}
+	return h.objectOf(fd, dir.st.Ino, dir.child(name))
+}
+
+// objectOf makes fd, an O_PATH descriptor of the entry name (below the
+// root) of directory parent, an object with its handle, and records its
+// name in the handle index unless name is "" (not known). It takes fd,
+// which it closes on failure.
+func (h *DirHandler) objectOf(fd int, parent uint64, name string) (*object, error) {
+	o := &object{dh: h, fd: fd, name: name}
 	id, err := fdIdentity(fd, &o.st)
 	if err != nil {
 		o.close()
 		return nil, err
 	}
-	o.fh = encodeHandle(h.export, id, dir.st.Ino)
-	h.dir.idx.add(id.ino, o.name, o.isDir())
+	o.fh = encodeHandle(h.export, id, parent)
+	if name != "" {
+		h.dir.idx.add(id.ino, o.name, o.isDir())
+	}
 	return o, nil
 }
 

@@ -104,8 +104,9 @@ type Config struct {
 	ConcurrentCalls int
 	// NoInlineCalls has every call over RDMA handed to the connection's
 	// workers. false (the zero value) executes the calls that cannot
-	// block (NULL, and GETATTR and READ of a file in the open-file cache,
-	// a READ only while its data is in memory) on the goroutine that
+	// block (NULL, and GETATTR, LOOKUP and READ of a file or directory in
+	// the open-file cache, a READ only while its data is in memory, a
+	// LOOKUP only while the dentry cache has the name) on the goroutine that
 	// polled them, with no hand-off between goroutines
 	// (transport.Conn.SetInlineHandler), unless ConcurrentCalls is 1.
 	NoInlineCalls bool
@@ -204,6 +205,9 @@ type Server struct {
 	verf    [8]byte
 	drc     *drc
 	maxMsg  int
+	// inlineAnswered and inlineHandedOff count the calls the polling
+	// goroutines took (inlineCalls): answered there, or handed off.
+	inlineAnswered, inlineHandedOff atomic.Uint64
 
 	ls   *listeners // RDMA and TCP, one of each per listening host
 	rpcb *rpcbindState
