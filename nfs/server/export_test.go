@@ -32,6 +32,9 @@ func InlineCalls(s *Server) (answered, handedOff uint64) {
 	return s.inlineAnswered.Load(), s.inlineHandedOff.Load()
 }
 
+// InMemory reports whether s's first export is on tmpfs or ramfs.
+func InMemory(s *Server) bool { return s.exports.Load().list[0].Handler.inMemory }
+
 // IdentityHandOffs returns how many calls' file system work s handed to
 // an identity thread.
 func IdentityHandOffs(s *Server) uint64 { return s.ids.HandOffs() }

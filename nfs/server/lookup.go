@@ -113,14 +113,19 @@ func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
 // which must not wait on the disk: through the directory's descriptor in
 // the open-file cache, the entry opened only if the kernel's dentry cache
 // has it (openat2 with RESOLVE_CACHED, as io_uring resolves a path without
-// blocking), a negative entry included. Anything else (the directory not
-// cached, "..", a name not in the dentry cache) sets c.wouldBlock and
+// blocking), a negative entry included; on tmpfs and ramfs, where a
+// lookup never waits on a device, plainly. Anything else (the directory
+// not cached, "..", a name not in the dentry cache) sets c.wouldBlock and
 // answers nothing: the call is executed again off the loop. The reply is
 // the one lookup gives.
 func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []byte {
 	h := c.dh
+	resolve := uint64(resolveCached)
+	if h.inMemory {
+		resolve = 0
+	}
 	of := h.files.get(dirFH, false)
-	if of == nil || name == ".." || noResolveCached.Load() {
+	if of == nil || name == ".." || resolve != 0 && noResolveCached.Load() {
 		c.wouldBlock = true
 		return nil
 	}
@@ -140,10 +145,10 @@ func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []by
 		res.Object, res.ObjAttr = dirFH, res.DirAttr
 		return res.Append(b)
 	}
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolveCached}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolve}
 	fd, err := unix.Openat2(of.fd, name, &how)
 	switch {
-	case err == unix.EINVAL:
+	case err == unix.EINVAL && resolve != 0:
 		noResolveCached.Store(true) // a kernel before 5.12
 		fallthrough
 	case err == unix.EAGAIN || err == unix.EINTR:
