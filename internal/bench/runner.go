@@ -64,6 +64,9 @@ func (r *runner) runRound(ctx context.Context) error {
 				return err
 			}
 			if err := srv.start(ctx, inline, false); err != nil {
+				if errors.Is(err, errServerUsage) {
+					return fmt.Errorf("starting %s: %w", name, err)
+				}
 				r.failAll(cells, fmt.Errorf("starting %s: %w", name, err))
 				continue
 			}

@@ -81,6 +81,10 @@ type rdmaNfsd struct {
 	csw *switchCounter
 }
 
+// errServerUsage: rdma-nfsd exited at start with status 2, its flags
+// refused (-server-flags, -compare-flags); no cell can run, the run ends.
+var errServerUsage = errors.New("rdma-nfsd refused its flags")
+
 func newRdmaNfsd(bin, provider, addr, dir string) *rdmaNfsd {
 	return &rdmaNfsd{label: ServerGo, bin: bin, provider: provider, addr: addr, dir: dir, metrics: goMetrics, rdmaPort: goRDMAPort, tcpPort: goTCPPort,
 		logPath: filepath.Join(os.TempDir(), "rpcrdma-bench-rdma-nfsd.log")}
@@ -186,7 +190,13 @@ func (s *rdmaNfsd) start(ctx context.Context, inline int, noRI bool) error {
 		}
 		select {
 		case <-s.waited:
+			code := s.cmd.ProcessState.ExitCode()
 			s.cmd = nil
+			log, _ = os.ReadFile(s.logPath) // all it wrote
+			if code == 2 {
+				first, _, _ := strings.Cut(strings.TrimSpace(string(log)), "\n")
+				return fmt.Errorf("%w: %s", errServerUsage, first)
+			}
 			return fmt.Errorf("rdma-nfsd exited at start:\n%s", log)
 		case <-ctx.Done():
 			_ = s.cmd.Process.Kill()
