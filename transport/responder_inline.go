@@ -15,9 +15,11 @@ import (
 type InlineHandler interface {
 	// Inline reports whether the call h (its credential and verifier
 	// cleared) is to be executed inline: one that does not block (no
-	// disk I/O that may wait, no lock held by another call). It runs
-	// with the Conn's lock held and must not call the Conn.
-	Inline(h *xdr.CallHeader) bool
+	// disk I/O that may wait, no lock held by another call). msg is the
+	// whole call, valid only until Inline returns, for a handler that
+	// looks at the arguments to decide. It runs with the Conn's lock
+	// held and must not call the Conn.
+	Inline(h *xdr.CallHeader, msg []byte) bool
 	// ServeInline executes the call msg and writes its reply with the
 	// Conn's WriteMsg (or WriteMsgDirect), before it returns. msg is the
 	// Conn's, valid until ServeInline returns. While it runs, no other
@@ -46,7 +48,7 @@ func (c *Conn) SetInlineHandler(h InlineHandler) {
 func (s *responder) inlineLocked(call *svcCall) bool {
 	h := &call.hdr
 	return s.inline != nil && call.inPlace && call.view.data == nil && call.view.tail == nil &&
-		len(h.ReadList) == 0 && h.ReplyChunk == nil && s.inline.Inline(&call.ch)
+		len(h.ReadList) == 0 && h.ReplyChunk == nil && s.inline.Inline(&call.ch, call.view.head)
 }
 
 // serveInline executes the calls queued for the inline handler, each

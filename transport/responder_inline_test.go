@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,7 +29,15 @@ type echoInline struct {
 	entered chan struct{}
 }
 
-func (e *echoInline) Inline(h *xdr.CallHeader) bool { return h.Proc == 0 || h.Proc == procEcho }
+// Inline takes NULL and procEcho; msg must be the call h was parsed from.
+func (e *echoInline) Inline(h *xdr.CallHeader, msg []byte) bool {
+	var m xdr.CallHeader
+	if _, err := m.Unmarshal(msg); err != nil || m.XID != h.XID || m.Proc != h.Proc {
+		err := fmt.Errorf("Inline: msg (xid %#x proc %d, %v) is not the call of h (xid %#x proc %d)", m.XID, m.Proc, err, h.XID, h.Proc)
+		e.err.CompareAndSwap(nil, &err)
+	}
+	return h.Proc == 0 || h.Proc == procEcho
+}
 
 func (e *echoInline) ServeInline(msg []byte) {
 	var h xdr.CallHeader
@@ -247,7 +256,7 @@ type readInline struct {
 	data []byte
 }
 
-func (e *readInline) Inline(h *xdr.CallHeader) bool { return h.Proc == procRead }
+func (e *readInline) Inline(h *xdr.CallHeader, _ []byte) bool { return h.Proc == procRead }
 
 func (e *readInline) ServeInline(msg []byte) {
 	var h xdr.CallHeader

@@ -19,19 +19,26 @@ import (
 type inlineCalls struct {
 	ss *session
 	w  worker
+	// peek is Inline's scratch header (Inline runs under the
+	// transport's lock, ServeInline without it).
+	peek xdr.CallHeader
 }
 
-// Inline takes NULL, GETATTR, LOOKUP and READ of NFSv3; it runs under
-// the transport's lock and reads nothing but h.
-func (ic *inlineCalls) Inline(h *xdr.CallHeader) bool {
+// Inline takes NULL, and GETATTR, LOOKUP and READ of NFSv3 whose file
+// (LOOKUP: directory) is in the open-file cache; the others go to the
+// session's workers, with no goroutine of their own. It runs under the
+// transport's lock, and takes the open-file cache's (a leaf).
+func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
 	return h.Prog == nfs.ProgNFS && h.Vers == 3 &&
-		(h.Proc == nfs.ProcNull || h.Proc == nfs.ProcGetattr || h.Proc == nfs.ProcLookup || h.Proc == nfs.ProcRead)
+		(h.Proc == nfs.ProcNull || h.Proc == nfs.ProcGetattr || h.Proc == nfs.ProcLookup || h.Proc == nfs.ProcRead) &&
+		!ic.mayBlock(&ic.peek, msg)
 }
 
-// ServeInline executes msg, unless it may block.
+// ServeInline executes msg, unless it may block (its file left the
+// open-file cache since Inline looked).
 func (ic *inlineCalls) ServeInline(msg []byte) {
 	ss := ic.ss
-	if ic.mayBlock(msg) {
+	if ic.mayBlock(&ic.w.h, msg) {
 		ic.handOff(msg, false)
 		return
 	}
@@ -65,9 +72,8 @@ func (ic *inlineCalls) handOff(msg []byte, again bool) {
 // mayBlock reports whether the call msg may wait on the file system: a
 // GETATTR, LOOKUP or READ whose file (LOOKUP: directory) has no
 // descriptor in the open-file cache (resolving its handle may read
-// directories).
-func (ic *inlineCalls) mayBlock(msg []byte) bool {
-	h := &ic.w.h
+// directories). h is scratch, zeroed after.
+func (ic *inlineCalls) mayBlock(h *xdr.CallHeader, msg []byte) bool {
 	args, err := h.Unmarshal(msg)
 	defer func() { *h = xdr.CallHeader{} }()
 	if err != nil || h.Proc == nfs.ProcNull {

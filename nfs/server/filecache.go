@@ -236,6 +236,21 @@ func (h *DirHandler) openHandle(fh []byte, write bool) (*openFile, error) {
 	return h.files.add(fh, &openFile{fd: fd, rw: rw}), nil
 }
 
+// cacheDir puts a descriptor of o, fh's directory just resolved and
+// checked (openObject), in the open-file cache if it has none, so that
+// the LOOKUPs that follow in it run on the poll loop (inlineCalls). A file
+// that is not a directory is left out.
+func (h *DirHandler) cacheDir(fh []byte, o *object) {
+	if !o.isDir() || h.files.cached(fh) {
+		return
+	}
+	fd, err := unix.Open(o.proc(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	h.files.put(h.files.add(fh, &openFile{fd: fd}))
+}
+
 // statOpen fills st with the attributes of of, fh's file. A file removed
 // since it was opened (no link left) makes fh stale, and leaves the cache.
 func (h *DirHandler) statOpen(fh []byte, of *openFile, st *unix.Stat_t) error {

@@ -83,6 +83,7 @@ func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
 	}
 	defer dir.close()
 	res.DirAttr = dir.attr()
+	c.dh.cacheDir(dirFH, dir)
 	var o *object
 	switch {
 	case !dir.isDir():
