@@ -228,20 +228,18 @@ func durationOr(d, def time.Duration) time.Duration {
 // but a completion needs Wait's attention: the connection's close or
 // failure, a wake-up, or ctx's end.
 //
-// Between two polls it yields the OS thread (sched_yield, so that any
-// other thread waiting for this CPU runs: the peer process that will send
-// the awaited message, a kernel thread of the NIC's). A spinning thread
-// that yields only to goroutines keeps its CPU until the kernel's
-// scheduler preempts it, and on a machine with few CPUs the peer it waits
-// for is often the thread it keeps out. With CPUs to spare, sched_yield
-// returns at once. Every spinGoschedEvery polls it yields the goroutine
-// too (runtime.Gosched), so that goroutines made ready on its processor
-// meanwhile run; not at every poll, because a pass through the Go
-// scheduler reads the clock whenever the processor holds a timer.
+// Between two polls it yields twice: the goroutine (runtime.Gosched, so
+// that what the last completions woke in this process runs), then the OS
+// thread (sched_yield, so that any other thread waiting for this CPU runs:
+// the peer process that will send the awaited message, a kernel thread of
+// the NIC's). A spinning thread that yields only to goroutines keeps its
+// CPU until the kernel's scheduler preempts it, and on a machine with few
+// CPUs the peer it waits for is often the thread it keeps out. With CPUs
+// to spare, sched_yield returns at once.
 //
-// It reads the clock itself only every spinClockEvery polls: under an
-// emulator the clock may cost more than a poll (in the project's TCG VM
-// the guest's clocksource is the HPET, and every clock read traps).
+// It reads the clock only every spinClockEvery polls: under an emulator
+// the clock may cost more than a poll (in the project's TCG VM the guest's
+// clocksource is the HPET, and every time.Now is a system call).
 func (c *conn) pollFirst(ctx context.Context, start time.Time, spin time.Duration) bool {
 	if spin <= 0 {
 		return false
@@ -264,9 +262,7 @@ func (c *conn) pollFirst(ctx context.Context, start time.Time, spin time.Duratio
 		if i%spinClockEvery == 0 && time.Since(start) >= spin {
 			return false
 		}
-		if i%spinGoschedEvery == 0 {
-			runtime.Gosched()
-		}
+		runtime.Gosched()
 		yieldThread()
 	}
 }
@@ -279,10 +275,6 @@ var yieldThread = func() { _, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0,
 // spinClockEvery is how many polls pollFirst makes between two readings of
 // the clock.
 const spinClockEvery = 16
-
-// spinGoschedEvery is how many polls pollFirst makes between two yields of
-// its goroutine.
-const spinGoschedEvery = 4
 
 // getEvent consumes one completion event, if there is one (as
 // c.readEvent, the function the completion channel's RawConn.Read runs).
