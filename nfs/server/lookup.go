@@ -160,7 +160,10 @@ func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []by
 		return res.Append(b)
 	}
 	// The entry's name below the root, for the handle index, if the
-	// directory's is known (it is, once it was resolved by name).
+	// index has the directory's (it has, once the directory was resolved
+	// by name). After a rename on the server's disk that name may be
+	// stale; the index is a hint checked on use (resolve), which then
+	// finds the entry by its parent or a walk.
 	var full string
 	if dst.Ino == h.root.ino {
 		full = name
