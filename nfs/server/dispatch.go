@@ -342,6 +342,7 @@ func (ss *session) dispatchNFS(w *worker, msg []byte, args int) error {
 	if _, checked := checkedAccess[h.Proc]; checked && refusal == nil {
 		refusal = ss.permit(&c, h.Proc, msg[args:])
 		if c.wouldBlock {
+			ss.s.drc.abandon(entry)
 			return errWouldBlock // the check needs an identity thread; nothing sent
 		}
 	}
@@ -373,6 +374,10 @@ func (ss *session) dispatchNFS(w *worker, msg []byte, args int) error {
 		return ss.sendPooled(reply, rb)
 	case nfs.ProcWrite:
 		reply, ok := s.write(&c, msg[args:])
+		if c.wouldBlock {
+			ss.s.drc.abandon(entry)
+			return errWouldBlock
+		}
 		return ss.answer(entry, garbageIfNot(ok, h.XID, reply))
 	case nfs.ProcReaddir, nfs.ProcReaddirplus:
 		reply, ok := s.readdir(&c, msg[args:], h.Proc == nfs.ProcReaddirplus)
@@ -402,6 +407,9 @@ func garbageIfNot(ok bool, xid uint32, reply []byte) []byte {
 func (ss *session) replay(e *drcEntry, h *xdr.CallHeader) {
 	xid, call := h.XID, nfs.ProcName(h.Prog, h.Vers, h.Proc)
 	send := func() {
+		if e.reply == nil {
+			return // abandoned: the original is executed again, and answers
+		}
 		ss.s.log.Debug("nfs: retransmission answered from the duplicate request cache",
 			"call", call, "xid", xid, "client", ss.client)
 		if err := ss.send(e.reply); err != nil {

@@ -25,13 +25,19 @@ type inlineCalls struct {
 }
 
 // Inline takes NULL, and GETATTR, LOOKUP and READ of NFSv3 whose file
-// (LOOKUP: directory) is in the open-file cache; the others go to the
-// session's workers, with no goroutine of their own. It runs under the
-// transport's lock, and takes the open-file cache's (a leaf).
+// (LOOKUP: directory) is in the open-file cache, and a WRITE that cannot
+// wait (mayBlock); the others go to the session's workers, with no
+// goroutine of their own. It runs under the transport's lock, and takes
+// the open-file cache's (a leaf).
 func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
-	return h.Prog == nfs.ProgNFS && h.Vers == 3 &&
-		(h.Proc == nfs.ProcNull || h.Proc == nfs.ProcGetattr || h.Proc == nfs.ProcLookup || h.Proc == nfs.ProcRead) &&
-		!ic.mayBlock(&ic.peek, msg)
+	switch {
+	case h.Prog != nfs.ProgNFS || h.Vers != 3:
+		return false
+	case h.Proc == nfs.ProcNull, h.Proc == nfs.ProcGetattr, h.Proc == nfs.ProcLookup, h.Proc == nfs.ProcRead,
+		h.Proc == nfs.ProcWrite:
+		return !ic.mayBlock(&ic.peek, msg)
+	}
+	return false
 }
 
 // ServeInline executes msg, unless it may block (its file left the
@@ -69,10 +75,12 @@ func (ic *inlineCalls) handOff(msg []byte, again bool) {
 	}()
 }
 
-// mayBlock reports whether the call msg may wait on the file system: a
-// GETATTR, LOOKUP or READ whose file (LOOKUP: directory) has no
-// descriptor in the open-file cache (resolving its handle may read
-// directories). h is scratch, zeroed after.
+// mayBlock reports whether the call msg may wait on the file system or
+// for another thread: a GETATTR, LOOKUP or READ whose file (LOOKUP:
+// directory) has no descriptor in the open-file cache (resolving its
+// handle may read directories); a WRITE but of a cached file of an export
+// in memory by a caller whose identity the polling goroutine has. h is
+// scratch, zeroed after.
 func (ic *inlineCalls) mayBlock(h *xdr.CallHeader, msg []byte) bool {
 	args, err := h.Unmarshal(msg)
 	defer func() { *h = xdr.CallHeader{} }()
@@ -85,5 +93,21 @@ func (ic *inlineCalls) mayBlock(h *xdr.CallHeader, msg []byte) bool {
 		return false // GARBAGE_ARGS at once
 	}
 	x := ic.ss.s.exports.Load().byHandle(fh)
-	return x == nil || !x.Handler.files.cached(fh)
+	if x == nil {
+		return true
+	}
+	if h.Proc != nfs.ProcWrite {
+		return !x.Handler.files.cached(fh)
+	}
+	// A WRITE is taken only where nothing it does can wait: a file of an
+	// export in memory (tmpfs, ramfs: no device, a sync that returns at
+	// once) open for writing in the cache, and a caller whose identity
+	// the polling goroutine has (permit then never waits for an identity
+	// thread). Its duplicate request cache entry is made before it runs,
+	// so it must not be found to block after (drc.abandon is the guard).
+	if !x.Handler.inMemory || !x.Handler.files.cachedRW(fh) {
+		return true
+	}
+	c, refusal := ic.ss.caller(h, msg[args:])
+	return refusal == nil && ic.ss.s.ids.HandsOff(c.cred)
 }

@@ -246,3 +246,55 @@ func TestInlineLookup(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, attr.Size)
 }
+
+// TestInlineWrite: a WRITE of a file open for writing in the cache, on an
+// export in memory, by a caller whose identity the polling goroutine has
+// (root, not squashed), is answered on the poll loop, a retransmission of
+// it from the duplicate request cache, the data written once. A user's
+// WRITE (an identity thread's), and any WRITE on an export on a disk, go
+// to the workers.
+func TestInlineWrite(t *testing.T) {
+	for _, inMemory := range []bool{true, false} {
+		env := startClientEnv(t, func(sc *server.Config, _ *client.MountOptions) {
+			sc.Squash = server.NoRootSquash
+		})
+		server.SetInMemory(env.srv, inMemory)
+		_, fh := env.patternFile(t, "f", 16, 1)
+		require.NoError(t, os.Chmod(env.path("f"), 0o666))
+		conn, ctx := env.exp.Client.Conn(), callCtx(t)
+		write := func(xid, uid uint32, off uint64, data string) uint32 {
+			t.Helper()
+			cred := (&xdr.AuthSys{UID: uid, GID: uid, GIDs: []uint32{uid}}).OpaqueAuth(nil)
+			h := xdr.CallHeader{XID: xid, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcWrite, Cred: cred}
+			args := nfs3.WriteArgs{File: fh, Offset: off, Count: uint32(len(data)), Stable: nfs3.FileSync, Data: []byte(data)}
+			reply, err := conn.Call(ctx, args.Append(h.Append(nil)), nil)
+			require.NoError(t, err)
+			var rh xdr.ReplyHeader
+			res, err := rh.Unmarshal(reply)
+			require.NoError(t, err)
+			require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+			return binary.BigEndian.Uint32(reply[res:])
+		}
+		inline := func(what string, answered uint64, f func()) {
+			t.Helper()
+			a0, h0 := server.InlineCalls(env.srv)
+			f()
+			a1, h1 := server.InlineCalls(env.srv)
+			require.Equal(t, answered, a1-a0, "%s (in memory %v): answered on the poll loop", what, inMemory)
+			require.Zero(t, h1-h0, "%s: handed off", what)
+		}
+		want := uint64(0)
+		if inMemory {
+			want = 1
+		}
+		inline("a WRITE of a file not cached", 0, func() { require.Zero(t, write(1000, 0, 0, "a")) })
+		inline("root's WRITE of a cached file", want, func() { require.Zero(t, write(1001, 0, 1, "b")) })
+		drc := env.srv.DRCStats()
+		inline("its retransmission", want, func() { require.Zero(t, write(1001, 0, 1, "b")) })
+		require.Equal(t, drc.Hits+1, env.srv.DRCStats().Hits, "the retransmission is a DRC hit")
+		inline("a user's WRITE", 0, func() { require.Zero(t, write(1002, 1234, 2, "c")) })
+		got, err := os.ReadFile(env.path("f"))
+		require.NoError(t, err)
+		require.Equal(t, "abc", string(got[:3]))
+	}
+}

@@ -167,6 +167,25 @@ func (d *drc) complete(e *drcEntry, reply []byte) {
 	close(e.done)
 }
 
+// abandon forgets e, a call in progress that was not answered and is to be
+// executed again (errWouldBlock), which makes an entry of its own then. A
+// retransmission that found e and waits for its reply is woken with none
+// (replay sends nothing: the execution again answers the XID).
+func (d *drc) abandon(e *drcEntry) {
+	if e == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if isClosed(e.done) {
+		return
+	}
+	if d.entries[e.key] == e {
+		d.removeLocked(e)
+	}
+	close(e.done)
+}
+
 func (d *drc) removeLocked(e *drcEntry) {
 	delete(d.entries, e.key)
 	d.unlinkLocked(e)

@@ -128,3 +128,28 @@ func TestDRCModel(t *testing.T) {
 		}
 	}
 }
+
+// TestDRCAbandon: an entry abandoned (its call to be executed again) leaves
+// the cache, so that the execution again makes its own; a retransmission
+// waiting on it is woken with no reply; abandoning twice, or nil, is
+// harmless.
+func TestDRCAbandon(t *testing.T) {
+	d := newDRC(8, time.Minute)
+	k := newDRCKey("10.0.0.2", 7, nfs.ProgNFS, 3, nfs.ProcWrite, []byte("args"))
+	e, dup := d.lookup(k)
+	require.False(t, dup)
+	waiter, dup := d.lookup(k)
+	require.True(t, dup)
+	d.abandon(e)
+	require.True(t, isClosed(waiter.done), "the waiting retransmission is woken")
+	require.Nil(t, waiter.reply)
+	require.Zero(t, d.stats().Entries)
+	d.abandon(e)
+	d.abandon(nil)
+	again, dup := d.lookup(k)
+	require.False(t, dup, "the execution again is no duplicate")
+	require.NotSame(t, e, again)
+	d.complete(again, []byte("reply"))
+	_, dup = d.lookup(k)
+	require.True(t, dup)
+}

@@ -35,6 +35,10 @@ func InlineCalls(s *Server) (answered, handedOff uint64) {
 // InMemory reports whether s's first export is on tmpfs or ramfs.
 func InMemory(s *Server) bool { return s.exports.Load().list[0].Handler.inMemory }
 
+// SetInMemory makes s's first export be taken for one on tmpfs or ramfs
+// (whose reads, lookups and writes never wait on a device), or not.
+func SetInMemory(s *Server, v bool) { s.exports.Load().list[0].Handler.inMemory = v }
+
 // IdentityHandOffs returns how many calls' file system work s handed to
 // an identity thread.
 func IdentityHandOffs(s *Server) uint64 { return s.ids.HandOffs() }

@@ -86,6 +86,14 @@ func (c *openFiles) cached(fh []byte) bool {
 	return c.m[string(fh)] != nil
 }
 
+// cachedRW reports whether fh has a cached descriptor that can write.
+func (c *openFiles) cachedRW(fh []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	of := c.m[string(fh)]
+	return of != nil && of.rw
+}
+
 // add caches of (just opened, no references) for fh and returns the
 // descriptor to use with a reference for the caller: of, or the one
 // another call cached meanwhile if it serves as well (of is then closed).
