@@ -46,8 +46,10 @@ type call struct {
 	// which successReply builds the reply in; nil outside a session.
 	out []byte
 	// nowait: the call runs on the connection's polling goroutine
-	// (inlineCalls), which must not wait on the disk: a READ whose data
-	// is not in memory sets wouldBlock and answers nothing.
+	// (inlineCalls), which must not wait on the disk or for another
+	// thread: a READ whose data is not in memory, a LOOKUP of a name not
+	// in the dentry cache, work that needs an identity thread (as) set
+	// wouldBlock and answer nothing.
 	nowait, wouldBlock bool
 }
 

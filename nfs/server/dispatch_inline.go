@@ -33,8 +33,9 @@ func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
 	switch {
 	case h.Prog != nfs.ProgNFS || h.Vers != 3:
 		return false
-	case h.Proc == nfs.ProcNull, h.Proc == nfs.ProcGetattr, h.Proc == nfs.ProcLookup, h.Proc == nfs.ProcRead,
-		h.Proc == nfs.ProcWrite:
+	case h.Proc == nfs.ProcNull:
+		return true
+	case h.Proc == nfs.ProcGetattr, h.Proc == nfs.ProcLookup, h.Proc == nfs.ProcRead, h.Proc == nfs.ProcWrite:
 		return !ic.mayBlock(&ic.peek, msg)
 	}
 	return false
@@ -53,11 +54,11 @@ func (ic *inlineCalls) ServeInline(msg []byte) {
 	switch {
 	case err == errWouldBlock:
 		ic.handOff(msg, true)
-		return
 	case err != nil:
 		go ss.close(err) // Close waits for the polling goroutine: not on it
+	default:
+		ss.s.inlineAnswered.Add(1)
 	}
-	ss.s.inlineAnswered.Add(1)
 }
 
 // handOff executes a copy of msg on a goroutine of its own; again: its

@@ -271,7 +271,7 @@ func (s *Switcher) Self() Cred { return s.self }
 // must not use the caller's thread-bound state (no RDMA verbs). If the
 // kernel does not apply c, f does not run and Run returns ErrNotApplied.
 func (s *Switcher) Run(c Cred, f func()) error {
-	if !s.enabled || s.inPlace(c) {
+	if !s.HandsOff(c) {
 		f()
 		return nil
 	}
