@@ -274,7 +274,7 @@ func (ss *session) dispatch(w *worker, msg []byte) error {
 	if ss.s.cfg.OnCall != nil && !w.again {
 		ss.s.cfg.OnCall(ss.network, h)
 	}
-	ss.pending.begin(h)
+	ss.pending.begin(h, w.inline)
 	switch {
 	case h.Prog == nfs.ProgNFS && (ss.network == NetRDMA || ss.s.cfg.NFSOverTCP):
 		if h.Vers != 3 {
@@ -449,10 +449,14 @@ func (ss *session) send(reply []byte) error {
 	return ss.c.WriteMsg(reply)
 }
 
-// observe counts reply in the metrics, with the call it answers.
+// observe counts reply in the metrics, with the call it answers, before
+// it is sent: a client that has the reply sees it counted.
 func (ss *session) observe(reply []byte) {
 	if c, ok := ss.pending.end(reply); ok {
 		ss.s.metrics.observe(c, reply)
+		if c.inline {
+			ss.s.inlineAnswered.Add(1)
+		}
 	}
 }
 

@@ -56,8 +56,6 @@ func (ic *inlineCalls) ServeInline(msg []byte) {
 		ic.handOff(msg, true)
 	case err != nil:
 		go ss.close(err) // Close waits for the polling goroutine: not on it
-	default:
-		ss.s.inlineAnswered.Add(1)
 	}
 }
 

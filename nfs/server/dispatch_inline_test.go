@@ -218,10 +218,9 @@ func TestInlineLookup(t *testing.T) {
 		requireStatus(t, err, client.Status(nfs3.ErrNoEnt), "LOOKUP")
 	})
 	// That name again: the negative dentry the lookup left lets the poll
-	// loop answer. The kernel may drop a negative dentry at any time (a
-	// host busy with other tests did, once), and a LOOKUP then handed off
-	// leaves a new one: one of three tries is answered on the loop, every
-	// one with NFS3ERR_NOENT.
+	// loop answer. The kernel may drop a negative dentry at any time (under
+	// memory pressure), and a LOOKUP then handed off leaves a new one: one
+	// of three tries is answered on the loop, every one with NFS3ERR_NOENT.
 	onLoop := false
 	for try := 0; try < 3 && !onLoop; try++ {
 		a0, _ := server.InlineCalls(env.srv)

@@ -84,6 +84,7 @@ func (m *callMetrics) all() []*procMetrics {
 type pendingCall struct {
 	prog, proc uint32
 	start      time.Time
+	inline     bool // executed by the polling goroutine (worker.inline)
 }
 
 // pendingCalls are a connection's calls between dispatch and reply, by
@@ -95,12 +96,12 @@ type pendingCalls struct {
 }
 
 // begin notes that the call h is dispatched.
-func (p *pendingCalls) begin(h *xdr.CallHeader) {
+func (p *pendingCalls) begin(h *xdr.CallHeader, inline bool) {
 	p.mu.Lock()
 	if p.calls == nil {
 		p.calls = make(map[uint32]pendingCall)
 	}
-	p.calls[h.XID] = pendingCall{prog: h.Prog, proc: h.Proc, start: time.Now()}
+	p.calls[h.XID] = pendingCall{prog: h.Prog, proc: h.Proc, start: time.Now(), inline: inline}
 	p.mu.Unlock()
 }
 

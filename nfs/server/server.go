@@ -207,7 +207,8 @@ type Server struct {
 	drc     *drc
 	maxMsg  int
 	// inlineAnswered and inlineHandedOff count the calls the polling
-	// goroutines took (inlineCalls): answered there, or handed off.
+	// goroutines took (inlineCalls): answered there (counted as the reply
+	// is sent, session.observe), or handed off.
 	inlineAnswered, inlineHandedOff atomic.Uint64
 
 	ls   *listeners // RDMA and TCP, one of each per listening host
