@@ -31,24 +31,40 @@ type InlineHandler interface {
 }
 
 // SetInlineHandler has h executed, on the goroutine that polled them, the
-// calls that arrive whole in their Receive (RDMA_MSG without Read chunks)
-// whose replies need no Reply chunk (an inline Send, after the RDMA Write
-// of a Write chunk's result if the call offers one), and for which
-// h.Inline says so. Other
-// calls, and those that arrive before it is set, go to Read and ReadMsg
-// as before. Nil stops it. A requester's SetInlineHandler does nothing.
+// calls of at most InlineCallMax bytes whose replies need no Reply chunk
+// (an inline Send, after the RDMA Write of a Write chunk's result if the
+// call offers one), and for which h.Inline says so: calls whole in their
+// Receive, and calls whose Read chunk was pulled into the connection's
+// memory (a small NFS WRITE's data; those pulled into a buffer of
+// Config.CallBuffers go to ReadMsgAlloc, which takes the buffer without
+// a copy). Other calls, and those that arrive before it is set, go to
+// Read and ReadMsg as before. Nil stops it. A requester's
+// SetInlineHandler does nothing.
 func (c *Conn) SetInlineHandler(h InlineHandler) {
 	c.lock()
 	c.svcState.inline = h
 	c.unlock()
 }
 
-// inlineLocked reports whether call, ready in place, goes to the inline
-// handler: it is whole in its Receive buffer and offers no Reply chunk.
+// InlineCallMax bounds the calls an InlineHandler is given (the poll
+// loop's copy of the call it serves grows to at most this).
+const InlineCallMax = 64 << 10
+
+// inlineLocked reports whether call, ready, goes to the inline handler: it
+// is read in place (its Receive buffer and the chunk memory its Read chunk
+// was pulled into), of at most InlineCallMax bytes, and offers no Reply
+// chunk. The handler is shown the call whole: a call in pieces is copied
+// into s.inlineBuf, which the poll loop then serves it from.
 func (s *responder) inlineLocked(call *svcCall) bool {
-	h := &call.hdr
-	return s.inline != nil && call.inPlace && call.view.data == nil && call.view.tail == nil &&
-		len(h.ReadList) == 0 && h.ReplyChunk == nil && s.inline.Inline(&call.ch, call.view.head)
+	if s.inline == nil || !call.inPlace || call.hdr.ReplyChunk != nil || call.view.len() > InlineCallMax {
+		return false
+	}
+	msg := call.view.head
+	if call.view.data != nil || call.view.tail != nil {
+		s.inlineBuf = call.view.appendTo(s.inlineBuf[:0])
+		msg = s.inlineBuf
+	}
+	return s.inline.Inline(&call.ch, msg)
 }
 
 // serveInline executes the calls queued for the inline handler, each

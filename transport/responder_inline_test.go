@@ -303,3 +303,94 @@ func TestInlineHandlerWriteChunk(t *testing.T) {
 	require.Zero(t, read.Load())
 	require.NotZero(t, c.Stats().WriteChunks, "Write chunks offered")
 }
+
+// writeInline takes procWrite calls (an opaque, then a marker word) and
+// answers each with the opaque's length once it checked the data and the
+// marker: what Inline was shown and what ServeInline executes must both be
+// the whole call, its Read chunk's data in place.
+type writeInline struct {
+	echoInline
+	marker uint32
+}
+
+// check parses msg, a procWrite call, and returns its data's length.
+func (e *writeInline) check(msg []byte) (uint32, error) {
+	var h xdr.CallHeader
+	args, err := h.Unmarshal(msg)
+	if err != nil {
+		return 0, err
+	}
+	r := xdr.NewReader(msg[args:])
+	data, err := r.Opaque(testMaxReply)
+	if err != nil {
+		return 0, err
+	}
+	if want := pattern(len(data), byte(len(data)>>10)); !bytes.Equal(data, want) {
+		return 0, fmt.Errorf("xid %#x: data of %d bytes is not the pattern sent", h.XID, len(data))
+	}
+	if m, err := r.Uint32(); err != nil || m != e.marker || r.Len() != 0 {
+		return 0, fmt.Errorf("xid %#x: the call's tail is not the marker (%#x, %v)", h.XID, m, err)
+	}
+	return uint32(len(data)), nil
+}
+
+func (e *writeInline) Inline(h *xdr.CallHeader, msg []byte) bool {
+	if _, err := e.check(msg); err != nil {
+		err = fmt.Errorf("Inline: %w", err)
+		e.err.CompareAndSwap(nil, &err)
+	}
+	return h.Proc == procWrite
+}
+
+func (e *writeInline) ServeInline(msg []byte) {
+	n, err := e.check(msg)
+	if err == nil {
+		var h xdr.CallHeader
+		_, _ = h.Unmarshal(msg)
+		e.out = xdr.AppendUint32(appendReply(e.out[:0], h.XID), n)
+		err = e.c.WriteMsg(e.out)
+	}
+	if err != nil {
+		e.err.CompareAndSwap(nil, &err)
+	}
+	e.served.Add(1)
+}
+
+// TestInlineHandlerReadChunk: a call whose Read chunk was pulled into the
+// connection's memory (its data in the middle of the message) is shown to
+// Inline and executed inline whole, up to InlineCallMax bytes; a larger
+// one goes to ReadMsg.
+func TestInlineHandlerReadChunk(t *testing.T) {
+	const marker = 0xfeedface
+	var read atomic.Int64
+	var eh *writeInline
+	c := inlinePair(t, &Config{Binding: testBinding{ddp: true}}, func(c *Conn) InlineHandler {
+		eh = &writeInline{echoInline: echoInline{c: c}, marker: marker}
+		return eh
+	}, &read)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	sizes := []int{4 << 10, 8 << 10, 16 << 10, 32 << 10, InlineCallMax - 1024, InlineCallMax + 4096, 4 << 10}
+	inline := 0
+	var reply []byte
+	for i, n := range sizes {
+		xid := uint32(i + 1)
+		msg := xdr.AppendOpaque(appendCall(nil, xid, procWrite), pattern(n, byte(n>>10)))
+		msg = xdr.AppendUint32(msg, marker)
+		var err error
+		reply, err = c.Call(ctx, msg, reply)
+		require.NoError(t, err)
+		want := appendReply(nil, xid) // ReadMsg's echoOpaque: no results for procWrite
+		if len(msg) <= InlineCallMax {
+			want = xdr.AppendUint32(want, uint32(n))
+			inline++
+		}
+		require.Equal(t, want, reply, "WRITE of %d bytes (a call of %d)", n, len(msg))
+	}
+	if p := eh.err.Load(); p != nil {
+		require.NoError(t, *p)
+	}
+	require.Equal(t, int64(inline), eh.served.Load(), "calls executed by the inline handler")
+	require.Equal(t, int64(len(sizes)-inline), read.Load(), "calls read by ReadMsg")
+	require.GreaterOrEqual(t, c.Stats().ReadChunks, uint64(len(sizes)), "Read chunks offered")
+}

@@ -54,8 +54,9 @@ type responder struct {
 	// inline is the handler of SetInlineHandler (nil: none); inlineQ
 	// holds, in arrival order, the calls queued for it (inlineLocked),
 	// which the poll loop serves once it releases the lock (serveInline).
-	// inlineBuf is the poll loop's copy of the call it serves: owned by
-	// the poll loop, not by the lock.
+	// inlineBuf is the poll loop's copy of the call it serves, or shows
+	// to Inline (a call in pieces): owned by the poll loop, not by the
+	// lock (every completion, so every call made ready, is handled there).
 	inline    InlineHandler
 	inlineQ   ring
 	inlineBuf []byte

@@ -258,8 +258,9 @@ func TestInlineLookup(t *testing.T) {
 
 // TestInlineWrite: a WRITE of a file open for writing in the cache, on an
 // export in memory, by a caller whose identity the polling goroutine has
-// (root, not squashed), is answered on the poll loop, a retransmission of
-// it from the duplicate request cache, the data written once. A user's
+// (root, not squashed), is answered on the poll loop, its data inline or
+// pulled by RDMA Read, a retransmission of it from the duplicate request
+// cache, the data written once. A user's
 // WRITE (an identity thread's), and any WRITE on an export on a disk, go
 // to the workers.
 func TestInlineWrite(t *testing.T) {
@@ -302,8 +303,12 @@ func TestInlineWrite(t *testing.T) {
 		inline("its retransmission", want, func() { require.Zero(t, write(1001, 0, 1, "b")) })
 		require.Equal(t, drc.Hits+1, env.srv.DRCStats().Hits, "the retransmission is a DRC hit")
 		inline("a user's WRITE", 0, func() { require.Zero(t, write(1002, 1234, 2, "c")) })
+		big := strings.Repeat("d", 8<<10)
+		chunks := conn.Stats().ReadChunks
+		inline("root's WRITE of 8 KiB, its data in a Read chunk", want, func() { require.Zero(t, write(1003, 0, 3, big)) })
+		require.Equal(t, chunks+1, conn.Stats().ReadChunks, "the 8 KiB WRITE's data went in a Read chunk")
 		got, err := os.ReadFile(env.path("f"))
 		require.NoError(t, err)
-		require.Equal(t, "abc", string(got[:3]))
+		require.Equal(t, "abc"+big, string(got[:3+len(big)]))
 	}
 }
