@@ -1,7 +1,6 @@
 package server
 
 import (
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -19,27 +18,17 @@ type dirent struct {
 }
 
 // listDir lists the directory open as fd (O_RDONLY), sorted by name,
-// without "." and "..", and closes fd. Entries removed while listing are
-// left out.
+// without "." and "..", and closes fd: one getdents64 per 32 KiB of
+// entries (readDirents). An entry removed while listing may be listed; a
+// READDIRPLUS leaves it out when it finds it gone (entry), and a READDIR
+// lists it, as knfsd's does.
 func listDir(fd int) ([]dirent, error) {
-	f := os.NewFile(uintptr(fd), "")
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
+	defer unix.Close(fd)
+	ents, err := readDirents(fd)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
-	ents := make([]dirent, 0, len(names))
-	for _, n := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if err == unix.ENOENT {
-				continue
-			}
-			return nil, err
-		}
-		ents = append(ents, dirent{name: n, ino: st.Ino, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
-	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
 	return ents, nil
 }
 
