@@ -322,6 +322,7 @@ type DirHandler struct {
 	inMemory bool
 
 	listings listings
+	entries  entryHandles
 	files    *openFiles
 }
 

@@ -101,3 +101,67 @@ func fileIno(t *testing.T, name string) uint64 {
 	}
 	return fi.Sys().(*syscall.Stat_t).Ino
 }
+
+// TestDirEntriesCached: an entry's handle is cached under its inode's
+// number and change time: listed again it is the same (a cache hit, one
+// fstatat), with fresh attributes; a file renamed over the name gives
+// the new file's handle (another inode: a miss), and a file whose
+// attributes changed keeps its handle with the new attributes.
+func TestDirEntriesCached(t *testing.T) {
+	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
+		root := t.TempDir()
+		for _, f := range []string{"a", "b", "new"} {
+			if err := os.WriteFile(filepath.Join(root, f), []byte(f), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, h := openHandler(t, root, opt)
+		do, err := h.objectAt(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer do.close()
+		// hit: 1 a cache hit, 0 not, -1 either (a change of attributes
+		// within a tick of the file system's clock keeps the ctime).
+		check := func(what, name string, hit int) []byte {
+			t.Helper()
+			hits := h.entries.hits
+			var st unix.Stat_t
+			fh, err := h.entry(do, name, &st)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if got := h.entries.hits > hits; hit >= 0 && got != (hit == 1) {
+				t.Errorf("%s: a cache hit %v, want %v", what, got, hit == 1)
+			}
+			if want := h.handle(name); !bytes.Equal(fh, want) {
+				t.Errorf("%s: handle %x, handle %x", what, fh, want)
+			}
+			var lst unix.Stat_t
+			if err := unix.Lstat(filepath.Join(root, name), &lst); err != nil {
+				t.Fatal(err)
+			}
+			if fattrOf(&st) != fattrOf(&lst) {
+				t.Errorf("%s: attributes %+v, lstat %+v", what, fattrOf(&st), fattrOf(&lst))
+			}
+			return fh
+		}
+		a := check("a, first", "a", 0)
+		b := check("b, first", "b", 0)
+		if !bytes.Equal(check("a, again", "a", 1), a) {
+			t.Error("a listed again: another handle")
+		}
+		if err := os.Chmod(filepath.Join(root, "b"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(check("b after chmod", "b", -1), b) {
+			t.Error("b after chmod: another handle")
+		}
+		if err := os.Rename(filepath.Join(root, "new"), filepath.Join(root, "a")); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(check("a renamed over", "a", 0), a) {
+			t.Error("a renamed over: the replaced file's handle")
+		}
+	})
+}
