@@ -75,9 +75,9 @@ func listingKeyOf(dir *object) listingKey {
 }
 
 type listing struct {
-	key      listingKey
-	contents []dirent
-	at       time.Time
+	key  listingKey
+	ents []dirEntry // in cookie order (byCookie)
+	at   time.Time
 }
 
 type listings struct {
@@ -85,8 +85,8 @@ type listings struct {
 	kept []listing // oldest first
 }
 
-// keepListing keeps contents, the listing of the directory key names.
-func (h *DirHandler) keepListing(key listingKey, contents []dirent) {
+// keepListing keeps ents, the listing of the directory key names.
+func (h *DirHandler) keepListing(key listingKey, ents []dirEntry) {
 	x := &h.listings
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -99,17 +99,17 @@ func (h *DirHandler) keepListing(key listingKey, contents []dirent) {
 	if len(x.kept) == listingsKept {
 		x.kept = x.kept[1:]
 	}
-	x.kept = append(x.kept, listing{key: key, contents: contents, at: time.Now()})
+	x.kept = append(x.kept, listing{key: key, ents: ents, at: time.Now()})
 }
 
 // keptListing returns the kept listing of the directory key names, or nil.
-func (h *DirHandler) keptListing(key listingKey) []dirent {
+func (h *DirHandler) keptListing(key listingKey) []dirEntry {
 	x := &h.listings
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, l := range x.kept {
 		if l.key == key && time.Since(l.at) < listingTTL {
-			return l.contents
+			return l.ents
 		}
 	}
 	return nil

@@ -19,7 +19,7 @@ func TestKeptListing(t *testing.T) {
 		}
 	}
 	_, h := openHandler(t, root, DirHandlerOptions{})
-	list := func(cookie uint64) []dirent {
+	list := func(cookie uint64) []dirEntry {
 		t.Helper()
 		dir, err := h.objectAt(".")
 		if err != nil {

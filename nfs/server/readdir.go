@@ -111,11 +111,10 @@ func (s *Server) readdir(c *call, args []byte, plus bool) (reply []byte, ok bool
 	if !dir.isDir() {
 		return fail(nfs3.ErrNotDir, dirAttr)
 	}
-	contents, err := c.dh.listing(dir, cookie)
+	ents, err := c.dh.listing(dir, cookie)
 	if err != nil {
 		return fail(err, dirAttr)
 	}
-	ents := byCookie(contents)
 
 	// The budget: the client's count or maxcount, and what one message
 	// of this server can carry.
@@ -217,16 +216,16 @@ func (s *Server) readdir(c *call, args []byte, plus bool) (reply []byte, ok bool
 	return nfs3.AppendReaddirTail(b, eof), true
 }
 
-// listing returns the listing of the directory dir: the kept one when the
-// client resumes a listing (a cookie past the start) of a directory that
-// has not changed since it was read, else the directory read now, and kept.
-// The client's cookie verifier is not checked: cookies name places by name
-// (nameCookie), whatever the listing.
-func (h *DirHandler) listing(dir *object, cookie uint64) ([]dirent, error) {
+// listing returns the listing of the directory dir in cookie order: the
+// kept one when the client resumes a listing (a cookie past the start) of
+// a directory that has not changed since it was read, else the directory
+// read now, and kept. The client's cookie verifier is not checked:
+// cookies name places by name (nameCookie), whatever the listing.
+func (h *DirHandler) listing(dir *object, cookie uint64) ([]dirEntry, error) {
 	key := listingKeyOf(dir)
 	if cookie != 0 {
-		if contents := h.keptListing(key); contents != nil {
-			return contents, nil
+		if ents := h.keptListing(key); ents != nil {
+			return ents, nil
 		}
 	}
 	fd, err := unix.Open(dir.proc(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -237,6 +236,7 @@ func (h *DirHandler) listing(dir *object, cookie uint64) ([]dirent, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.keepListing(key, contents)
-	return contents, nil
+	ents := byCookie(contents)
+	h.keepListing(key, ents)
+	return ents, nil
 }
