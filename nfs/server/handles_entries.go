@@ -38,7 +38,7 @@ func (h *DirHandler) entry(dir *object, base string, st *unix.Stat_t) ([]byte, e
 	fh := h.entries.get(key)
 	if fh == nil {
 		var err error
-		if fh, err = h.entryHandle(dir, base, st); err != nil {
+		if fh, err = h.makeEntryHandle(dir, base, st); err != nil {
 			return nil, err
 		}
 	}
@@ -46,9 +46,9 @@ func (h *DirHandler) entry(dir *object, base string, st *unix.Stat_t) ([]byte, e
 	return fh, nil
 }
 
-// entryHandle makes and caches the handle of the entry base of dir,
+// makeEntryHandle makes and caches the handle of the entry base of dir,
 // whose attributes st holds (and are refreshed): see entry.
-func (h *DirHandler) entryHandle(dir *object, base string, st *unix.Stat_t) ([]byte, error) {
+func (h *DirHandler) makeEntryHandle(dir *object, base string, st *unix.Stat_t) ([]byte, error) {
 	if kfh, _, err := unix.NameToHandleAt(dir.fd, base, 0); err == nil && kfh.Size() > 0 && kfh.Size() <= fhKernelMax {
 		var after unix.Stat_t
 		if unix.Fstatat(dir.fd, base, &after, unix.AT_SYMLINK_NOFOLLOW) == nil && after.Ino == st.Ino && after.Ctim == st.Ctim {

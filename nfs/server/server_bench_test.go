@@ -116,3 +116,22 @@ func BenchmarkServerReaddirplus(b *testing.B) {
 	}
 	b.ReportMetric(float64(entries*b.N)/b.Elapsed().Seconds(), "entries/s")
 }
+
+// BenchmarkServerCreateRemove is a GUARDED CREATE of a file with its mode
+// and a REMOVE of it (the kernel client's creat and unlink), through the
+// client over the soft provider; one op is the pair.
+func BenchmarkServerCreateRemove(b *testing.B) {
+	env := startClientEnv(b, nil)
+	c, ctx := env.exp.Client, b.Context()
+	mode := uint32(0o644)
+	how := client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := c.Create(ctx, env.exp.Root, "f", how); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Remove(ctx, env.exp.Root, "f"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
