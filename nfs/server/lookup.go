@@ -93,9 +93,13 @@ func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
 		res.Object, res.ObjAttr = dirFH, res.DirAttr
 		return res.Append(b), true
 	case name == "..":
+		var here string
+		if here, err = dir.path(); err != nil {
+			break
+		}
 		up := "."
-		if dir.name != "." {
-			up = path.Dir(dir.name)
+		if here != "." {
+			up = path.Dir(here)
 		}
 		o, err = c.dh.objectAt(up)
 	default:

@@ -10,21 +10,37 @@ import (
 )
 
 // object is the file a handle names, open as an O_PATH descriptor that
-// was checked to be that file: the procedures work through it (and
-// through /proc/self/fd for the calls that take a name), so that they
-// reach the file the handle names whatever its depth, and never another
-// that took its name.
+// was checked to be that file, or the open-file cache's descriptor of it:
+// the procedures work through it (and through /proc/self/fd for the calls
+// that take a name), so that they reach the file the handle names
+// whatever its depth, and never another that took its name.
 type object struct {
-	dh   *DirHandler // of its export
-	fd   int
+	dh *DirHandler // of its export
+	fd int
+	// of is the open-file cache's entry whose descriptor fd is (close
+	// gives it back), nil if fd is the object's own.
+	of   *openFile
 	st   unix.Stat_t // its attributes when opened
 	name string      // below the export's root, "." for the root
-	fh   []byte
+	// nameHint: name is the handle index's, not checked (an object from
+	// the open-file cache): a rename on the server's disk may have made
+	// it stale. path checks it.
+	nameHint bool
+	fh       []byte
 }
 
 // openObject opens the file of fh. Errors are ErrStaleHandle,
 // ErrForeignHandle and ErrBadHandle (statusOf maps them).
+//
+// A file in the open-file cache (a directory a LOOKUP, CREATE or REMOVE
+// worked in, a file being read or written) is its cached descriptor, an
+// fstat away, where resolving the handle costs opening its name twice
+// (to check it, and to open it); the descriptor pins the inode, so it is
+// the handle's file, and a link count of zero makes the handle stale.
 func (h *DirHandler) openObject(fh []byte) (*object, error) {
+	if o, err := h.cachedObject(fh); o != nil || err != nil {
+		return o, err
+	}
 	name, err := h.resolve(fh)
 	if err != nil {
 		return nil, err
@@ -44,7 +60,7 @@ func (h *DirHandler) openObject(fh []byte) (*object, error) {
 }
 
 // openDir is openObject for a handle that must name a directory
-// (NFS3ERR_NOTDIR otherwise).
+// (NFS3ERR_NOTDIR otherwise), which it puts in the open-file cache.
 func (h *DirHandler) openDir(fh []byte) (*object, error) {
 	o, err := h.openObject(fh)
 	if err != nil {
@@ -54,10 +70,70 @@ func (h *DirHandler) openDir(fh []byte) (*object, error) {
 		o.close()
 		return nil, nfs3.ErrNotDir
 	}
+	if o.of == nil {
+		h.cacheDir(fh, o) // the next call in it (a create after a create) finds it
+	}
 	return o, nil
 }
 
-func (o *object) close() { _ = unix.Close(o.fd) }
+// cachedObject returns fh's object through its open-file cache
+// descriptor; nil and no error if it has none, or if its name is not in
+// the handle index (openObject then resolves the handle).
+func (h *DirHandler) cachedObject(fh []byte) (*object, error) {
+	of := h.files.get(fh, false)
+	if of == nil {
+		return nil, nil
+	}
+	o := &object{dh: h, fd: of.fd, of: of, fh: fh, nameHint: true}
+	if err := h.statOpen(fh, of, &o.st); err != nil {
+		h.files.put(of)
+		return nil, err
+	}
+	if o.st.Ino == h.root.ino {
+		o.name, o.nameHint = ".", false
+		return o, nil
+	}
+	name, ok := h.dir.idx.lookup(o.st.Ino)
+	if !ok {
+		h.files.put(of)
+		return nil, nil
+	}
+	o.name = name
+	return o, nil
+}
+
+// close releases o's descriptor: closed, or given back to the cache.
+func (o *object) close() {
+	if o.of != nil {
+		o.dh.files.put(o.of)
+		return
+	}
+	_ = unix.Close(o.fd)
+}
+
+// path returns o's name below the export's root, checked to be o's file
+// if it is the index's hint (nameHint): for the procedures that go by
+// name from it (LOOKUP and READDIR of "..").
+func (o *object) path() (string, error) {
+	if !o.nameHint {
+		return o.name, nil
+	}
+	_, id, _, err := decodeHandle(o.fh)
+	if err != nil {
+		return "", err
+	}
+	if o.dh.check(o.name, id) {
+		o.nameHint = false
+		return o.name, nil
+	}
+	o.dh.dir.idx.forget(id.ino, o.name)
+	name, err := o.dh.resolve(o.fh)
+	if err != nil {
+		return "", err
+	}
+	o.name, o.nameHint = name, false
+	return name, nil
+}
 
 func (o *object) isDir() bool { return o.st.Mode&unix.S_IFMT == unix.S_IFDIR }
 

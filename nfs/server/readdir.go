@@ -158,11 +158,13 @@ func (s *Server) readdir(c *call, args []byte, plus bool) (reply []byte, ok bool
 		if !full {
 			// The parent, the root's being the root.
 			pattr, pfh, pino := dirAttr, dirFH, dir.st.Ino
-			if dir.name != "." {
-				pfh = nil
-				if up, err := c.dh.objectAt(path.Dir(dir.name)); err == nil {
-					pattr, pfh, pino = up.attr(), up.fh, up.st.Ino
-					up.close()
+			if here, err := dir.path(); err != nil || here != "." {
+				pfh = nil // not known: no handle
+				if err == nil {
+					if up, err := c.dh.objectAt(path.Dir(here)); err == nil {
+						pattr, pfh, pino = up.attr(), up.fh, up.st.Ino
+						up.close()
+					}
 				}
 			}
 			full = !add("..", cookieDotDot, pino, pattr, pfh)
