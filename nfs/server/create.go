@@ -4,16 +4,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cacheCreated gives fd, a read-write descriptor of the file CREATE made,
-// to the open-file cache as fh's if fh is its file (not one that took the
-// name since: the descriptor pins its inode, so the inode numbers tell)
-// and a regular file, and reports whether it did.
-func cacheCreated(dh *DirHandler, fh []byte, fd int) bool {
-	_, id, _, err := decodeHandle(fh)
-	var st unix.Stat_t
-	if err != nil || unix.Fstat(fd, &st) != nil || st.Ino != id.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return false
+// createdObject makes fd, the read-write descriptor of the regular file
+// CREATE made as the entry name of dir, an object with its handle (made
+// in dir, its name recorded in the handle index) and its attributes now;
+// fd stays open, the caller's. The descriptor is the file, whatever took
+// its name since. ok is false if its identity cannot be read.
+func (h *DirHandler) createdObject(dir *object, name string, fd int) (o *object, ok bool) {
+	o = &object{dh: h, fd: -1, name: dir.child(name)}
+	id, err := fdIdentity(fd, &o.st)
+	if err != nil || o.st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, false
 	}
-	dh.files.put(dh.files.add(fh, &openFile{fd: fd, rw: true}))
-	return true
+	o.fh = encodeHandle(h.export, id, dir.st.Ino)
+	h.dir.idx.add(id.ino, o.name, false)
+	return o, true
 }

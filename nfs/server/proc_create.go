@@ -185,11 +185,19 @@ func (s *Server) create(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	default:
 		err = s.createAttrs(c, dir, name, &a.Attr)
 	}
-	res := s.createRes(c, dir, name, err)
-	// The WRITEs that follow a CREATE find the file open.
-	if res.Obj.Set && fd >= 0 && cacheCreated(c.dh, res.Obj.FH, fd) {
+	if err != nil || fd < 0 {
+		return s.createRes(c, dir, name, err).Append(b), true
+	}
+	// The new file's handle and attributes from its descriptor; the
+	// WRITEs that follow a CREATE find it open.
+	res := &nfs3.CreateRes{}
+	if o, ok := c.dh.createdObject(dir, name, fd); ok {
+		res.Obj = nfs3.PostOpFH{Set: true, FH: o.fh}
+		res.ObjAttr = o.attr()
+		c.dh.files.put(c.dh.files.add(o.fh, &openFile{fd: fd, rw: true}))
 		fd = -1
 	}
+	res.DirWcc = dir.wcc()
 	return res.Append(b), true
 }
 
