@@ -56,6 +56,7 @@ type openFiles struct {
 // openFile is one cached descriptor.
 type openFile struct {
 	fd   int
+	ino  uint64 // the file's inode number (from its handle)
 	rw   bool   // opened read-write (else read-only)
 	refs int    // calls using fd, plus one while in the cache's map
 	used uint64 // the epoch of its last use
@@ -113,6 +114,9 @@ func (c *openFiles) add(fh []byte, of *openFile) *openFile {
 	if len(c.m) >= c.max {
 		c.evictLocked()
 	}
+	if _, id, _, err := decodeHandle(fh); err == nil {
+		of.ino = id.ino
+	}
 	of.refs, of.used = 2, c.epoch
 	c.m[key] = of
 	if !c.armed {
@@ -141,6 +145,19 @@ func (c *openFiles) forget(fh []byte, of *openFile) {
 	key := string(fh)
 	if old := c.m[key]; old != nil && (of == nil || old == of) {
 		c.dropLocked(key, old)
+	}
+}
+
+// forgetInode drops the descriptors of the inode ino (a file unlinked:
+// its space is freed once no descriptor holds it); calls using them keep
+// them until they put them.
+func (c *openFiles) forgetInode(ino uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, of := range c.m {
+		if of.ino == ino {
+			c.dropLocked(k, of)
+		}
 	}
 }
 

@@ -303,3 +303,25 @@ func TestWriteAtSync(t *testing.T) {
 	}
 	require.Equal(t, 1, calls, "asked once")
 }
+
+// TestOpenFilesForgetInode: forgetInode drops every descriptor of the
+// inode (handles made in two directories, as of two hard links) and no
+// other; one in use is closed when its call puts it.
+func TestOpenFilesForgetInode(t *testing.T) {
+	c, closed := newTestOpenFiles(8)
+	key, err := newHandleKey(nil)
+	require.NoError(t, err)
+	mk := func(ino, parent uint64) []byte {
+		return encodeHandle(exportID{key: key}, fileID{kind: fhKindInode, ino: ino}, parent)
+	}
+	a1, a2, b := mk(7, 1), mk(7, 2), mk(8, 1)
+	c.put(c.add(a1, &openFile{fd: 10}))
+	inUse := c.add(a2, &openFile{fd: 11})
+	c.put(c.add(b, &openFile{fd: 12}))
+	c.forgetInode(7)
+	require.Equal(t, 1, c.len(), "the other inode's descriptor stays")
+	require.True(t, c.cached(b))
+	require.Equal(t, []int{10}, []int(*closed), "the unused descriptor of inode 7 closed at once")
+	c.put(inUse)
+	require.Equal(t, []int{10, 11}, []int(*closed), "the one in use closed when put")
+}

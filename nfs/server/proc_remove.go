@@ -31,7 +31,7 @@ func (s *Server) remove(c *call, r *xdr.Reader, b []byte, dirs bool) ([]byte, bo
 	case isDot(name):
 		err = nfs3.ErrAcces
 	default:
-		gone := s.entryHandle(c, dir, name)
+		gone, known := entryInode(dir, name)
 		flags := 0
 		if dirs {
 			flags = unix.AT_REMOVEDIR
@@ -39,8 +39,8 @@ func (s *Server) remove(c *call, r *xdr.Reader, b []byte, dirs bool) ([]byte, bo
 		err = s.as(c, func() error { return unix.Unlinkat(dir.fd, name, flags) })
 		if err == nil {
 			c.dh.dir.idx.removed(dir.child(name))
-			if gone != nil {
-				c.dh.files.forget(gone, nil) // its space is freed now
+			if known {
+				c.dh.files.forgetInode(gone) // its space is freed now
 			}
 		}
 	}
@@ -49,14 +49,15 @@ func (s *Server) remove(c *call, r *xdr.Reader, b []byte, dirs bool) ([]byte, bo
 	return res.Append(b), true
 }
 
-// entryHandle returns the handle of the entry name of dir, or nil.
-func (s *Server) entryHandle(c *call, dir *object, name string) []byte {
-	o, err := c.dh.childOf(dir, name)
-	if err != nil {
-		return nil
+// entryInode returns the inode number of the entry name of dir, if it
+// has one: the file a REMOVE or RENAME is about to unlink, whose
+// descriptors the open-file cache then drops.
+func entryInode(dir *object, name string) (uint64, bool) {
+	var st unix.Stat_t
+	if unix.Fstatat(dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return 0, false
 	}
-	o.close()
-	return o.fh
+	return st.Ino, true
 }
 
 // rename executes an NFSv3 RENAME (RFC 1813 §3.3.14) as the caller: the
@@ -89,12 +90,12 @@ func (s *Server) rename(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	case isDot(a.From.Name) || isDot(a.To.Name):
 		err = nfs3.ErrPerm
 	default:
-		replaced := s.entryHandle(c, to, a.To.Name)
+		replaced, known := entryInode(to, a.To.Name)
 		err = s.as(c, func() error { return unix.Renameat(from.fd, a.From.Name, to.fd, a.To.Name) })
 		if err == nil {
 			c.dh.dir.idx.renamed(from.child(a.From.Name), to.child(a.To.Name))
-			if replaced != nil {
-				c.dh.files.forget(replaced, nil)
+			if known {
+				c.dh.files.forgetInode(replaced)
 			}
 		}
 	}
