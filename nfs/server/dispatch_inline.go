@@ -25,8 +25,8 @@ type inlineCalls struct {
 }
 
 // Inline takes NULL, and GETATTR, LOOKUP and READ of NFSv3 whose file
-// (LOOKUP: directory) is in the open-file cache, and a WRITE that cannot
-// wait (mayBlock); the others go to the session's workers, with no
+// (LOOKUP: directory) is in the open-file cache, and a WRITE, CREATE,
+// MKDIR or REMOVE that cannot wait (mayBlock); the others go to the session's workers, with no
 // goroutine of their own. It runs under the transport's lock, and takes
 // the open-file cache's (a leaf).
 func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
