@@ -141,6 +141,15 @@ func (d *Dir) identity(name string) (fileID, error) {
 	return id, nil
 }
 
+// kernelID is the identity of the file ino whose kernel file handle is
+// fh, if the handle fits one of ours.
+func kernelID(fh unix.FileHandle, ino uint64) (fileID, bool) {
+	if fh.Size() <= 0 || fh.Size() > fhKernelMax {
+		return fileID{}, false
+	}
+	return fileID{kind: fhKindKernel, ino: ino, ktype: fh.Type(), kfh: fh.Bytes()}, true
+}
+
 // fdIdentity returns the identity of the file fd (an O_PATH descriptor)
 // and fills st with its attributes: the kernel's file handle when it has
 // one that fits, else the inode and its generation.
@@ -148,8 +157,10 @@ func fdIdentity(fd int, st *unix.Stat_t) (fileID, error) {
 	if err := unix.Fstat(fd, st); err != nil {
 		return fileID{}, err
 	}
-	if fh, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH); err == nil && fh.Size() > 0 && fh.Size() <= fhKernelMax {
-		return fileID{kind: fhKindKernel, ino: st.Ino, ktype: fh.Type(), kfh: fh.Bytes()}, nil
+	if fh, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH); err == nil {
+		if id, ok := kernelID(fh, st.Ino); ok {
+			return id, nil
+		}
 	}
 	id := fileID{kind: fhKindInode, ino: st.Ino}
 	if t := st.Mode & unix.S_IFMT; t == unix.S_IFREG || t == unix.S_IFDIR {

@@ -34,8 +34,7 @@ func (h *DirHandler) entry(dir *object, base string, st *unix.Stat_t) ([]byte, e
 	if err := unix.Fstatat(dir.fd, base, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil, err
 	}
-	key := entryKey{parent: dir.st.Ino, ino: st.Ino, ctime: st.Ctim}
-	fh := h.entries.get(key)
+	fh := h.entries.get(entryKeyOf(dir, st))
 	if fh == nil {
 		var err error
 		if fh, err = h.makeEntryHandle(dir, base, st); err != nil {
@@ -49,27 +48,27 @@ func (h *DirHandler) entry(dir *object, base string, st *unix.Stat_t) ([]byte, e
 // makeEntryHandle makes and caches the handle of the entry base of dir,
 // whose attributes st holds (and are refreshed): see entry.
 func (h *DirHandler) makeEntryHandle(dir *object, base string, st *unix.Stat_t) ([]byte, error) {
-	if kfh, _, err := unix.NameToHandleAt(dir.fd, base, 0); err == nil && kfh.Size() > 0 && kfh.Size() <= fhKernelMax {
+	var fh []byte
+	if kfh, _, err := unix.NameToHandleAt(dir.fd, base, 0); err == nil {
 		var after unix.Stat_t
-		if unix.Fstatat(dir.fd, base, &after, unix.AT_SYMLINK_NOFOLLOW) == nil && after.Ino == st.Ino && after.Ctim == st.Ctim {
+		id, ok := kernelID(kfh, st.Ino)
+		if ok && unix.Fstatat(dir.fd, base, &after, unix.AT_SYMLINK_NOFOLLOW) == nil && after.Ino == st.Ino && after.Ctim == st.Ctim {
 			*st = after
-			id := fileID{kind: fhKindKernel, ino: st.Ino, ktype: kfh.Type(), kfh: kfh.Bytes()}
-			fh := encodeHandle(h.export, id, dir.st.Ino)
-			h.entries.put(entryKey{parent: dir.st.Ino, ino: st.Ino, ctime: st.Ctim}, fh)
-			return fh, nil
+			fh = encodeHandle(h.export, id, dir.st.Ino)
 		}
 	}
-	fd, err := unix.Openat(dir.fd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+	if fh == nil {
+		fd, err := unix.Openat(dir.fd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		fh, err = h.handleOf(fd, dir.st.Ino, "", st) // entry indexes the name
+		_ = unix.Close(fd)
+		if err != nil {
+			return nil, err
+		}
 	}
-	defer unix.Close(fd)
-	id, err := fdIdentity(fd, st)
-	if err != nil {
-		return nil, err
-	}
-	fh := encodeHandle(h.export, id, dir.st.Ino)
-	h.entries.put(entryKey{parent: dir.st.Ino, ino: st.Ino, ctime: st.Ctim}, fh)
+	h.entries.put(entryKeyOf(dir, st), fh)
 	return fh, nil
 }
 
@@ -82,6 +81,11 @@ const entryHandlesMax = 1 << 15
 type entryKey struct {
 	parent, ino uint64
 	ctime       unix.Timespec
+}
+
+// entryKeyOf is the key of the entry of dir whose attributes st holds.
+func entryKeyOf(dir *object, st *unix.Stat_t) entryKey {
+	return entryKey{parent: dir.st.Ino, ino: st.Ino, ctime: st.Ctim}
 }
 
 // entryHandles caches the handles READDIRPLUS made (entry). When full,

@@ -215,15 +215,7 @@ func (h *DirHandler) objectAt(name string) (*object, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &object{dh: h, fd: fd, name: name}
-	id, err := fdIdentity(fd, &o.st)
-	if err != nil {
-		o.close()
-		return nil, err
-	}
-	o.fh = encodeHandle(h.export, id, parent)
-	h.dir.idx.add(id.ino, name, o.isDir())
-	return o, nil
+	return h.objectOf(fd, parent, name)
 }
 
 // validName reports whether name can be one component of a path: not

@@ -32,16 +32,28 @@ func (h *DirHandler) childOf(dir *object, name string) (*object, error) {
 // which it closes on failure.
 func (h *DirHandler) objectOf(fd int, parent uint64, name string) (*object, error) {
 	o := &object{dh: h, fd: fd, name: name}
-	id, err := fdIdentity(fd, &o.st)
+	fh, err := h.handleOf(fd, parent, name, &o.st)
 	if err != nil {
 		o.close()
 		return nil, err
 	}
-	o.fh = encodeHandle(h.export, id, parent)
-	if name != "" {
-		h.dir.idx.add(id.ino, o.name, o.isDir())
-	}
+	o.fh = fh
 	return o, nil
+}
+
+// handleOf returns the handle of the file open as fd, the entry name
+// (below the root) of directory parent, fills st with its attributes,
+// and records its name in the handle index unless name is "" (not
+// known). fd stays the caller's.
+func (h *DirHandler) handleOf(fd int, parent uint64, name string, st *unix.Stat_t) ([]byte, error) {
+	id, err := fdIdentity(fd, st)
+	if err != nil {
+		return nil, err
+	}
+	if name != "" {
+		h.dir.idx.add(id.ino, name, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	}
+	return encodeHandle(h.export, id, parent), nil
 }
 
 // createRes finishes a CREATE, MKDIR, SYMLINK or MKNOD: the new entry's
@@ -190,11 +202,13 @@ func (s *Server) create(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	}
 	// The new file's handle and attributes from its descriptor; the
 	// WRITEs that follow a CREATE find it open.
+	// (The descriptor is the file, whatever took its name since.)
 	res := &nfs3.CreateRes{}
-	if o, ok := c.dh.createdObject(dir, name, fd); ok {
-		res.Obj = nfs3.PostOpFH{Set: true, FH: o.fh}
-		res.ObjAttr = o.attr()
-		c.dh.files.put(c.dh.files.add(o.fh, &openFile{fd: fd, rw: true}))
+	var st unix.Stat_t
+	if fh, err := c.dh.handleOf(fd, dir.st.Ino, dir.child(name), &st); err == nil {
+		res.Obj = nfs3.PostOpFH{Set: true, FH: fh}
+		res.ObjAttr = nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
+		c.dh.files.put(c.dh.files.add(fh, &openFile{fd: fd, rw: true}))
 		fd = -1
 	}
 	res.DirWcc = dir.wcc()
