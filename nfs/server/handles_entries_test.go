@@ -43,22 +43,7 @@ func TestDirEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, e := range ents {
-				name := filepath.Join(dir, e.Name())
-				var st unix.Stat_t
-				fh, err := h.entry(do, e.Name(), &st)
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				if want := h.handle(name); !bytes.Equal(fh, want) {
-					t.Errorf("%s: handle %x, handle %x", name, fh, want)
-				}
-				var lst unix.Stat_t
-				if err := unix.Lstat(filepath.Join(root, name), &lst); err != nil {
-					t.Fatal(err)
-				}
-				if fattrOf(&st) != fattrOf(&lst) {
-					t.Errorf("%s: attributes %+v, lstat %+v", name, fattrOf(&st), fattrOf(&lst))
-				}
+				checkEntry(t, h, root, do, dir, e.Name(), filepath.Join(dir, e.Name()))
 			}
 			var st unix.Stat_t
 			if _, err := h.entry(do, "missing", &st); !errors.Is(err, fs.ErrNotExist) {
@@ -126,23 +111,9 @@ func TestDirEntriesCached(t *testing.T) {
 		check := func(what, name string, hit int) []byte {
 			t.Helper()
 			hits := h.entries.hits
-			var st unix.Stat_t
-			fh, err := h.entry(do, name, &st)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
+			fh := checkEntry(t, h, root, do, ".", name, what)
 			if got := h.entries.hits > hits; hit >= 0 && got != (hit == 1) {
 				t.Errorf("%s: a cache hit %v, want %v", what, got, hit == 1)
-			}
-			if want := h.handle(name); !bytes.Equal(fh, want) {
-				t.Errorf("%s: handle %x, handle %x", what, fh, want)
-			}
-			var lst unix.Stat_t
-			if err := unix.Lstat(filepath.Join(root, name), &lst); err != nil {
-				t.Fatal(err)
-			}
-			if fattrOf(&st) != fattrOf(&lst) {
-				t.Errorf("%s: attributes %+v, lstat %+v", what, fattrOf(&st), fattrOf(&lst))
 			}
 			return fh
 		}
@@ -164,4 +135,28 @@ func TestDirEntriesCached(t *testing.T) {
 			t.Error("a renamed over: the replaced file's handle")
 		}
 	})
+}
+
+// checkEntry calls entry for base in do, the directory dir below root,
+// and checks the handle against handle's and the attributes against
+// lstat's; it returns the handle. what names the case in failures.
+func checkEntry(t *testing.T, h *DirHandler, root string, do *object, dir, base, what string) []byte {
+	t.Helper()
+	name := filepath.Join(dir, base)
+	var st unix.Stat_t
+	fh, err := h.entry(do, base, &st)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if want := h.handle(name); !bytes.Equal(fh, want) {
+		t.Errorf("%s: handle %x, handle %x", what, fh, want)
+	}
+	var lst unix.Stat_t
+	if err := unix.Lstat(filepath.Join(root, name), &lst); err != nil {
+		t.Fatal(err)
+	}
+	if fattrOf(&st) != fattrOf(&lst) {
+		t.Errorf("%s: attributes %+v, lstat %+v", what, fattrOf(&st), fattrOf(&lst))
+	}
+	return fh
 }
