@@ -25,7 +25,9 @@ type measurement struct {
 // passed, and returns what they did. Latencies are kept for every
 // operation (a cell under TCG makes at most some 10^5).
 func runOps(ctx context.Context, n int, d time.Duration, op opFunc) measurement {
-	ctx, cancel := context.WithTimeout(ctx, d)
+	// The deadline counts from t0, so that elapsed is at least d.
+	t0 := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, t0.Add(d))
 	defer cancel()
 	type worker struct {
 		ops, errs, bytes uint64
@@ -34,7 +36,6 @@ func runOps(ctx context.Context, n int, d time.Duration, op opFunc) measurement 
 	}
 	ws := make([]worker, n)
 	var wg sync.WaitGroup
-	t0 := time.Now()
 	for i := range ws {
 		wg.Add(1)
 		go func(i int) {
