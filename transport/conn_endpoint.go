@@ -18,6 +18,7 @@ func (c *Conn) newEndpoint(settings cmpriv.Settings) *endpoint {
 	ep := &endpoint{settings: settings, log: c.cfg.Logger,
 		postAsyncMin: c.cfg.PostAsyncMin, maxRPC: c.cfg.MaxRPCSize}
 	ep.regs.limit = max(c.cfg.DirectPlacementCache, 0)
+	ep.posts.posted = &c.stats.sendPosts
 	c.role.setupEndpoint(ep)
 	return ep
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
@@ -55,6 +56,8 @@ type postQueue struct {
 	posting sync.Mutex  // held by the goroutine posting the queue
 	taken   []sendBatch // the batches being posted; guarded by posting
 	all     []verbs.WorkRequest
+	// posted, if set, counts the PostSend calls (Stats.SendPosts).
+	posted *atomic.Uint64
 
 	// afterPost, if set (by tests), runs when the queue was found empty
 	// (or at a bulk batch) and posting is still held.
@@ -140,6 +143,12 @@ func (q *postQueue) postAll(vc verbs.Conn, mayBulk bool) error {
 		q.all = q.all[:0]
 		for _, b := range q.taken {
 			q.all = append(q.all, b.wrs...)
+		}
+		if q.posted != nil {
+			// Before the post, as Stats counts work requests: once
+			// posted, a reply may reach its caller before PostSend
+			// returns.
+			q.posted.Add(1)
 		}
 		err := vc.PostSend(q.all)
 		clear(q.all) // drop the references to regions and windows

@@ -32,9 +32,17 @@ type protoOps struct {
 	mu      sync.Mutex
 	ops     map[verbs.Opcode]uint64
 	maxSend int
+	posts   uint64 // PostSend calls
 }
 
 func newProtoOps() *protoOps { return &protoOps{ops: map[verbs.Opcode]uint64{}} }
+
+// postCount returns the PostSend calls seen.
+func (o *protoOps) postCount() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.posts
+}
 
 func (o *protoOps) snapshot() (map[verbs.Opcode]uint64, int) {
 	o.mu.Lock()
@@ -126,6 +134,7 @@ type protoConn struct {
 // before PostSend returns.
 func (c *protoConn) PostSend(wrs []verbs.WorkRequest) error {
 	c.ops.mu.Lock()
+	c.ops.posts++
 	for i := range wrs {
 		c.ops.ops[wrs[i].Op]++
 		if op := wrs[i].Op; op == verbs.OpSend || op == verbs.OpSendWithInvalidate {
@@ -361,6 +370,11 @@ func protoRunMatrixCell(t *testing.T, pc protoConfig) {
 
 	got := struct{ client, server Stats }{p.client.Stats(), p.server.Stats()}
 	got.client.Negotiated, got.server.Negotiated = Negotiated{}, Negotiated{}
+	// Posts (doorbells) are the wrapper's count: each side's work
+	// requests went out in at least one post and at most one each.
+	want.client.SendPosts, want.server.SendPosts = cp.ops.postCount(), sp.ops.postCount()
+	assert.NotZero(t, want.server.SendPosts, "responder posts")
+	assert.LessOrEqual(t, want.server.SendPosts, want.server.Sends+want.server.RDMAReads+want.server.RDMAWrites, "responder posts")
 	assert.Equal(t, want.client, got.client, "requester stats")
 	assert.Equal(t, want.server, got.server, "responder stats")
 

@@ -33,6 +33,11 @@ type Stats struct {
 	// with a Write chunk 1 RDMA Write and 2 Sends, an NFS WRITE with a
 	// Read chunk 1 RDMA Read and 2 Sends).
 	RDMAReads, RDMAWrites uint64
+	// SendPosts counts the posts of send work requests (ibv_post_send
+	// calls): the doorbells rung for the Sends, RDMA Reads and RDMA
+	// Writes above, several of which can share one. With Soft-RoCE each
+	// is a system call.
+	SendPosts uint64
 	// ChunkBytesOffered counts bytes a requester exposed in chunks.
 	ChunkBytesOffered uint64
 	// RemoteInvalidations counts replies that arrived by Send With
@@ -120,7 +125,7 @@ type counters struct {
 	readChunks, writeChunks, replyChunks         atomic.Uint64
 	inlineCalls, readChunkCalls, longCalls       atomic.Uint64
 	rdmaReadBytes, rdmaWriteBytes, chunksOffered atomic.Uint64
-	rdmaReads, rdmaWrites                        atomic.Uint64
+	rdmaReads, rdmaWrites, sendPosts             atomic.Uint64
 	remoteInv, localInv                          atomic.Uint64
 	badReplies, remoteErrors                     atomic.Uint64
 	errVers, errChunk, dropped                   atomic.Uint64
@@ -137,7 +142,7 @@ func (c *counters) snapshot() Stats {
 		ReadChunks: c.readChunks.Load(), WriteChunks: c.writeChunks.Load(), ReplyChunks: c.replyChunks.Load(),
 		InlineCalls: c.inlineCalls.Load(), ReadChunkCalls: c.readChunkCalls.Load(), LongCalls: c.longCalls.Load(),
 		RDMAReadBytes: c.rdmaReadBytes.Load(), RDMAWriteBytes: c.rdmaWriteBytes.Load(), ChunkBytesOffered: c.chunksOffered.Load(),
-		RDMAReads: c.rdmaReads.Load(), RDMAWrites: c.rdmaWrites.Load(),
+		RDMAReads: c.rdmaReads.Load(), RDMAWrites: c.rdmaWrites.Load(), SendPosts: c.sendPosts.Load(),
 		RemoteInvalidations: c.remoteInv.Load(), LocalInvalidations: c.localInv.Load(),
 		BadReplies: c.badReplies.Load(), RemoteErrors: c.remoteErrors.Load(),
 		ErrVersSent: c.errVers.Load(), ErrChunkSent: c.errChunk.Load(), Dropped: c.dropped.Load(),

@@ -110,7 +110,7 @@ func (g *goRequester) snapshot() map[string]uint64 {
 	s := g.conn.Stats()
 	return map[string]uint64{"rpcs": s.Sends, "sends": s.Sends, "recvs": s.Recvs,
 		"read_chunks": s.ReadChunks, "write_chunks": s.WriteChunks, "reply_chunks": s.ReplyChunks,
-		"local_inv": s.LocalInvalidations, "remote_inv": s.RemoteInvalidations}
+		"local_inv": s.LocalInvalidations, "remote_inv": s.RemoteInvalidations, "send_posts": s.SendPosts}
 }
 
 // negotiated is the connection's settings as our requester sees them.

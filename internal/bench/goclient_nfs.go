@@ -271,7 +271,7 @@ func (s *nfsSession) Counters() map[string]uint64 {
 	st := s.c.Conn().Stats()
 	return map[string]uint64{"rpcs": st.Sends, "sends": st.Sends, "recvs": st.Recvs,
 		"read_chunks": st.ReadChunks, "write_chunks": st.WriteChunks, "reply_chunks": st.ReplyChunks,
-		"local_inv": st.LocalInvalidations, "remote_inv": st.RemoteInvalidations}
+		"local_inv": st.LocalInvalidations, "remote_inv": st.RemoteInvalidations, "send_posts": st.SendPosts}
 }
 
 // Negotiated is the connection's RFC 8797 outcome as the client sees it.

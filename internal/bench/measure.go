@@ -135,7 +135,8 @@ func (d counters) usPerRPCOf(key string, rpcs uint64) float64 {
 // growth of the counters over it. The counter names are those the peers'
 // snapshot functions use: client.{rpcs,sends,recvs,read_chunks,
 // write_chunks,reply_chunks,local_inv,remote_inv}, server.{sends,
-// rdma_reads,rdma_writes,remote_inv,mallocs,cpu_ns,ctxsw}, rxe.{sent_pkts,
+// rdma_reads,rdma_writes,remote_inv,send_posts,mallocs,cpu_ns,ctxsw},
+// rxe.{sent_pkts,
 // rcvd_pkts}, vm.{busy_ns,total_ns}, and for our clients client.{cpu_ns,
 // mallocs,ctxsw}.
 func (r *Result) fill(m measurement, d counters) {
@@ -178,6 +179,8 @@ func (r *Result) fill(m measurement, d counters) {
 	r.ServerCPUus = d.usPerRPCOf("server.cpu_ns", rpcs)
 	r.ServerAllocs = d.perRPCOf("server.mallocs", rpcs)
 	r.ServerCtxSw = d.perRPCOf("server.ctxsw", rpcs)
+	r.ServerPosts = d.perRPCOf("server.send_posts", rpcs)
+	r.ClientPosts = d.perRPCOf("client.send_posts", rpcs)
 	r.ClientCPUus = d.usPerRPCOf("client.cpu_ns", rpcs)
 	r.ClientAllocs = d.perRPCOf("client.mallocs", rpcs)
 	r.ClientCtxSw = d.perRPCOf("client.ctxsw", rpcs)

@@ -146,7 +146,7 @@ func sorted(rs []Result) []Result {
 // tableHeader and tableRow are the columns of the terminal and Markdown
 // tables.
 var tableHeader = []string{"client→server", "work", "size", "×", "inline", "ops/s", "MB/s", "p50 µs", "p99 µs",
-	"RPC/op", "Send", "RdRd", "RdWr", "RInv", "LInv", "chunks R/W/Rp", "pkts", "srv µs", "srv allocs", "srv csw", "cli µs", "cli allocs", "cli csw", "vm µs", "vm busy", "vs 1024", "vs kernel"}
+	"RPC/op", "Send", "RdRd", "RdWr", "RInv", "LInv", "chunks R/W/Rp", "pkts", "srv µs", "srv allocs", "srv csw", "srv posts", "cli µs", "cli allocs", "cli csw", "cli posts", "vm µs", "vm busy", "vs 1024", "vs kernel"}
 
 func tableRow(r Result) []string {
 	peers := r.Client + "→" + r.Server
@@ -169,8 +169,8 @@ func tableRow(r Result) []string {
 		fmtNum(r.OpsPerS), fmtNum(r.MBPerS), fmtNum(r.P50us), fmtNum(r.P99us), fmtNum(r.RPCsPerOp),
 		fmtNum(r.Sends), fmtNum(r.RDMAReads), fmtNum(r.RDMAWrites), fmtNum(r.RemoteInv), fmtNum(r.LocalInv),
 		fmtNum(r.ReadChunks) + "/" + fmtNum(r.WriteChunks) + "/" + fmtNum(r.ReplyChunks),
-		fmtNum(r.Packets), fmtNum(r.ServerCPUus), fmtNum(r.ServerAllocs), fmtNum(r.ServerCtxSw),
-		fmtNum(r.ClientCPUus), fmtNum(r.ClientAllocs), fmtNum(r.ClientCtxSw),
+		fmtNum(r.Packets), fmtNum(r.ServerCPUus), fmtNum(r.ServerAllocs), fmtNum(r.ServerCtxSw), fmtNum(r.ServerPosts),
+		fmtNum(r.ClientCPUus), fmtNum(r.ClientAllocs), fmtNum(r.ClientCtxSw), fmtNum(r.ClientPosts),
 		fmtNum(r.VMCPUus), pct(r.VMBusyPct), ratio(r.Vs1024), ratio(r.VsKernel)}
 }
 
@@ -245,7 +245,7 @@ var csvHeader = []string{"provider", "client", "server", "workload", "size", "in
 	"errors", "ops_per_s", "mb_per_s", "p50_us", "p99_us", "rpcs", "rpcs_per_op", "sends_per_rpc", "rdma_reads_per_rpc",
 	"rdma_writes_per_rpc", "remote_inv_per_rpc", "local_inv_per_rpc", "read_chunks_per_rpc", "write_chunks_per_rpc",
 	"reply_chunks_per_rpc", "packets_per_rpc", "server_cpu_us_per_rpc", "server_allocs_per_rpc",
-	"server_ctxsw_per_rpc", "client_cpu_us_per_rpc", "client_allocs_per_rpc", "client_ctxsw_per_rpc", "vm_cpu_us_per_rpc", "vm_busy_pct", "ops_vs_1024",
+	"server_ctxsw_per_rpc", "server_posts_per_rpc", "client_cpu_us_per_rpc", "client_allocs_per_rpc", "client_ctxsw_per_rpc", "client_posts_per_rpc", "vm_cpu_us_per_rpc", "vm_busy_pct", "ops_vs_1024",
 	"ops_vs_kernel_client", "negotiated", "error"}
 
 // writeCSV writes the results, one row each (NA as an empty field).
@@ -263,8 +263,8 @@ func writeCSV(w io.Writer, rs []Result) error {
 			strconv.Itoa(r.Inline), f(r.Seconds), strconv.FormatUint(r.Ops, 10), strconv.FormatUint(r.Errors, 10),
 			f(r.OpsPerS), f(r.MBPerS), f(r.P50us), f(r.P99us), strconv.FormatUint(r.RPCs, 10), f(r.RPCsPerOp),
 			f(r.Sends), f(r.RDMAReads), f(r.RDMAWrites), f(r.RemoteInv), f(r.LocalInv), f(r.ReadChunks),
-			f(r.WriteChunks), f(r.ReplyChunks), f(r.Packets), f(r.ServerCPUus), f(r.ServerAllocs), f(r.ServerCtxSw),
-			f(r.ClientCPUus), f(r.ClientAllocs), f(r.ClientCtxSw), f(r.VMCPUus), f(r.VMBusyPct), f(r.Vs1024),
+			f(r.WriteChunks), f(r.ReplyChunks), f(r.Packets), f(r.ServerCPUus), f(r.ServerAllocs), f(r.ServerCtxSw), f(r.ServerPosts),
+			f(r.ClientCPUus), f(r.ClientAllocs), f(r.ClientCtxSw), f(r.ClientPosts), f(r.VMCPUus), f(r.VMBusyPct), f(r.Vs1024),
 			f(r.VsKernel), r.Negotiated, r.Err})
 	}
 	cw.Flush()

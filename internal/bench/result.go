@@ -101,6 +101,12 @@ type Result struct {
 	// involuntary: every thread of rdma-nfsd's process, or the kernel's
 	// nfsd threads for knfsd (ctxsw.go).
 	ServerCtxSw float64 `json:"server_ctxsw_per_rpc"`
+	// ServerPosts and ClientPosts are the posts of send work requests
+	// (ibv_post_send calls, Stats.SendPosts) per RPC of rdma-nfsd and of
+	// our clients (NA for the kernel's): with Soft-RoCE, a system call
+	// each.
+	ServerPosts float64 `json:"server_posts_per_rpc"`
+	ClientPosts float64 `json:"client_posts_per_rpc"`
 	// ClientCPUus, ClientAllocs and ClientCtxSw are, for our clients (the
 	// requester's NULL, the Go NFS client), the CPU time (user+system),
 	// heap allocations and context switches per RPC of the bench program
@@ -134,10 +140,10 @@ type Result struct {
 }
 
 // UnmarshalJSON decodes a result; the figures a report from before they
-// were measured lacks (ServerCtxSw, ClientCtxSw) are NA, not 0.
+// were measured lacks (ServerCtxSw, ClientCtxSw, ServerPosts, ClientPosts) are NA, not 0.
 func (r *Result) UnmarshalJSON(b []byte) error {
 	type plain Result // without this method
-	p := plain{ServerCtxSw: NA, ClientCtxSw: NA}
+	p := plain{ServerCtxSw: NA, ClientCtxSw: NA, ServerPosts: NA, ClientPosts: NA}
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}

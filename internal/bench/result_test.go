@@ -21,7 +21,8 @@ func TestFill(t *testing.T) {
 		"client.write_chunks": 0, "client.reply_chunks": 0, "client.local_inv": 0,
 		"server.sends": 1000, "server.rdma_reads": 5, "server.rdma_writes": 0, "server.remote_inv": 0,
 		"server.mallocs": 50_000, "server.cpu_ns": 1e9, "rxe.sent_pkts": 10, "rxe.rcvd_pkts": 10,
-		"client.cpu_ns": 2e9, "client.mallocs": 7, "server.ctxsw": 90, "client.ctxsw": 11}
+		"client.cpu_ns": 2e9, "client.mallocs": 7, "server.ctxsw": 90, "client.ctxsw": 11,
+		"server.send_posts": 40, "client.send_posts": 30}
 	after := counters{}
 	for k, v := range before {
 		after[k] = v
@@ -29,7 +30,7 @@ func TestFill(t *testing.T) {
 	for k, d := range map[string]uint64{"client.rpcs": 100, "client.sends": 100, "client.recvs": 100,
 		"client.read_chunks": 100, "server.sends": 100, "server.rdma_reads": 100, "server.mallocs": 2500,
 		"server.cpu_ns": 5e6, "rxe.sent_pkts": 300, "rxe.rcvd_pkts": 400, "client.cpu_ns": 3e6, "client.mallocs": 1000,
-		"server.ctxsw": 150, "client.ctxsw": 320} {
+		"server.ctxsw": 150, "client.ctxsw": 320, "server.send_posts": 180, "client.send_posts": 100} {
 		after[k] += d
 	}
 	lat := make([]time.Duration, 100)
@@ -45,6 +46,7 @@ func TestFill(t *testing.T) {
 		"read chunks": {r.ReadChunks, 1}, "pkts": {r.Packets, 7}, "cpu": {r.ServerCPUus, 50}, "allocs": {r.ServerAllocs, 25},
 		"client cpu": {r.ClientCPUus, 30}, "client allocs": {r.ClientAllocs, 10},
 		"server csw": {r.ServerCtxSw, 1.5}, "client csw": {r.ClientCtxSw, 3.2},
+		"server posts": {r.ServerPosts, 1.8}, "client posts": {r.ClientPosts, 1},
 	}
 	for name, gw := range want {
 		if math.Abs(gw[0]-gw[1]) > 1e-9 {
@@ -67,7 +69,8 @@ func TestFillNotCounted(t *testing.T) {
 	}
 	for name, v := range map[string]float64{"RDMAReads": r.RDMAReads, "RemoteInv": r.RemoteInv, "Packets": r.Packets,
 		"ServerCPUus": r.ServerCPUus, "ServerAllocs": r.ServerAllocs, "ClientCPUus": r.ClientCPUus,
-		"ClientAllocs": r.ClientAllocs, "ServerCtxSw": r.ServerCtxSw, "ClientCtxSw": r.ClientCtxSw, "p50": r.P50us} {
+		"ClientAllocs": r.ClientAllocs, "ServerCtxSw": r.ServerCtxSw, "ClientCtxSw": r.ClientCtxSw, "ServerPosts": r.ServerPosts,
+		"ClientPosts": r.ClientPosts, "p50": r.P50us} {
 		if v != NA {
 			t.Errorf("%s = %v, want NA", name, v)
 		}

@@ -111,6 +111,8 @@ func mergeCell(g []Result) Result {
 		{&m.ServerCPUus, func(r Result) float64 { return r.ServerCPUus }},
 		{&m.ServerAllocs, func(r Result) float64 { return r.ServerAllocs }},
 		{&m.ServerCtxSw, func(r Result) float64 { return r.ServerCtxSw }},
+		{&m.ServerPosts, func(r Result) float64 { return r.ServerPosts }},
+		{&m.ClientPosts, func(r Result) float64 { return r.ClientPosts }},
 		{&m.ClientCPUus, func(r Result) float64 { return r.ClientCPUus }},
 		{&m.ClientAllocs, func(r Result) float64 { return r.ClientAllocs }},
 		{&m.ClientCtxSw, func(r Result) float64 { return r.ClientCtxSw }},

@@ -260,6 +260,7 @@ func (s *rdmaNfsd) snapshot() (map[string]uint64, error) {
 		m["rdma_reads"] += c.Stats.RDMAReads
 		m["rdma_writes"] += c.Stats.RDMAWrites
 		m["remote_inv"] += c.Stats.RemoteInvalidations
+		m["send_posts"] += c.Stats.SendPosts
 	}
 	pid := s.cmd.Process.Pid
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

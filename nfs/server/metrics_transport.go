@@ -27,6 +27,7 @@ var transportCounters = []transportCounter{
 	{"RDMAWriteBytes", "rpcrdma_rdma_write_bytes_total", "Bytes the server pushed into clients' memory by RDMA Write.", true},
 	{"RDMAReads", "rpcrdma_rdma_reads_total", "RDMA Read operations posted, one per chunk segment read.", true},
 	{"RDMAWrites", "rpcrdma_rdma_writes_total", "RDMA Write operations posted, one per chunk segment written.", true},
+	{"SendPosts", "rpcrdma_send_posts_total", "Posts of send work requests (ibv_post_send calls), each carrying one or more Sends, RDMA Reads and RDMA Writes.", true},
 	{"ChunkBytesOffered", "rpcrdma_chunk_bytes_offered_total", "Bytes offered to the peer in chunks, for it to read or write.", false},
 	{"RemoteInvalidations", "rpcrdma_remote_invalidations_total", "Replies sent with Send With Invalidate, which invalidates the client's memory registration (remote invalidations).", true},
 	{"LocalInvalidations", "rpcrdma_local_invalidations_total", "Memory registrations the client had to invalidate itself (local invalidations).", false},
