@@ -68,6 +68,7 @@ type Conn struct {
 	mu       sync.Mutex
 	muCheck  lockCheck        // debug builds: mu's holder
 	flushEP  *endpoint        // has batches queued under mu: unlock posts them
+	holdPost bool             // the poll loop serves inline calls: unlock leaves flushEP's batches to it (serveInline)
 	dones    *[]func()        // WriteMsgDirect dones due: unlock runs them
 	ep       *endpoint        // the current connection; nil while reconnecting
 	last     *cmpriv.Settings // the settings of the last connection, for Stats once it is gone
@@ -582,13 +583,17 @@ func (c *Conn) unlockW() {
 
 // unlock releases c.mu and then posts the work requests queued under it
 // (see postQueue): every release of c.mu goes through it, so that nothing
-// queued is left unposted.
+// queued is left unposted. While holdPost is set it posts nothing: the
+// poll loop's next release posts what was queued meanwhile.
 //
 // It then runs the WriteMsgDirect dones that became due under c.mu
 // (deferDoneLocked): outside the lock, as their callers' code.
 func (c *Conn) unlock() {
-	ep := c.flushEP
-	c.flushEP = nil
+	var ep *endpoint
+	if !c.holdPost {
+		ep = c.flushEP
+		c.flushEP = nil
+	}
 	dones := c.dones
 	c.dones = nil
 	c.muCheck.releasing()

@@ -59,6 +59,9 @@ func (o *protoOps) snapshot() (map[verbs.Opcode]uint64, int) {
 type protoProvider struct {
 	verbs.Provider
 	ops *protoOps
+	// gate, if set, holds back the completions of the connections it
+	// accepts (pollGate).
+	gate *pollGate
 }
 
 func newProtoProvider() *protoProvider {
@@ -117,6 +120,7 @@ type protoRequest struct {
 
 func (r *protoRequest) Accept(ctx context.Context, opts *verbs.ConnOptions) (verbs.Conn, error) {
 	o, w := r.p.wrapOptions(opts)
+	w.gate = r.p.gate
 	vc, err := r.ConnRequest.Accept(ctx, o)
 	if err != nil {
 		return nil, err
@@ -127,7 +131,8 @@ func (r *protoRequest) Accept(ctx context.Context, opts *verbs.ConnOptions) (ver
 
 type protoConn struct {
 	verbs.Conn
-	ops *protoOps
+	ops  *protoOps
+	gate *pollGate // nil: Poll and Wait as the provider's
 }
 
 // PostSend counts before posting: once posted, a Send may be answered

@@ -70,6 +70,13 @@ func (s *responder) inlineLocked(call *svcCall) bool {
 // serveInline executes the calls queued for the inline handler, each
 // copied out of its Receive buffer as ReadMsg copies it, on ep's poll
 // loop, without c.mu.
+//
+// The replies of the calls one poll brought are posted together: while it
+// serves them the Conn holds its posts (holdPost), and the release of
+// c.mu that finds the queue empty rings one doorbell for all of them (one
+// ibv_post_send, a system call on Soft-RoCE), as svcrdma and eRPC batch
+// theirs. What another goroutine queued meanwhile goes out with them; the
+// hold lasts as long as the queued calls' execution, which does not block.
 func (c *Conn) serveInline(ep *endpoint) {
 	ep.pollG.check("serveInline")
 	s := &c.svcState
@@ -77,9 +84,11 @@ func (c *Conn) serveInline(ep *endpoint) {
 		c.lock()
 		idx, ok := s.inlineQ.pop()
 		if !ok || c.ep != ep {
+			c.holdPost = false
 			c.unlock()
 			return
 		}
+		c.holdPost = true
 		h := s.inline
 		call := &s.calls[idx]
 		s.inlineBuf = call.view.appendTo(s.inlineBuf[:0])

@@ -1,0 +1,121 @@
+package transport
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
+)
+
+// pollGate holds a connection's completions back until n Receives have
+// completed, and then hands them to the poll loop in one Poll, as a poll
+// finds them when several calls arrive at once.
+type pollGate struct {
+	mu    sync.Mutex
+	n     int // Receives to gather first; 0: the gate is open
+	recvs int // Receives held
+	held  []verbs.Completion
+	buf   [64]verbs.Completion
+}
+
+// close has the gate gather n Receives.
+func (g *pollGate) close(n int) {
+	g.mu.Lock()
+	g.n = n
+	g.mu.Unlock()
+}
+
+// Poll hands over what the gate holds once it is open, then polls the
+// provider.
+func (c *protoConn) Poll(cs []verbs.Completion) (int, error) {
+	g := c.gate
+	if g == nil {
+		return c.Conn.Poll(cs)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n > 0 {
+		k, err := c.Conn.Poll(g.buf[:])
+		for _, wc := range g.buf[:k] {
+			if wc.Op == verbs.OpRecv {
+				g.recvs++
+			}
+		}
+		g.held = append(g.held, g.buf[:k]...)
+		if g.recvs < g.n {
+			return 0, err
+		}
+		g.n, g.recvs = 0, 0
+	}
+	if len(g.held) > 0 {
+		k := copy(cs, g.held)
+		g.held = g.held[k:]
+		return k, nil
+	}
+	return c.Conn.Poll(cs)
+}
+
+// Wait returns at once while the open gate still holds completions.
+func (c *protoConn) Wait(ctx context.Context) error {
+	if g := c.gate; g != nil {
+		g.mu.Lock()
+		ready := g.n == 0 && len(g.held) > 0
+		g.mu.Unlock()
+		if ready {
+			return nil
+		}
+	}
+	return c.Conn.Wait(ctx)
+}
+
+// TestInlineRepliesShareAPost: the replies of the calls one poll brought,
+// executed by the inline handler, go out in one post (one doorbell), not
+// one each.
+func TestInlineRepliesShareAPost(t *testing.T) {
+	const calls = 4
+	sp := newProtoProvider()
+	sp.gate = &pollGate{}
+	var read atomic.Int64
+	var eh *echoInline
+	var srv *Conn
+	set := make(chan struct{})
+	c := inlinePair(t, &Config{Provider: sp, Binding: testBinding{}}, func(c *Conn) InlineHandler {
+		srv, eh = c, &echoInline{c: c}
+		close(set)
+		return eh
+	}, &read)
+	<-set
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	// A first call, for the credits that let the others be in flight
+	// at once (a requester starts with one).
+	_, err := c.Call(ctx, appendCall(nil, 100, 0), nil)
+	require.NoError(t, err)
+	sp.gate.close(calls)
+	var g errgroup.Group
+	for i := range calls {
+		g.Go(func() error {
+			xid := uint32(i + 1)
+			reply, err := c.Call(ctx, appendCall(nil, xid, 0), nil)
+			if err == nil {
+				require.Equal(t, appendReply(nil, xid), reply)
+			}
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	if p := eh.err.Load(); p != nil {
+		require.NoError(t, *p)
+	}
+	require.Equal(t, int64(1+calls), eh.served.Load(), "calls executed inline")
+	require.Zero(t, read.Load(), "calls read by ReadMsg")
+	s := srv.Stats()
+	require.Equal(t, uint64(1+calls), s.Sends, "replies")
+	require.Equal(t, uint64(2), s.SendPosts, "posts of the replies: the first call's, then one for the rest")
+}
