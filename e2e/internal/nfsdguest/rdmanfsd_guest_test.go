@@ -167,18 +167,23 @@ func phase(t *testing.T, name, mnt string, f func()) {
 	t.Logf("RDMANFSD %s: %.1f s", name, time.Since(t0).Seconds())
 }
 
-// hung prints what a hang report needs.
+// hung prints what a hang report needs. It ends the server with SIGQUIT,
+// whose goroutine dump (in the server's log) shows where its calls wait:
+// the test has failed, and the phases after it fail too.
 func hung(what string) {
 	fmt.Printf("RDMANFSD HUNG: %s did not end in %v\n", what, phaseLimit)
 	if pid := serverPid.Load(); pid > 0 {
 		_ = syscall.Kill(int(pid), syscall.SIGUSR1) // its connections' counters, into its log
 		time.Sleep(time.Second)
+		_ = syscall.Kill(int(pid), syscall.SIGQUIT) // every goroutine's stack, into its log
+		time.Sleep(2 * time.Second)
 	}
 	for _, c := range []string{
 		"dmesg | tail -n 60",
 		"mount -t debugfs none /sys/kernel/debug 2>/dev/null; cat /sys/kernel/debug/sunrpc/rpc_clnt/*/tasks",
 		"grep -A 12 'fstype nfs' /proc/self/mountstats",
-		"for f in /tmp/rdma-nfsd-*.log; do echo == $f; grep -v 'rpcrdma: accepted' $f | tail -n 60; done",
+		"for f in /tmp/rdma-nfsd-*.log; do echo == $f; sed '/^SIGQUIT/,$d' $f | grep -v 'rpcrdma: accepted' | tail -n 60; done",
+		"for f in /tmp/rdma-nfsd-*.log; do sed -n '/^SIGQUIT/,$p' $f | head -n 1500; done",
 		"grep -v '^#' /sys/kernel/tracing/trace | tail -n 80",
 	} {
 		out, _ := runFor(15*time.Second, c)
