@@ -66,7 +66,19 @@ func mergeCell(g []Result) Result {
 		}
 	}
 	m.Seconds, m.Ops, m.Errors, m.RPCs = secs, ops, errs, rpcs
-	if secs > 0 {
+	// The rates are the median round's, not the pooled ones: in the
+	// VM a round now and then runs at a fraction of the others (the
+	// first cells of a boot, a busy host), and one such round would
+	// drag a pooled rate down.
+	var opsRates, mbRates []float64
+	for _, r := range g {
+		if r.Err == "" && r.Seconds > 0 {
+			opsRates, mbRates = append(opsRates, r.OpsPerS), append(mbRates, r.MBPerS)
+		}
+	}
+	if len(opsRates) > 0 {
+		m.OpsPerS, m.MBPerS = median(opsRates), median(mbRates)
+	} else if secs > 0 {
 		m.OpsPerS, m.MBPerS = float64(ops)/secs, mbs/secs
 	}
 	m.RPCsPerOp = perRPC(rpcs, ops)

@@ -48,4 +48,18 @@ func TestMergeRounds(t *testing.T) {
 	if got[1].Rounds != 1 || got[1].OpsPerS != 100 {
 		t.Errorf("single round: %+v", got[1])
 	}
+
+	// Three rounds, one of them a fraction of the others (a cold boot):
+	// the rates are the median round's, where pooling would give 210;
+	// a round that failed does not count.
+	slow, fast := a, a
+	slow.Round, slow.Ops, slow.OpsPerS, slow.MBPerS = 2, 10, 10, 0.02
+	fast.Round, fast.Ops, fast.OpsPerS, fast.MBPerS = 3, 320, 320, 0.64
+	failed := a
+	failed.Round, failed.Ops, failed.OpsPerS, failed.Err = 4, 0, 0, "boom"
+	m = mergeRounds([]Result{slow, b, fast, failed})[0]
+	if m.OpsPerS != 300 || math.Abs(m.MBPerS-0.6) > 1e-9 || m.Ops != 630 || m.Rounds != 4 {
+		t.Errorf("rounds 10, 300, 320 ops/s and a failed one: ops/s %v, MB/s %v, ops %d, rounds %d; want 300, 0.6, 630, 4",
+			m.OpsPerS, m.MBPerS, m.Ops, m.Rounds)
+	}
 }
