@@ -134,11 +134,10 @@ func (d counters) usPerRPCOf(key string, rpcs uint64) float64 {
 // fill sets r's rates and per-RPC figures from a measurement and the
 // growth of the counters over it. The counter names are those the peers'
 // snapshot functions use: client.{rpcs,sends,recvs,read_chunks,
-// write_chunks,reply_chunks,local_inv,remote_inv}, server.{sends,
-// rdma_reads,rdma_writes,remote_inv,send_posts,mallocs,cpu_ns,ctxsw},
-// rxe.{sent_pkts,
-// rcvd_pkts}, vm.{busy_ns,total_ns}, and for our clients client.{cpu_ns,
-// mallocs,ctxsw}.
+// write_chunks,reply_chunks,local_inv,remote_inv,send_posts},
+// server.{sends,rdma_reads,rdma_writes,remote_inv,send_posts,mallocs,
+// cpu_ns,ctxsw}, rxe.{sent_pkts,rcvd_pkts}, vm.{busy_ns,total_ns}, and
+// for our clients client.{cpu_ns,mallocs,ctxsw}.
 func (r *Result) fill(m measurement, d counters) {
 	r.Seconds = m.elapsed.Seconds()
 	r.Ops, r.Errors = m.ops, m.errors

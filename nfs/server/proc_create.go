@@ -200,9 +200,9 @@ func (s *Server) create(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 	if err != nil || fd < 0 {
 		return s.createRes(c, dir, name, err).Append(b), true
 	}
-	// The new file's handle and attributes from its descriptor; the
-	// WRITEs that follow a CREATE find it open.
-	// (The descriptor is the file, whatever took its name since.)
+	// The new file's handle and attributes from its descriptor (the file
+	// O_EXCL made, whatever took its name since); the WRITEs that follow
+	// a CREATE find it open.
 	res := &nfs3.CreateRes{}
 	var st unix.Stat_t
 	if fh, err := c.dh.handleOf(fd, dir.st.Ino, dir.child(name), &st); err == nil {
