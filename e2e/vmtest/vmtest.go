@@ -210,6 +210,12 @@ func lastN(l []string, n int) []string {
 // A harness failure (timeout, qemu failure, no exit status) fails the test at
 // once; the command's own status is returned. If the test fails, the whole
 // console is saved to a file and its tail logged.
+//
+// A guest that locked up (vm.ErrLockup: its kernel panicked on a vCPU that
+// ran nothing for two minutes, or the whole guest froze, silent on its
+// heartbeat; an emulator or guest kernel fault that no guest program can
+// cause) is booted again, once, with the same command; the first console is
+// saved and the kernel's lockup report logged.
 func Run(t testing.TB, opts vm.Options, command string) *Result {
 	t.Helper()
 	if opts.Image == nil {
@@ -225,6 +231,13 @@ func Run(t testing.TB, opts vm.Options, command string) *Result {
 	}
 	t0 := time.Now()
 	status, console, err := vm.Run(ctx, opts, command)
+	if errors.Is(err, vm.ErrLockup) && ctx.Err() == nil {
+		first := &Result{Status: status, Console: console, Elapsed: time.Since(t0)}
+		t.Logf("VM run: %v after %.1fs; console saved to %s; booting again, once. The lockup:\n%s",
+			err, first.Elapsed.Seconds(), writeConsole(first, t.Name()+"-lockup"), first.lockupReport())
+		t0 = time.Now()
+		status, console, err = vm.Run(ctx, opts, command)
+	}
 	r := &Result{Status: status, Console: console, Elapsed: time.Since(t0)}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -254,18 +267,50 @@ const consoleTailLines = 60
 // temporary directory) and logs the tail of what the guest printed
 // (GuestLines): the kernel's messages are only in the file.
 func saveConsole(t testing.TB, r *Result) {
+	path := writeConsole(r, t.Name())
+	kernel := len(r.Lines()) - len(r.GuestLines())
+	t.Logf("VM console saved to %s (with %d lines of kernel messages and power-off); the guest's output, last %d lines:\n%s",
+		path, kernel, consoleTailLines, r.GuestTail(consoleTailLines))
+}
+
+// writeConsole writes r's console to $RPCRDMA_VM_LOGDIR (default: the
+// temporary directory) as rxevm-<name>-console.log and returns the path,
+// or why it could not.
+func writeConsole(r *Result, name string) string {
 	dir := os.Getenv("RPCRDMA_VM_LOGDIR")
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	name = strings.NewReplacer("/", "_", " ", "_").Replace(name)
 	path := filepath.Join(dir, "rxevm-"+name+"-console.log")
 	if err := os.WriteFile(path, r.Console, 0o644); err != nil {
-		path = "(not saved: " + err.Error() + ")"
+		return "(not saved: " + err.Error() + ")"
 	}
-	kernel := len(r.Lines()) - len(r.GuestLines())
-	t.Logf("VM console saved to %s (with %d lines of kernel messages and power-off); the guest's output, last %d lines:\n%s",
-		path, kernel, consoleTailLines, r.GuestTail(consoleTailLines))
+	return path
+}
+
+// lockupLines is how many kernel lines lockupReport keeps.
+const lockupLines = 40
+
+// lockupReport returns the guest kernel's lines from its first soft lockup
+// report on (lockupLines of them): the stuck CPU, its task and backtrace.
+func (r *Result) lockupReport() string {
+	var out []string
+	for _, l := range r.Lines() {
+		if len(out) == 0 && !strings.Contains(l, "soft lockup") {
+			continue
+		}
+		if kernelMessage.MatchString(l) {
+			out = append(out, l)
+		}
+		if len(out) == lockupLines {
+			break
+		}
+	}
+	if len(out) == 0 {
+		return "(no soft lockup report on the console)"
+	}
+	return strings.Join(out, "\n")
 }
 
 // ShareDir returns a new directory to share with the guest at /host,

@@ -46,6 +46,12 @@ var (
 	ErrTimeout  = errors.New("vm: timeout: qemu killed")
 	ErrQEMU     = errors.New("vm: qemu failed")
 	ErrNoStatus = errors.New("vm: the guest reported no exit status")
+	// ErrLockup comes with ErrNoStatus when the guest locked up: its
+	// kernel panicked on a soft lockup, a vCPU that ran no task for two
+	// minutes (lockupKernelArgs; the console has every CPU's backtrace),
+	// or the whole guest froze, silent on its heartbeat line for
+	// Options.Heartbeat (qemu killed).
+	ErrLockup = errors.New("vm: the guest locked up")
 )
 
 // Options configure a VM run. The zero value is a valid configuration.
@@ -76,7 +82,16 @@ type Options struct {
 	Append string
 	// QEMU is the emulator to run; "" means qemu-system-x86_64 from PATH.
 	QEMU string
+	// Heartbeat is how long a guest running a command may leave its
+	// heartbeat line (ttyS2, a byte every heartbeatPeriod from /init)
+	// silent before Run kills qemu as frozen (ErrLockup); 0 means 3
+	// minutes, a negative value never.
+	Heartbeat time.Duration
 }
+
+// heartbeatPeriod is how often the guest's /init writes its heartbeat,
+// and how often Run looks at it.
+const heartbeatPeriod = 5 * time.Second
 
 // ValidMTU reports whether Options.MTU accepts mtu: 0 (the default) or
 // 576..65535.
@@ -89,8 +104,9 @@ func ValidMTU(mtu int) bool { return mtu == 0 || mtu >= 576 && mtu <= 65535 }
 //
 // A nil error means the guest reported the status. Otherwise the status is
 // StatusTimeout (ErrTimeout), StatusQEMUFailed (ErrQEMU),
-// StatusNoStatus (ErrNoStatus) or StatusInterrupted (the context's error),
-// and qemu is gone when Run returns in every case.
+// StatusNoStatus (ErrNoStatus, with ErrLockup after a soft lockup) or
+// StatusInterrupted (the context's error), and qemu is gone when Run
+// returns in every case.
 //
 // The VM runs under TCG (-accel tcg; KVM is never used) with no network card;
 // a boot takes about 8-10 s on two host cores before the command starts.
@@ -104,8 +120,22 @@ func Run(ctx context.Context, opts Options, command string) (status int, console
 		out = io.MultiWriter(&buf, opts.Console)
 	}
 	status, err = run(ctx, opts, command, nil, out)
+	if errors.Is(err, ErrNoStatus) && !errors.Is(err, ErrLockup) && bytes.Contains(buf.Bytes(), []byte(lockupPanic)) {
+		err = fmt.Errorf("%w: %w: the guest kernel panicked on a soft lockup", ErrNoStatus, ErrLockup)
+	}
 	return status, buf.Bytes(), err
 }
+
+// lockupKernelArgs make a guest whose vCPU runs no task for 120 s (twice
+// watchdog_thresh) print every CPU's backtrace and panic; with -no-reboot
+// qemu then exits. Such a guest does not come back: one with a vCPU that
+// answered no interrupt spun for its remaining 20 minutes. panic_print
+// 0x20 replays the kernel log at the panic, with the backtraces that
+// "quiet" kept off the console.
+const lockupKernelArgs = "softlockup_panic=1 watchdog_thresh=60 softlockup_all_cpu_backtrace=1 panic_print=0x20"
+
+// lockupPanic is the guest kernel's panic message after a soft lockup.
+const lockupPanic = "softlockup: hung tasks"
 
 // Shell boots the VM into an interactive bash on the console, connected to
 // stdin and stdout (qemu puts a terminal into raw mode: Ctrl-C goes to the
@@ -137,6 +167,14 @@ func run(ctx context.Context, opts Options, command string, stdin io.Reader, out
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	runCtx, freeze := context.WithCancelCause(runCtx)
+	defer freeze(nil)
+	if beat := opts.Heartbeat; stdin == nil && beat >= 0 {
+		if beat == 0 {
+			beat = 3 * time.Minute
+		}
+		go watchHeartbeat(runCtx, args.heartbeatFile, beat, freeze)
+	}
 	cmd := exec.CommandContext(runCtx, qemu, args.argv...)
 	cmd.Stdin = stdin // nil: /dev/null
 	var stderr bytes.Buffer
@@ -156,6 +194,8 @@ func run(ctx context.Context, opts Options, command string, stdin io.Reader, out
 	switch {
 	case ctx.Err() != nil:
 		return StatusInterrupted, ctx.Err()
+	case errors.Is(context.Cause(runCtx), ErrLockup):
+		return StatusNoStatus, context.Cause(runCtx)
 	case runCtx.Err() != nil:
 		return StatusTimeout, fmt.Errorf("%w after %v", ErrTimeout, timeout)
 	case werr != nil:
@@ -166,6 +206,29 @@ func run(ctx context.Context, opts Options, command string, stdin io.Reader, out
 		return StatusNoStatus, ErrNoStatus
 	}
 	return st, nil
+}
+
+// watchHeartbeat calls freeze with ErrNoStatus and ErrLockup once the
+// file has not grown for d, and returns when ctx is done.
+func watchHeartbeat(ctx context.Context, file string, d time.Duration, freeze context.CancelCauseFunc) {
+	tick := time.NewTicker(min(heartbeatPeriod, d))
+	defer tick.Stop()
+	var size int64
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			if fi, err := os.Stat(file); err == nil && fi.Size() != size {
+				size, last = fi.Size(), now
+			} else if now.Sub(last) >= d {
+				freeze(fmt.Errorf("%w: %w: the guest froze (no heartbeat for %v); qemu killed",
+					ErrNoStatus, ErrLockup, now.Sub(last).Round(time.Second)))
+				return
+			}
+		}
+	}
 }
 
 // parseStatus reads the last decimal number the guest wrote to ttyS1.
@@ -184,8 +247,9 @@ func parseStatus(file string) (int, bool) {
 }
 
 type qemuCommand struct {
-	argv       []string
-	statusFile string
+	argv          []string
+	statusFile    string
+	heartbeatFile string
 }
 
 // qboot is SeaBIOS's faster replacement for direct kernel boots; qemu falls
@@ -226,15 +290,19 @@ func qemuArgs(img *Image, opts Options, command string) (qemuCommand, func(), er
 		cleanup()
 		return q, nil, err
 	}
-	if err := os.WriteFile(q.statusFile, nil, 0o644); err != nil {
-		cleanup()
-		return q, nil, err
+	q.heartbeatFile = filepath.Join(tmp, "heartbeat")
+	for _, f := range []string{q.statusFile, q.heartbeatFile} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			cleanup()
+			return q, nil, err
+		}
 	}
 	// lpj: skips the delay loop calibration of the second vCPU, which fails
 	// under TCG; mitigations=off: no retpolines or RSB filling
 	// in a throwaway VM; cryptomgr.notests: no crypto self-tests at boot and
 	// module load.
-	appendArgs := "console=ttyS0 panic=-1 lpj=10000000 mitigations=off cryptomgr.notests rxevm.net=" + string(net)
+	appendArgs := "console=ttyS0 panic=-1 lpj=10000000 mitigations=off cryptomgr.notests " + lockupKernelArgs +
+		" rxevm.net=" + string(net)
 	if opts.MTU != 0 {
 		appendArgs += " rxevm.mtu=" + strconv.Itoa(opts.MTU)
 	}
@@ -250,8 +318,10 @@ func qemuArgs(img *Image, opts Options, command string) (qemuCommand, func(), er
 		"-accel", "tcg", "-cpu", "max", "-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem) + "M",
 		"-machine", "pc", "-nodefaults", "-no-user-config", "-nic", "none", "-display", "none", "-no-reboot",
 		"-kernel", img.Kernel, "-initrd", img.Initrd, "-append", appendArgs,
-		// ttyS0: the console on stdout; ttyS1: the exit status, a host file
+		// ttyS0: the console on stdout; ttyS1: the exit status, a host
+		// file; ttyS2: the heartbeat, another
 		"-chardev", "stdio,id=con,signal=off", "-serial", "chardev:con", "-serial", "file:" + q.statusFile,
+		"-serial", "file:" + q.heartbeatFile,
 		// the command; /init reads it from /sys/firmware/qemu_fw_cfg
 		"-fw_cfg", "name=opt/rxevm/cmd,file=" + cmdFile,
 	}

@@ -19,10 +19,10 @@ import (
 const fakeQEMU = `#!/bin/bash
 PATH=/usr/bin:/bin:$PATH
 printf '%s\n' "$@" > "$FAKE_QEMU_DIR/args"
-status= cmd=
+status= beat= cmd=
 while [ $# -gt 0 ]; do
 	case $1 in
-	-serial) case $2 in file:*) status=${2#file:} ;; esac; shift ;;
+	-serial) case $2 in file:*) if [ -z "$status" ]; then status=${2#file:}; else beat=${2#file:}; fi ;; esac; shift ;;
 	-fw_cfg) cmd=${2#*file=}; shift ;;
 	esac
 	shift
@@ -39,6 +39,21 @@ fail)
 	;;
 panic)
 	echo "Kernel panic - not syncing: Attempted to kill init!"
+	;;
+beating) # a guest that beats for 3 s, then reports status 0
+	for i in $(seq 15); do printf . >> "$beat"; sleep 0.2; done
+	echo 0 > "$status"
+	;;
+freeze) # a guest that beats for 1 s, then freezes
+	echo $$ > "$FAKE_QEMU_DIR/pid"
+	for i in $(seq 5); do printf . >> "$beat"; sleep 0.2; done
+	sleep 60 &
+	echo $! > "$FAKE_QEMU_DIR/child"
+	wait
+	;;
+lockup)
+	echo "[  124.521769] watchdog: BUG: soft lockup - CPU#0 stuck for 124s! [bash:531]"
+	echo "[  124.530000] Kernel panic - not syncing: softlockup: hung tasks"
 	;;
 hang)
 	echo $$ > "$FAKE_QEMU_DIR/pid"
@@ -154,6 +169,47 @@ func TestRunNoStatus(t *testing.T) {
 	}
 	if !strings.Contains(string(console), "Kernel panic") {
 		t.Errorf("console %q", console)
+	}
+	if errors.Is(err, ErrLockup) {
+		t.Errorf("a panic other than a soft lockup's: %v, want no ErrLockup", err)
+	}
+}
+
+// A guest that stops its heartbeat for Options.Heartbeat is killed as
+// frozen (ErrNoStatus and ErrLockup, not ErrTimeout); one that beats runs
+// on past it.
+func TestRunHeartbeat(t *testing.T) {
+	f := newFakeVM(t, "beating")
+	f.opts.Heartbeat = time.Second
+	if status, _, err := Run(context.Background(), f.opts, "true"); err != nil || status != 0 {
+		t.Fatalf("a beating guest: status %d, %v", status, err)
+	}
+	f = newFakeVM(t, "freeze")
+	f.opts.Heartbeat = time.Second
+	status, _, err := Run(context.Background(), f.opts, "true")
+	if !errors.Is(err, ErrNoStatus) || !errors.Is(err, ErrLockup) || errors.Is(err, ErrTimeout) || status != StatusNoStatus {
+		t.Fatalf("a frozen guest: status %d, %v; want %d, ErrNoStatus and ErrLockup (before the 20 s timeout)", status, err, StatusNoStatus)
+	}
+	if !strings.Contains(err.Error(), "froze") {
+		t.Errorf("error %q does not say the guest froze", err)
+	}
+	waitGone(t, f.dir)
+}
+
+// A guest kernel that panicked on a soft lockup gives ErrNoStatus and
+// ErrLockup; the kernel command line asks for that panic.
+func TestRunLockup(t *testing.T) {
+	f := newFakeVM(t, "lockup")
+	status, _, err := Run(context.Background(), f.opts, "true")
+	if !errors.Is(err, ErrNoStatus) || !errors.Is(err, ErrLockup) || status != StatusNoStatus {
+		t.Fatalf("status %d, %v; want %d, ErrNoStatus and ErrLockup", status, err, StatusNoStatus)
+	}
+	args := f.args(t)
+	i := slices.Index(args, "-append")
+	for _, want := range []string{"softlockup_panic=1", "watchdog_thresh=60", "softlockup_all_cpu_backtrace=1"} {
+		if i < 0 || !strings.Contains(args[i+1], want) {
+			t.Errorf("kernel command line lacks %s: %v", want, args)
+		}
 	}
 }
 

@@ -80,14 +80,16 @@ func startKernelServer(t *testing.T, export, mnt string, port int, binding trans
 		}
 	})
 	// The kernel's RPC-over-RDMA tracepoints, for the failure report.
-	_, _ = run("echo > /sys/kernel/tracing/trace; echo 1 > /sys/kernel/tracing/events/rpcrdma/enable; echo 1 > /sys/kernel/tracing/events/sunrpc/rpc_call_status/enable")
+	if err := guesttest.EnableTrace(append(guesttest.ClientTraceEvents, "sunrpc/rpc_call_status")...); err != nil {
+		t.Logf("tracing for the failure report: %v", err)
+	}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
 		out, _ := run("dmesg | tail -n 40")
 		t.Logf("dmesg tail:\n%s", out)
-		out, _ = run("grep -v '^#' /sys/kernel/tracing/trace | grep -v 'xprtrdma_post_recv\\|WR_FLUSH_ERR' | tail -n 150")
+		out, _ = run("grep -v '^#' /sys/kernel/tracing/trace | grep -v 'WR_FLUSH_ERR' | tail -n 150")
 		t.Logf("rpcrdma trace tail:\n%s", out)
 		out, _ = run("grep -A 12 ' " + mnt + " ' /proc/self/mountstats")
 		t.Logf("mountstats:\n%s", out)

@@ -398,7 +398,7 @@ func measure(t *testing.T, s *server, w workload) (float64, mountstats.Ops) {
 	raw0, _ := os.ReadFile("/proc/self/mountstats")
 	var amount float64
 	var d time.Duration
-	startReplyChunkTrace(t)
+	resetReplyChunkTrace(t)
 	watched(t, s.name+" "+w.name, compareMount, func() {
 		t0 := time.Now()
 		amount = w.run(t, s)
@@ -406,9 +406,7 @@ func measure(t *testing.T, s *server, w workload) (float64, mountstats.Ops) {
 	})
 	raw1, _ := os.ReadFile("/proc/self/mountstats")
 	if s.chunks != nil {
-		s.chunks[w.name] = append(s.chunks[w.name], stopReplyChunkTrace(t))
-	} else {
-		stopReplyChunkTrace(t)
+		s.chunks[w.name] = append(s.chunks[w.name], readReplyChunkTrace(t))
 	}
 	o0, err0 := mountstats.ParseOps(string(raw0), compareMount)
 	o1, err1 := mountstats.ParseOps(string(raw1), compareMount)
@@ -485,7 +483,7 @@ func TestVsKnfsd(t *testing.T) {
 	sh(t, "rxevm-nfsd-start")
 	sh(t, "ping -c 1 -W 2 -I 10.0.0.1 10.0.0.2 > /dev/null || true")
 	sh(t, "mkdir -p "+oursExport+" && (grep -q ' "+oursExport+" ' /proc/mounts || mount -t tmpfs -o size=512m,mode=1777 rdmanfsd "+oursExport+")")
-	_, _ = run("echo 0 > /sys/kernel/tracing/events/rpcrdma/enable")
+	enableReplyChunkTrace(t)
 	t.Cleanup(func() {
 		_, _ = run("umount " + compareMount + " 2>/dev/null || umount -f -l " + compareMount + " 2>/dev/null")
 	})

@@ -60,7 +60,9 @@ type nfsd struct {
 func startNfsd(t *testing.T, export, mnt, name string, extra ...string) *nfsd {
 	t.Helper()
 	// The kernel's RPC-over-RDMA tracepoints, for the hang report.
-	_, _ = run("echo > /sys/kernel/tracing/trace; echo 1 > /sys/kernel/tracing/events/rpcrdma/enable")
+	if err := guesttest.EnableTrace(guesttest.ClientTraceEvents...); err != nil {
+		t.Logf("tracing for the hang report: %v", err)
+	}
 	return launchNfsd(t, export, mnt, name, append([]string{"-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false"}, extra...)...)
 }
 
