@@ -121,7 +121,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.noRemoteInvalidate, "no-remote-invalidate", false, "clear the R bit: never reply with Send With Invalidate")
 	fs.BoolVar(&o.noPrivateData, "no-private-data", false, "send no RFC 8797 private data (the 1024-byte defaults)")
 	fs.IntVar(&o.credits, "credits", 0, fmt.Sprintf("largest credit grant per connection (0..%d; 0: 64, as Linux)", transport.MaxCredits))
-	fs.BoolVar(&o.inlineCalls, "inline-calls", true, "execute NULL, and GETATTRs, LOOKUPs, cached READs (and, on tmpfs, WRITEs) of open files and directories, on the goroutine that polled them (false: every call on a worker)")
+	fs.BoolVar(&o.inlineCalls, "inline-calls", true, "execute NULL, and GETATTRs, LOOKUPs, cached READs (and, on tmpfs by root, WRITEs, CREATEs, MKDIRs and REMOVEs) of open files and directories, on the goroutine that polled them (false: every call on a worker)")
 	fs.IntVar(&o.concurrentCalls, "concurrent-calls", 0, fmt.Sprintf("calls of one connection executed at once (0..%d; 0: 16; 1: one after the other)", server.MaxConcurrentCalls))
 	fs.IntVar(&o.maxConns, "max-conns", 0, "cap on connections (not negative; 0: none)")
 	fs.IntVar(&o.backlog, "backlog", 0, "handshakes in progress plus connections not yet served (0..128 at the default -credits and inline sizes: each handshake registers 0.5 MiB, within a budget of 128 MiB; 0: 128)")

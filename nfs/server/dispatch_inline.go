@@ -25,8 +25,8 @@ type inlineCalls struct {
 }
 
 // Inline takes NULL, and GETATTR, LOOKUP and READ of NFSv3 whose file
-// (LOOKUP: directory) is in the open-file cache, and a WRITE that cannot
-// wait (mayBlock); the others go to the session's workers, with no
+// (LOOKUP: directory) is in the open-file cache, and a WRITE, CREATE,
+// MKDIR or REMOVE that cannot wait (mayBlock); the others go to the session's workers, with no
 // goroutine of their own. It runs under the transport's lock, and takes
 // the open-file cache's (a leaf).
 func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
@@ -35,7 +35,8 @@ func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
 		return false
 	case h.Proc == nfs.ProcNull:
 		return true
-	case h.Proc == nfs.ProcGetattr, h.Proc == nfs.ProcLookup, h.Proc == nfs.ProcRead, h.Proc == nfs.ProcWrite:
+	case h.Proc == nfs.ProcGetattr, h.Proc == nfs.ProcLookup, h.Proc == nfs.ProcRead, h.Proc == nfs.ProcWrite,
+		h.Proc == nfs.ProcCreate, h.Proc == nfs.ProcMkdir, h.Proc == nfs.ProcRemove:
 		return !ic.mayBlock(&ic.peek, msg)
 	}
 	return false
@@ -77,9 +78,9 @@ func (ic *inlineCalls) handOff(msg []byte, again bool) {
 // mayBlock reports whether the call msg may wait on the file system or
 // for another thread: a GETATTR, LOOKUP or READ whose file (LOOKUP:
 // directory) has no descriptor in the open-file cache (resolving its
-// handle may read directories); a WRITE but of a cached file of an export
-// in memory by a caller whose identity the polling goroutine has. h is
-// scratch, zeroed after.
+// handle may read directories); a WRITE, CREATE, MKDIR or REMOVE but of
+// a cached file (directory) of an export in memory by a caller whose
+// identity the polling goroutine has. h is scratch, zeroed after.
 func (ic *inlineCalls) mayBlock(h *xdr.CallHeader, msg []byte) bool {
 	args, err := h.Unmarshal(msg)
 	defer func() { *h = xdr.CallHeader{} }()
@@ -95,16 +96,23 @@ func (ic *inlineCalls) mayBlock(h *xdr.CallHeader, msg []byte) bool {
 	if x == nil {
 		return true
 	}
-	if h.Proc != nfs.ProcWrite {
+	switch h.Proc {
+	case nfs.ProcGetattr, nfs.ProcLookup, nfs.ProcRead:
 		return !x.Handler.files.cached(fh)
 	}
-	// A WRITE is taken only where nothing it does can wait: a file of an
-	// export in memory (tmpfs, ramfs: no device, a sync that returns at
-	// once) open for writing in the cache, and a caller whose identity
-	// the polling goroutine has (permit then never waits for an identity
-	// thread). Its duplicate request cache entry is made before it runs,
-	// so it must not be found to block after (drc.abandon is the guard).
-	if !x.Handler.inMemory || !x.Handler.files.cachedRW(fh) {
+	// A WRITE, or a CREATE, MKDIR or REMOVE (fh: the directory), is
+	// taken only where nothing it does can wait: a file of an export in
+	// memory (tmpfs, ramfs: no device, a sync that returns at once) in
+	// the cache (a WRITE's open for writing), and a caller whose identity
+	// the polling goroutine has (permit and Server.as then never wait
+	// for an identity thread). Its duplicate request cache entry is made
+	// before it runs, so it must not be found to block after
+	// (drc.abandon is the guard).
+	cached := x.Handler.files.cached
+	if h.Proc == nfs.ProcWrite {
+		cached = x.Handler.files.cachedRW
+	}
+	if !x.Handler.inMemory || !cached(fh) {
 		return true
 	}
 	c, refusal := ic.ss.caller(h, msg[args:])

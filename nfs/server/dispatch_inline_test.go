@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -310,5 +311,80 @@ func TestInlineWrite(t *testing.T) {
 		got, err := os.ReadFile(env.path("f"))
 		require.NoError(t, err)
 		require.Equal(t, "abc"+big, string(got[:3+len(big)]))
+	}
+}
+
+// TestInlineCreateRemove: a CREATE, MKDIR or REMOVE in a directory in
+// the open-file cache, on an export in memory, by a caller whose identity
+// the polling goroutine has (root, not squashed), is answered on the poll
+// loop; a user's (an identity thread's), and any on an export on a disk,
+// go to the workers. The results are the workers' results.
+func TestInlineCreateRemove(t *testing.T) {
+	for _, inMemory := range []bool{true, false} {
+		env := startClientEnv(t, func(sc *server.Config, _ *client.MountOptions) {
+			sc.Squash = server.NoRootSquash
+		})
+		server.SetInMemory(env.srv, inMemory)
+		require.NoError(t, os.Chmod(env.dir, 0o777))
+		c, ctx := env.exp.Client, callCtx(t)
+		root := env.exp.Root
+		_, err := c.Getattr(ctx, root) // the root directory into the cache
+		require.NoError(t, err)
+		want := uint64(0)
+		if inMemory {
+			want = 1
+		}
+		step := func(what string, answered uint64, f func()) {
+			t.Helper()
+			a0, h0 := server.InlineCalls(env.srv)
+			f()
+			a1, h1 := server.InlineCalls(env.srv)
+			require.Equal(t, answered, a1-a0, "%s (in memory %v): answered on the poll loop", what, inMemory)
+			require.Zero(t, h1-h0, "%s: handed off", what)
+		}
+		mode := uint32(0o640)
+		how := client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}}
+		var fh client.FH
+		step("root's CREATE", want, func() {
+			var attr *client.Attr
+			fh, attr, err = c.Create(ctx, root, "f", how)
+			require.NoError(t, err)
+			require.NotNil(t, attr)
+			require.EqualValues(t, 0o640, attr.Mode&0o7777)
+		})
+		got, _, err := c.Lookup(ctx, root, "f")
+		require.NoError(t, err)
+		require.Equal(t, fh, got, "the handle CREATE gave is LOOKUP's")
+		step("root's CREATE of a name taken", want, func() {
+			_, _, err := c.Create(ctx, root, "f", how)
+			requireStatus(t, err, client.Status(nfs3.ErrExist), "CREATE")
+		})
+		step("root's MKDIR", want, func() {
+			_, _, err := c.Mkdir(ctx, root, "d", nil)
+			require.NoError(t, err)
+		})
+		fi, err := os.Stat(env.path("d"))
+		require.NoError(t, err)
+		require.True(t, fi.IsDir())
+		step("root's REMOVE", want, func() { require.NoError(t, c.Remove(ctx, root, "f")) })
+		_, err = os.Lstat(env.path("f"))
+		require.True(t, os.IsNotExist(err), "f removed: %v", err)
+
+		// A user's CREATE: on a worker, as the user.
+		cred := (&xdr.AuthSys{UID: 1234, GID: 1234, GIDs: []uint32{1234}}).OpaqueAuth(nil)
+		h := xdr.CallHeader{XID: 5000, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcCreate, Cred: cred}
+		args := nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: "u"}, Mode: nfs3.Guarded}
+		step("a user's CREATE", 0, func() {
+			reply, err := env.exp.Client.Conn().Call(ctx, args.Append(h.Append(nil)), nil)
+			require.NoError(t, err)
+			var rh xdr.ReplyHeader
+			res, err := rh.Unmarshal(reply)
+			require.NoError(t, err)
+			require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+			require.Zero(t, binary.BigEndian.Uint32(reply[res:]), "the user's CREATE: NFS3_OK")
+		})
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Lstat(env.path("u"), &st))
+		require.EqualValues(t, 1234, st.Uid, "the user's file is the user's")
 	}
 }

@@ -82,7 +82,7 @@ func (ss *session) caller(h *xdr.CallHeader, args []byte) (call, []byte) {
 func (ss *session) execute(w *worker, f procFunc, entry *drcEntry, args []byte) error {
 	h := &w.h
 	c, refusal := ss.caller(h, args)
-	c.out = w.out
+	c.out, c.nowait = w.out, w.inline
 	if refusal == nil && c.denied {
 		refusal = staleReply(h.Proc, h.XID)
 	}
@@ -97,6 +97,12 @@ func (ss *session) execute(w *worker, f procFunc, entry *drcEntry, args []byte) 
 	}
 	r := xdr.NewReader(args)
 	reply, ok := f(ss.s, &c, &r, c.successReply())
+	if c.wouldBlock {
+		// Begun on the polling goroutine, it needs an identity thread:
+		// nothing was done or sent; it is executed again off the loop.
+		ss.s.drc.abandon(entry)
+		return errWouldBlock
+	}
 	if !ok {
 		reply = acceptedReply(h.XID, xdr.AcceptGarbageArgs, xdr.Mismatch{})
 	}

@@ -106,8 +106,9 @@ type Config struct {
 	// workers. false (the zero value) executes the calls that cannot
 	// block (NULL, and GETATTR, LOOKUP and READ of a file or directory in
 	// the open-file cache, a READ only while its data is in memory, a
-	// LOOKUP only while the dentry cache has the name; a WRITE of a cached
-	// file on tmpfs or ramfs by unsquashed root) on the goroutine that
+	// LOOKUP only while the dentry cache has the name; on tmpfs or ramfs
+	// by unsquashed root, a WRITE of a cached file and a CREATE, MKDIR or
+	// REMOVE in a cached directory) on the goroutine that
 	// polled them, with no hand-off between goroutines
 	// (transport.Conn.SetInlineHandler), unless ConcurrentCalls is 1.
 	NoInlineCalls bool
