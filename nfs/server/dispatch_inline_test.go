@@ -286,14 +286,7 @@ func TestInlineWrite(t *testing.T) {
 			require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
 			return binary.BigEndian.Uint32(reply[res:])
 		}
-		inline := func(what string, answered uint64, f func()) {
-			t.Helper()
-			a0, h0 := server.InlineCalls(env.srv)
-			f()
-			a1, h1 := server.InlineCalls(env.srv)
-			require.Equal(t, answered, a1-a0, "%s (in memory %v): answered on the poll loop", what, inMemory)
-			require.Zero(t, h1-h0, "%s: handed off", what)
-		}
+		inline := inlineStep(t, env.srv, inMemory)
 		want := uint64(0)
 		if inMemory {
 			want = 1
@@ -311,6 +304,19 @@ func TestInlineWrite(t *testing.T) {
 		got, err := os.ReadFile(env.path("f"))
 		require.NoError(t, err)
 		require.Equal(t, "abc"+big, string(got[:3+len(big)]))
+	}
+}
+
+// inlineStep returns a check that f had answered calls of srv on the poll
+// loop and none handed off to a worker.
+func inlineStep(t *testing.T, srv *server.Server, inMemory bool) func(what string, answered uint64, f func()) {
+	return func(what string, answered uint64, f func()) {
+		t.Helper()
+		a0, h0 := server.InlineCalls(srv)
+		f()
+		a1, h1 := server.InlineCalls(srv)
+		require.Equal(t, answered, a1-a0, "%s (in memory %v): answered on the poll loop", what, inMemory)
+		require.Zero(t, h1-h0, "%s: handed off", what)
 	}
 }
 
@@ -334,14 +340,7 @@ func TestInlineCreateRemove(t *testing.T) {
 		if inMemory {
 			want = 1
 		}
-		step := func(what string, answered uint64, f func()) {
-			t.Helper()
-			a0, h0 := server.InlineCalls(env.srv)
-			f()
-			a1, h1 := server.InlineCalls(env.srv)
-			require.Equal(t, answered, a1-a0, "%s (in memory %v): answered on the poll loop", what, inMemory)
-			require.Zero(t, h1-h0, "%s: handed off", what)
-		}
+		step := inlineStep(t, env.srv, inMemory)
 		mode := uint32(0o640)
 		how := client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}}
 		var fh client.FH
