@@ -104,7 +104,7 @@ func ValidMTU(mtu int) bool { return mtu == 0 || mtu >= 576 && mtu <= 65535 }
 //
 // A nil error means the guest reported the status. Otherwise the status is
 // StatusTimeout (ErrTimeout), StatusQEMUFailed (ErrQEMU),
-// StatusNoStatus (ErrNoStatus, with ErrLockup after a soft lockup) or
+// StatusNoStatus (ErrNoStatus; with ErrLockup if the guest locked up) or
 // StatusInterrupted (the context's error), and qemu is gone when Run
 // returns in every case.
 //
