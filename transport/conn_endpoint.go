@@ -72,6 +72,7 @@ func (c *Conn) pollLoop(ep *endpoint) {
 	ep.pollG.set()
 	err := ep.poll(func(cs []verbs.Completion) error {
 		c.lock()
+		c.svcState.arrivals.reset()
 		for i := range cs {
 			if c.ep != ep {
 				break

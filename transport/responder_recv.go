@@ -51,6 +51,10 @@ type responder struct {
 	// left unanswered at the connection's end were counted.
 	warned time.Time
 	ended  bool
+	// arrivals stamps the calls of one poll (handleCallLocked), inlineNow
+	// the replies of one serveInline run (checkAgeLocked): owned by the
+	// poll loop.
+	arrivals, inlineNow batchClock
 	// inline is the handler of SetInlineHandler (nil: none); inlineQ
 	// holds, in arrival order, the calls queued for it (inlineLocked),
 	// which the poll loop serves once it releases the lock (serveInline).
@@ -207,7 +211,7 @@ func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *ver
 	}
 	slot := s.free[len(s.free)-1]
 	call := &s.calls[slot]
-	call.arrived = time.Now()
+	call.arrived = s.arrivals.now()
 	n, err := call.hdr.ParseCall(data, &c.cfg.Limits)
 	if err == nil && replyWRs(&call.hdr) > ep.sqCap/2 {
 		err = errReplySegments
@@ -457,13 +461,21 @@ func (s *responder) callConsumedLocked(slot int) {
 }
 
 // checkAgeLocked counts and logs call if it waited longer than
-// Config.SlowReply from its arrival; what is what became of it.
+// Config.SlowReply from its arrival; what is what became of it. The
+// replies of calls the poll loop serves inline are timed once per
+// serveInline run (inlineNow).
 func (s *responder) checkAgeLocked(call *svcCall, what string) {
 	c := s.c
 	if c.cfg.SlowReply < 0 {
 		return
 	}
-	age := time.Since(call.arrived)
+	var now time.Time
+	if call.inlined {
+		now = s.inlineNow.now()
+	} else {
+		now = time.Now()
+	}
+	age := now.Sub(call.arrived)
 	if age <= c.cfg.SlowReply {
 		return
 	}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,4 +82,35 @@ func TestSlowAndUnansweredReplies(t *testing.T) {
 		t.Errorf("Unanswered %d after closing on one call, want 1", st.Unanswered)
 	}
 	t.Logf("server stats: Sends %d Recvs %d SlowReplies %d Unanswered %d", st.Sends, st.Recvs, st.SlowReplies, st.Unanswered)
+}
+
+// TestSlowInlineReply: the reply of a call served on the poll loop
+// (SetInlineHandler) is timed too, though the loop reads the clock once
+// per run of inline calls: a call its handler holds past
+// Config.SlowReply is counted in SlowReplies.
+func TestSlowInlineReply(t *testing.T) {
+	const bound = 20 * time.Millisecond
+	var read atomic.Int64
+	var eh *echoInline
+	c := inlinePair(t, &Config{Binding: testBinding{}, SlowReply: bound}, func(c *Conn) InlineHandler {
+		eh = &echoInline{c: c, hold: make(chan struct{}), entered: make(chan struct{})}
+		return eh
+	}, &read)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(t.Context(), appendCall(nil, 1, 0), nil)
+		done <- err
+	}()
+	<-eh.entered
+	time.Sleep(10 * bound) // at least: the bound is passed
+	eh.hold <- struct{}{}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := eh.c.Stats().SlowReplies; got != 1 {
+		t.Errorf("SlowReplies %d after an inline reply held %v with a bound of %v, want 1", got, 10*bound, bound)
+	}
+	if read.Load() != 0 || eh.served.Load() != 1 {
+		t.Errorf("%d calls read, %d served inline; want the one inline", read.Load(), eh.served.Load())
+	}
 }
