@@ -14,8 +14,9 @@ import (
 )
 
 // fakeQEMU stands in for qemu-system-x86_64: it records its arguments, finds
-// the status file (-serial file:...) and the command (-fw_cfg ...,file=...),
-// and behaves as $FAKE_QEMU_MODE says.
+// the status file (the first -serial file:...), the heartbeat file (the
+// second) and the command (-fw_cfg ...,file=...), and behaves as
+// $FAKE_QEMU_MODE says.
 const fakeQEMU = `#!/bin/bash
 PATH=/usr/bin:/bin:$PATH
 printf '%s\n' "$@" > "$FAKE_QEMU_DIR/args"
