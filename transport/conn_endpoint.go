@@ -73,6 +73,7 @@ func (c *Conn) pollLoop(ep *endpoint) {
 	err := ep.poll(func(cs []verbs.Completion) error {
 		c.lock()
 		c.svcState.arrivals.reset()
+		c.svcState.inlineNow.reset() // for the serveInline below
 		for i := range cs {
 			if c.ep != ep {
 				break

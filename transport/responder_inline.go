@@ -80,11 +80,8 @@ func (s *responder) inlineLocked(call *svcCall) bool {
 func (c *Conn) serveInline(ep *endpoint) {
 	ep.pollG.check("serveInline")
 	s := &c.svcState
-	for first := true; ; first = false {
+	for {
 		c.lock()
-		if first {
-			s.inlineNow.reset()
-		}
 		idx, ok := s.inlineQ.pop()
 		if !ok || c.ep != ep {
 			c.holdPost = false

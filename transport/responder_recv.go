@@ -52,8 +52,8 @@ type responder struct {
 	warned time.Time
 	ended  bool
 	// arrivals stamps the calls of one poll (handleCallLocked), inlineNow
-	// the replies of one serveInline run (checkAgeLocked): owned by the
-	// poll loop.
+	// the replies of the serveInline run that follows it
+	// (checkAgeLocked): owned by the poll loop, reset for each poll.
 	arrivals, inlineNow batchClock
 	// inline is the handler of SetInlineHandler (nil: none); inlineQ
 	// holds, in arrival order, the calls queued for it (inlineLocked),
