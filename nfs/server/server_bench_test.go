@@ -39,6 +39,24 @@ func BenchmarkServerGetattr(b *testing.B) {
 	}
 }
 
+// BenchmarkServerLookup is a LOOKUP of a file in a directory the server
+// holds open (the kernel client's stat of a name it has not cached):
+// executed inline on the poll loop, a new handle made and sealed.
+func BenchmarkServerLookup(b *testing.B) {
+	env := startClientEnv(b, nil)
+	require.NoError(b, os.Mkdir(filepath.Join(env.dir, "d"), 0o755))
+	require.NoError(b, os.WriteFile(filepath.Join(env.dir, "d", "f"), nil, 0o644))
+	c, ctx := env.exp.Client, b.Context()
+	dir, _, err := c.Lookup(ctx, env.exp.Root, "d")
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := c.Lookup(ctx, dir, "f"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkServerIdentity is GETATTR and a 4 KiB READ through the client
 // as three callers: root kept (no_root_squash, the server's own identity:
 // the call runs in place), a user (uid and gid 1234: the call's file

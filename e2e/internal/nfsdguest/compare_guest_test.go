@@ -148,6 +148,11 @@ type server struct {
 	xprt  map[string]mountstats.Xprt
 	// per workload, each repetition's Reply chunks
 	chunks map[string][]replyChunks
+	// metrics: where rdma-nfsd serves its metrics ("": knfsd), and srv
+	// what they said of each workload's timed calls, summed over the
+	// repetitions
+	metrics string
+	srv     map[string]serverCalls
 }
 
 // workload is one measured job: prepare (not timed) leaves the client
@@ -395,6 +400,10 @@ func serverFiles(t *testing.T, dir string, afresh bool) {
 func measure(t *testing.T, s *server, w workload) (float64, mountstats.Ops) {
 	t.Helper()
 	w.prepare(t, s)
+	var sc0 serverCalls
+	if s.metrics != "" {
+		sc0 = scrapeServer(t, s.metrics)
+	}
 	raw0, _ := os.ReadFile("/proc/self/mountstats")
 	var amount float64
 	var d time.Duration
@@ -405,6 +414,13 @@ func measure(t *testing.T, s *server, w workload) (float64, mountstats.Ops) {
 		d = time.Since(t0)
 	})
 	raw1, _ := os.ReadFile("/proc/self/mountstats")
+	if s.metrics != "" {
+		sc := s.srv[w.name]
+		if sc.count == nil {
+			sc = newServerCalls()
+		}
+		s.srv[w.name] = sc.add(sc0, scrapeServer(t, s.metrics))
+	}
 	if s.chunks != nil {
 		s.chunks[w.name] = append(s.chunks[w.name], readReplyChunkTrace(t))
 	}
@@ -475,7 +491,10 @@ const opsSlack = 3
 // xprtrdma_chunk_reply tracepoint) at most 1.5x knfsd's, and the client's
 // local_inv_needed and fixup_copy_count for rdma-nfsd at most those for
 // knfsd (+ opsSlack a repetition). The read checks every block it reads
-// against what the write wrote. Last, one more pass on rdma-nfsd with
+// against what the write wrote. Reported too, to say where a call's time
+// goes: each procedure's round trip on both servers, and rdma-nfsd's
+// residence (from its metrics, served at metricsAddr: dispatch to the
+// reply's hand-off) and how many calls its poll loop answered. Last, one more pass on rdma-nfsd with
 // -cpuprofile, a server and profile per workload
 // (/host/rdma-nfsd-<n>.pprof, read on the host).
 func TestVsKnfsd(t *testing.T) {
@@ -490,8 +509,10 @@ func TestVsKnfsd(t *testing.T) {
 	knfsd := &server{name: "knfsd", source: serverAddr + ":/export", export: "/export",
 		opts: compareOpts + ",port=" + strconv.Itoa(knfsdRDMA)}
 	ours := &server{name: "rdma-nfsd", source: serverAddr + ":/", export: oursExport,
-		opts: compareOpts + ",port=" + strconv.Itoa(rdmaPort) + ",mountport=" + strconv.Itoa(tcpPort)}
-	srv := launchNfsd(t, oursExport, compareMount, "compare", "-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false")
+		opts:    compareOpts + ",port=" + strconv.Itoa(rdmaPort) + ",mountport=" + strconv.Itoa(tcpPort),
+		metrics: metricsAddr, srv: map[string]serverCalls{}}
+	srv := launchNfsd(t, oursExport, compareMount, "compare", "-tcp-port", strconv.Itoa(tcpPort), "-rpcbind=false",
+		"-metrics", metricsAddr)
 	all := []*server{knfsd, ours}
 	for _, s := range all {
 		s.rates, s.ops, s.xprt, s.reps = map[string][]float64{}, map[string]mountstats.Ops{}, map[string]mountstats.Xprt{}, map[string][]mountstats.Ops{}
@@ -524,6 +545,8 @@ func TestVsKnfsd(t *testing.T) {
 		ko, oo := knfsd.ops[w.name], ours.ops[w.name]
 		t.Logf("RDMANFSD calls %s (%d repetitions): knfsd %s; rdma-nfsd %s", w.name, compareReps, ko, oo)
 		t.Logf("RDMANFSD execute ms %s: knfsd %s; rdma-nfsd %s", w.name, execString(ko), execString(oo))
+		t.Logf("RDMANFSD RTT ms %s: knfsd %s; rdma-nfsd %s", w.name, rttString(ko), rttString(oo))
+		t.Logf("RDMANFSD rdma-nfsd's residence %s: %s", w.name, ours.srv[w.name].residence(oo))
 		// Per procedure, the median repetition. The list workload mounts
 		// with listOpts: without it a listing slower than the client's
 		// acregmin (3 s), as on a busy host, makes it revalidate every
@@ -573,6 +596,7 @@ func TestVsKnfsd(t *testing.T) {
 	srv.Stop()
 
 	// The profile pass: not timed against knfsd.
+	ours.metrics = ""
 	for i, w := range workloads {
 		prof := fmt.Sprintf("/host/rdma-nfsd-%d.pprof", i+1)
 		p := launchNfsd(t, oursExport, compareMount, fmt.Sprintf("profile-%d", i+1),
