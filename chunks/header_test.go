@@ -437,3 +437,38 @@ func TestAppendExtendsCallerBuffer(t *testing.T) {
 		t.Fatal("Append reallocated a buffer with room")
 	}
 }
+
+// The chunk lists alone: what AppendChunkLists writes, UnmarshalChunkLists
+// reads back, and both match the body of an RDMA_MSG header.
+func TestChunkListsAlone(t *testing.T) {
+	h := Header{XID: 1, Vers: Version1, Proc: ProcMsg,
+		ReadList:   []ReadSegment{{Position: 8, Segment: Segment{Handle: 1, Length: 100, Offset: 7}}},
+		WriteList:  []WriteChunk{{{Handle: 2, Length: 4096, Offset: 9}}},
+		ReplyChunk: WriteChunk{{Handle: 3, Length: 512, Offset: 11}}}
+	lists := h.AppendChunkLists(nil)
+	if got, want := len(lists), ChunkListsSize(h.Counts()); got != want {
+		t.Fatalf("AppendChunkLists wrote %d bytes, ChunkListsSize says %d", got, want)
+	}
+	whole := h.Append(nil)
+	if !bytes.Equal(whole[MinHeaderSize:], lists) {
+		t.Fatalf("the lists differ from the header's body:\n%x\n%x", lists, whole[MinHeaderSize:])
+	}
+	var got Header
+	got.XID, got.Vers, got.Proc = h.XID, h.Vers, h.Proc
+	r := xdr.NewReader(lists)
+	if err := got.UnmarshalChunkLists(&r, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(&h) || r.Len() != 0 {
+		t.Fatalf("read back %+v (%d bytes left), want %+v", got, r.Len(), h)
+	}
+	for n := range len(lists) {
+		r := xdr.NewReader(lists[:n])
+		if err := got.UnmarshalChunkLists(&r, nil); err == nil {
+			t.Fatalf("a prefix of %d bytes parsed", n)
+		}
+		if len(got.ReadList)+len(got.WriteList)+len(got.ReplyChunk) != 0 || got.HasReplyChunk {
+			t.Fatalf("a failed parse of %d bytes left lists behind: %+v", n, got)
+		}
+	}
+}
