@@ -33,7 +33,7 @@ var goldens = []struct {
 		0x1234,                   // rdma_inv_handle
 		0,                        // no Read list
 		1, 1, 0x1234, 4096, 0, 5, // one Write chunk of one segment
-		0,                    // end of the Write list
+		0,                      // end of the Write list
 		1, 1, 0x99, 512, 0, 6), // Reply chunk
 		Header{Prefix: Prefix{XID: 9, Vers: 2, Credit: 8, Type: HTypeMsg}, InvHandle: 0x1234,
 			Chunks: chunks.Header{WriteList: []chunks.WriteChunk{{{Handle: 0x1234, Length: 4096, Offset: 5}}},
