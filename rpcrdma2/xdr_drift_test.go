@@ -292,9 +292,9 @@ func TestXDRStructures(t *testing.T) {
 			t.Errorf("%s is not a list of %s: %+v", name, entry, fs)
 		}
 	}
-	list("rpcrdma2_read_list", "rpcrdma2_read_segment")   // chunks.Header.ReadList
-	list("rpcrdma2_write_list", "rpcrdma2_write_chunk")   // chunks.Header.WriteList
-	checked["rpcrdma2_write_chunk"] = true                // chunks.WriteChunk
+	list("rpcrdma2_read_list", "rpcrdma2_read_segment") // chunks.Header.ReadList
+	list("rpcrdma2_write_list", "rpcrdma2_write_chunk") // chunks.Header.WriteList
+	checked["rpcrdma2_write_chunk"] = true              // chunks.WriteChunk
 	if fs := sp.structs["rpcrdma2_write_chunk"]; len(fs) != 1 || fs[0].typ != "rpcrdma2_segment" || !fs[0].array {
 		t.Errorf("rpcrdma2_write_chunk is not an array of rpcrdma2_segment: %+v", fs)
 	}
