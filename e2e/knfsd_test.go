@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +31,14 @@ var knfsdGuestTests = []string{
 	"TestKnfsdDDP",
 	"TestKnfsdSymlinkDDP",
 	"TestKnfsdErrChunk",
+	"TestKnfsdVersionTwo",
 }
+
+// knfsdV2Golden holds knfsd's answers to the version 2 messages of
+// TestKnfsdVersionTwo, one hex line each (rpcrdma2's
+// TestKnfsdAnswersToVersion2 reads them); RPCRDMA_UPDATE_GOLDEN=1
+// rewrites it from the run.
+const knfsdV2Golden = "../rpcrdma2/testdata/knfsd-v2-answers.hex"
 
 // TestKnfsd runs our requester against the Linux kernel's NFS server in the
 // VM, in one boot: transport.Dial with the rdma-core provider from rxe1 to
@@ -41,7 +50,8 @@ var knfsdGuestTests = []string{
 // knfsd's 64 credits. knfsd's svcrdma tracepoints are the server's side of
 // each check (what it decoded, pulled, pushed and invalidated, and that it
 // reported no error). The private data knfsd sends (f6 ab 0e 18 01 00 03
-// 03) is checked byte for byte and logged decoded.
+// 03) is checked byte for byte and logged decoded. knfsd's answers to
+// version 2 messages (TestKnfsdVersionTwo) must be those of knfsdV2Golden.
 func TestKnfsd(t *testing.T) {
 	r := vmtest.RunGuestTests(t, vmtest.GuestTests{
 		Pkg:     "./internal/knfsdclient",
@@ -51,10 +61,48 @@ func TestKnfsd(t *testing.T) {
 		Options: vm.Options{Timeout: 20 * time.Minute},
 	})
 	requireGuestPassed(t, r, knfsdGuestTests)
+	var answers []string
 	for _, l := range r.Lines() {
 		if strings.Contains(l, "knfsd's CM private data") || strings.Contains(l, "negotiated with knfsd") {
 			t.Log(strings.TrimSpace(l))
 		}
+		if _, rest, ok := strings.Cut(l, "KNFSDV2 answer "); ok {
+			t.Log(strings.TrimSpace(l))
+			f := strings.Fields(rest)
+			answers = append(answers, f[len(f)-1])
+		}
+	}
+	checkV2Golden(t, answers)
+}
+
+// checkV2Golden compares knfsd's answers to version 2 messages with
+// knfsdV2Golden, or rewrites it.
+func checkV2Golden(t *testing.T, answers []string) {
+	t.Helper()
+	if len(answers) != 2 {
+		t.Fatalf("%d KNFSDV2 answers in the guest's output, want 2", len(answers))
+	}
+	if os.Getenv("RPCRDMA_UPDATE_GOLDEN") == "1" {
+		text := "# knfsd's answers (Linux 6.1, svcrdma) to a version 2 RDMA2_CONNPROP and RDMA2_MSG:\n" +
+			"# version 1's RDMA_ERROR ERR_VERS 1-1 with rdma_vers echoed. Written by e2e.TestKnfsd\n" +
+			"# with RPCRDMA_UPDATE_GOLDEN=1 (TestKnfsdVersionTwo).\n" + strings.Join(answers, "\n") + "\n"
+		if err := os.WriteFile(knfsdV2Golden, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(knfsdV2Golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l, _, _ = strings.Cut(l, "#"); strings.TrimSpace(l) != "" {
+			want = append(want, strings.TrimSpace(l))
+		}
+	}
+	if !slices.Equal(answers, want) {
+		t.Errorf("knfsd's answers to version 2 changed:\n got %v\nwant %v (%s)", answers, want, knfsdV2Golden)
 	}
 }
 
