@@ -109,3 +109,10 @@ func TestParseOps(t *testing.T) {
 		t.Error("no error for a mount without per-op statistics")
 	}
 }
+
+func TestFormatMean(t *testing.T) {
+	o := Ops{"LOOKUP": {Ops: 4, RTTMs: 5}, "GETATTR": {Ops: 3, RTTMs: 1}, "NULL": {}}
+	if s := o.FormatMean(func(op Op) float64 { return float64(op.RTTMs) / float64(op.Ops) }); s != "GETATTR=0.33 LOOKUP=1.25" {
+		t.Errorf("FormatMean: %q", s)
+	}
+}

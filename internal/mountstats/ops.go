@@ -99,6 +99,16 @@ func (o Ops) String() string { return o.Format(func(op Op) uint64 { return op.Op
 // Format lists the procedures that were called, by name, with the number
 // value picks of each: NAME=value.
 func (o Ops) Format(value func(Op) uint64) string {
+	return o.format(func(op Op) string { return strconv.FormatUint(value(op), 10) })
+}
+
+// FormatMean lists the procedures that were called, by name, with value's
+// figure of each to two decimals (a mean per call, say): NAME=1.25.
+func (o Ops) FormatMean(value func(Op) float64) string {
+	return o.format(func(op Op) string { return strconv.FormatFloat(value(op), 'f', 2, 64) })
+}
+
+func (o Ops) format(value func(Op) string) string {
 	var names []string
 	for k, v := range o {
 		if v.Ops > 0 {
@@ -111,7 +121,9 @@ func (o Ops) Format(value func(Op) uint64) string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%d", k, value(o[k]))
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(value(o[k]))
 	}
 	return b.String()
 }

@@ -126,19 +126,5 @@ func (sc serverCalls) residence(ops mountstats.Ops) string {
 // rttString lists each procedure's mean round trip (mountstats' RTT), in
 // ms.
 func rttString(ops mountstats.Ops) string {
-	var procs []string
-	for p, o := range ops {
-		if o.Ops > 0 {
-			procs = append(procs, p)
-		}
-	}
-	slices.Sort(procs)
-	var b strings.Builder
-	for i, p := range procs {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s=%.2f", p, float64(ops[p].RTTMs)/float64(ops[p].Ops))
-	}
-	return b.String()
+	return ops.FormatMean(func(op mountstats.Op) float64 { return float64(op.RTTMs) / float64(op.Ops) })
 }
