@@ -91,13 +91,16 @@ var (
 	ErrPropertyData = &ProtocolError{Outcome: OutcomeErrBadXDR, Reason: "property data does not fit its type"}
 )
 
-// chunkErrors wrap the chunk lists' errors, one per sentinel of package
-// chunks, made once so that a failed parse allocates nothing.
+// chunkErrors wrap the errors of the chunk lists' parse and validation,
+// one per sentinel of package chunks, made once so that a failed parse
+// allocates nothing.
 var chunkErrors = func() map[error]*ProtocolError {
 	m := map[error]*ProtocolError{}
 	for _, e := range []*chunks.ProtocolError{chunks.ErrTruncated, chunks.ErrBadDiscriminator,
 		chunks.ErrTooManyReadChunks, chunks.ErrTooManyWriteChunks, chunks.ErrTooManySegments,
-		chunks.ErrChunkTooLong} {
+		chunks.ErrChunkTooLong, chunks.ErrPositionAlign, chunks.ErrReadListOrder,
+		chunks.ErrReadChunkOverlap, chunks.ErrPositionBeyondMessage, chunks.ErrPositionZeroInMsg,
+		chunks.ErrNoMsgNoCallChunk} {
 		m[e] = &ProtocolError{Outcome: OutcomeErrBadXDR, Reason: "chunk lists", Err: e}
 	}
 	return m
