@@ -126,7 +126,7 @@ func (h *Header) clearBody() {
 func (h *Header) Len() int {
 	switch h.Type {
 	case HTypeMsg, HTypeNoMsg:
-		return PrefixSize + 4 + chunks.ChunkListsSize(h.Chunks.Counts())
+		return MsgLen(h.Chunks.Counts())
 	case HTypeError:
 		return PrefixSize + h.Error.len()
 	case HTypeConnProp:
@@ -154,6 +154,28 @@ func (h *Header) Append(b []byte) []byte {
 	}
 	return b
 }
+
+// AppendMsg appends an RDMA2_MSG or RDMA2_NOMSG header (p.Type) whose
+// chunk lists are lists' (its list fields only), as Append would for a
+// Header holding them, without copying them into one: what a transport
+// that keeps its chunk lists in a chunks.Header sends. It writes
+// MsgLen(lists.Counts()) bytes and allocates nothing when b has room.
+func AppendMsg(b []byte, p *Prefix, invHandle uint32, lists *chunks.Header) []byte {
+	b = slices.Grow(b, MsgLen(lists.Counts()))
+	b = appendPrefix(b, p)
+	b = xdr.AppendUint32(b, invHandle)
+	return lists.AppendChunkLists(b)
+}
+
+// MsgLen returns the encoded size of an RDMA2_MSG or RDMA2_NOMSG header
+// whose chunk lists have the counts c: chunks.Size(c) and HeaderExtra.
+func MsgLen(c chunks.Counts) int { return PrefixSize + 4 + chunks.ChunkListsSize(c) }
+
+// HeaderExtra is how much longer an RDMA2_MSG or RDMA2_NOMSG header is than
+// version 1's RDMA_MSG or RDMA_NOMSG with the same chunk lists: rdma_flags
+// and rdma_inv_handle. A transport planning a version 2 message with
+// version 1's sizes takes it off its inline threshold.
+const HeaderExtra = PrefixSize + 4 - chunks.MinHeaderSize
 
 // AppendError appends the RDMA2_ERROR a responder sends for the call whose
 // rdma_xid is xid (draft §5.3.3): rdma_vers 2, FlagResponse set, credit

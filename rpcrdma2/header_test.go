@@ -263,3 +263,24 @@ func TestStrings(t *testing.T) {
 		}
 	}
 }
+
+// AppendMsg writes what Append writes for a header holding the lists, in
+// MsgLen bytes, HeaderExtra more than version 1's header.
+func TestAppendMsg(t *testing.T) {
+	for _, g := range goldens {
+		if g.h.Type != HTypeMsg && g.h.Type != HTypeNoMsg {
+			continue
+		}
+		got := AppendMsg(nil, &g.h.Prefix, g.h.InvHandle, &g.h.Chunks)
+		if !bytes.Equal(got, g.wire) || len(got) != MsgLen(g.h.Chunks.Counts()) {
+			t.Errorf("%s: AppendMsg %x, want %x", g.name, got, g.wire)
+		}
+		if v1 := chunks.Size(g.h.Chunks.Counts()); len(got)-v1 != HeaderExtra {
+			t.Errorf("%s: %d bytes against version 1's %d, HeaderExtra %d", g.name, len(got), v1, HeaderExtra)
+		}
+		buf := make([]byte, 0, 256)
+		if n := testing.AllocsPerRun(50, func() { _ = AppendMsg(buf[:0], &g.h.Prefix, g.h.InvHandle, &g.h.Chunks) }); n != 0 {
+			t.Errorf("%s: AppendMsg allocates %v", g.name, n)
+		}
+	}
+}

@@ -162,6 +162,15 @@ type Config struct {
 	// its other fields are as credits.Policy documents them. The zero
 	// Policy grants Credits all the time, as svcrdma does.
 	GrantPolicy credits.Policy
+	// AcceptVersion2 lets a responder serve RPC-over-RDMA version 2
+	// (draft-cel-nfsv4-rpcrdma-version-two-09; docs/v2.md): a connection
+	// whose first message has rdma_vers 2 runs version 2 (its calls
+	// answered in version 2, an RDMA2_CONNPROP with this side's
+	// properties, Send With Invalidate only for a call's
+	// rdma_inv_handle); any other connection runs version 1 as before.
+	// false (the zero value) answers a version 2 message with version
+	// 1's ERR_VERS, as Linux's svcrdma does.
+	AcceptVersion2 bool
 	// InlineReplies makes a responder send a reply inline whenever it fits,
 	// even when the requester offered a Reply chunk (RFC 8166 §3.5.6 lets
 	// it choose). false (the zero value) uses an offered Reply chunk, as

@@ -519,6 +519,7 @@ func (c *Conn) Stats() Stats {
 		s.Negotiated = negotiated(*c.last)
 	}
 	s.Negotiated.Credits = c.role.creditsLocked()
+	s.Negotiated.Version = c.role.versionLocked()
 	c.unlock()
 	return s
 }

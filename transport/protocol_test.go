@@ -345,9 +345,9 @@ func protoRunMatrixCell(t *testing.T, pc protoConfig) {
 	swi := pc.clientR && pc.serverR
 	cn, sn := p.client.Stats().Negotiated, p.server.Stats().Negotiated
 	assert.Equal(t, Negotiated{PeerPrivateData: "found", SendInline: sendInline, RecvInline: recvInline,
-		LocalR: pc.clientR, PeerR: pc.serverR, ExpectRemoteInvalidate: pc.clientR, Credits: cn.Credits}, cn, "requester")
+		LocalR: pc.clientR, PeerR: pc.serverR, ExpectRemoteInvalidate: pc.clientR, Credits: cn.Credits, Version: 1}, cn, "requester")
 	assert.Equal(t, Negotiated{PeerPrivateData: "found", SendInline: recvInline, RecvInline: sendInline,
-		LocalR: pc.serverR, PeerR: pc.clientR, SendWithInvalidate: swi, Credits: sn.Credits}, sn, "responder")
+		LocalR: pc.serverR, PeerR: pc.clientR, SendWithInvalidate: swi, Credits: sn.Credits, Version: 1}, sn, "responder")
 
 	var want struct{ client, server Stats }
 	var wrs protoWRs

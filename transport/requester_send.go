@@ -103,6 +103,9 @@ func (s *requester) trimLocked(bool, bool) {}
 
 func (s *requester) creditsLocked() uint32 { return s.credits.Limit() }
 
+// versionLocked: a requester speaks version 1 (RFC 8166).
+func (s *requester) versionLocked() uint32 { return chunks.Version1 }
+
 // writeMsg sends one call under Conn.wmu: a requester's WriteMsgs are
 // serialised, as its Writes.
 func (s *requester) writeMsg(msg []byte) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -32,6 +33,13 @@ type responder struct {
 	dataOps   int // ops[:dataOps] write the result (from call.direct, if set)
 	echo      chunks.WriteChunk
 	echoList  []chunks.WriteChunk
+	// vers is the RPC-over-RDMA version the connection runs, set by its
+	// first message (decideVersionLocked): 0 until then. h2 is the parse
+	// of a version 2 message, whose chunk lists then move to the call's
+	// hdr.
+	vers uint32
+	h2   rpcrdma2.Header
+
 	// pulling holds, in arrival order, the calls whose RDMA Reads did not
 	// all fit in the send queue, or in the memory budgets, yet (see
 	// pumpReadsLocked).
@@ -78,9 +86,13 @@ const (
 // svcCall is one received call, from its Receive until its reply's Send
 // completed.
 type svcCall struct {
-	state     int
-	arrived   time.Time     // when its Receive completed (Config.SlowReply)
-	hdr       chunks.Header // the call's transport header: the chunks offered
+	state   int
+	arrived time.Time     // when its Receive completed (Config.SlowReply)
+	hdr     chunks.Header // the call's transport header: the chunks offered
+	// v2: the call came in RPC-over-RDMA version 2 (its reply goes in
+	// version 2), with invHandle its rdma_inv_handle.
+	v2        bool
+	invHandle uint32
 	xid       uint32
 	requested uint32 // the call's rdma_credit
 	recvBuf   int    // Receive buffer holding the inline part while reading
@@ -212,12 +224,24 @@ func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *ver
 	slot := s.free[len(s.free)-1]
 	call := &s.calls[slot]
 	call.arrived = s.arrivals.now()
-	n, err := call.hdr.ParseCall(data, &c.cfg.Limits)
+	var n int
+	var err error
+	xid := &call.hdr.XID
+	if s.decideVersionLocked(data) == rpcrdma2.Version2 {
+		var done bool
+		xid = &s.h2.XID
+		if n, done, err = s.parseCallV2Locked(ep, buf, call, data); done {
+			return err
+		}
+	} else {
+		n, err = call.hdr.ParseCall(data, &c.cfg.Limits)
+		call.v2 = false
+	}
 	if err == nil && replyWRs(&call.hdr) > ep.sqCap/2 {
 		err = errReplySegments
 	}
 	if err != nil {
-		return s.rejectCallLocked(ep, buf, &call.hdr, err)
+		return s.rejectCallLocked(ep, buf, *xid, err)
 	}
 	s.free = s.free[:len(s.free)-1]
 	call.xid, call.requested, call.recvBuf, call.hdrLen, call.inlineLen = call.hdr.XID, call.hdr.Credits, buf, n, len(data)-n
@@ -234,7 +258,7 @@ func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *ver
 	}
 	if total > uint64(c.cfg.MaxRPCSize) {
 		s.free = append(s.free, slot)
-		return s.rejectCallLocked(ep, buf, &call.hdr, chunks.ErrChunkTooLong)
+		return s.rejectCallLocked(ep, buf, call.xid, chunks.ErrChunkTooLong)
 	}
 	s.ops = s.ops[:0]
 	off := 0
@@ -253,16 +277,31 @@ func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *ver
 	return s.pumpReadsLocked(ep)
 }
 
-// rejectCallLocked answers a call whose header was unusable: ERR_VERS,
-// ERR_CHUNK, or nothing (RFC 8166 §4.5), and reposts its Receive.
-func (s *responder) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, perr error) error {
+// rejectCallLocked answers the call xid whose header was unusable:
+// ERR_VERS, ERR_CHUNK, or nothing (RFC 8166 §4.5); on a version 2
+// connection the RDMA2_ERROR errorV2 chooses, or nothing. It reposts the
+// call's Receive.
+func (s *responder) rejectCallLocked(ep *endpoint, buf int, xid uint32, perr error) error {
 	c := s.c
 	if err := ep.repost(buf); err != nil {
 		return err
 	}
 	_ = s.credits.Post(1)
 	outcome := chunks.OutcomeOf(perr)
-	c.cfg.Logger.Debug("rpcrdma: bad call header", "xid", h.XID, "err", perr, "outcome", outcome.String())
+	var e2 rpcrdma2.Error
+	if s.vers == rpcrdma2.Version2 {
+		var drop bool
+		e2, drop = s.errorV2(ep, perr)
+		switch {
+		case drop:
+			outcome = chunks.OutcomeDrop
+		case e2.Code == rpcrdma2.ErrVers:
+			outcome = chunks.OutcomeErrVers
+		default:
+			outcome = chunks.OutcomeErrChunk
+		}
+	}
+	c.cfg.Logger.Debug("rpcrdma: bad call header", "xid", xid, "err", perr, "outcome", outcome.String(), "version", s.vers)
 	if outcome == chunks.OutcomeDrop || !ep.canSend(1) {
 		c.stats.dropped.Add(1)
 		_ = s.credits.Drop()
@@ -276,11 +315,17 @@ func (s *responder) rejectCallLocked(ep *endpoint, buf int, h *chunks.Header, pe
 	}
 	s.lastGrant = grant
 	sb, b := ep.nextSendBuf()
+	switch {
+	case s.vers == rpcrdma2.Version2:
+		b = rpcrdma2.AppendError(b, xid, grant, e2)
+	case outcome == chunks.OutcomeErrVers:
+		b = chunks.AppendErrVers(b, xid, grant)
+	default:
+		b = chunks.AppendErrChunk(b, xid, grant)
+	}
 	if outcome == chunks.OutcomeErrVers {
-		b = chunks.AppendErrVers(b, h.XID, grant)
 		c.stats.errVers.Add(1)
 	} else {
-		b = chunks.AppendErrChunk(b, h.XID, grant)
 		c.stats.errChunk.Add(1)
 	}
 	// RDMA_ERROR never uses Send With Invalidate (svcrdma does the same).

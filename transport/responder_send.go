@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -49,6 +50,16 @@ func (s *responder) sendSkipped(sk xdr.Skipped) error {
 }
 
 func (s *responder) creditsLocked() uint32 { return s.lastGrant }
+
+// versionLocked: the version the connection's first message decided
+// (decideVersionLocked); before it, 1 if version 1 is all this side
+// speaks, else 0.
+func (s *responder) versionLocked() uint32 {
+	if s.vers == 0 && !s.c.cfg.AcceptVersion2 {
+		return chunks.Version1
+	}
+	return s.vers
+}
 
 // sendReply sends one RPC reply for a call received on this Conn (RFC 8166
 // §3.5.4-§3.5.6): its DDP-eligible result by RDMA Write into the call's
@@ -220,7 +231,13 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte, done fun
 		// The requester did not provide room for the reply: ERR_CHUNK
 		// (RFC 8166 §4.5.3), as svcrdma does.
 		c.cfg.Logger.Debug("rpcrdma: reply does not fit", "xid", call.xid, "err", perr)
-		b = chunks.AppendErrChunk(b, call.xid, grant)
+		if call.v2 {
+			// RDMA2_ERR_REPLY_RESOURCE, with the bytes the reply needs
+			// (draft §5.3.3).
+			b = rpcrdma2.AppendError(b, call.xid, grant, rpcrdma2.Error{Code: rpcrdma2.ErrReplyResource, LengthNeeded: uint32(len(msg))})
+		} else {
+			b = chunks.AppendErrChunk(b, call.xid, grant)
+		}
 		c.stats.errChunk.Add(1)
 		ep.appendSend(wrID(wrSend, slot, sb), verbs.OpSend, sb, len(b), 0)
 		s.finishReplyLocked(ep, slot, sb)
@@ -232,7 +249,11 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte, done fun
 	if err := s.appendReplyChunksLocked(h, call, msg, plan); err != nil {
 		return kept, err
 	}
-	b = h.Append(b)
+	if call.v2 {
+		b = appendReplyHeaderV2(b, call, grant, h)
+	} else {
+		b = h.Append(b)
+	}
 	if plan.Proc == chunks.ProcMsg {
 		if plan.Data.Present {
 			b = marshal.AppendReduced(b, msg, plan.Data)
@@ -252,7 +273,12 @@ func (s *responder) postReplyLocked(ep *endpoint, slot int, msg []byte, done fun
 		c.stats.rdmaWriteBytes.Add(uint64(op.Len))
 	}
 	op, inv := verbs.OpSend, uint32(0)
-	if rkey, one := singleRKey(&call.hdr); one && ep.settings.SendWithInvalidate {
+	rkey, one := singleRKey(&call.hdr)
+	one = one && ep.settings.SendWithInvalidate
+	if call.v2 {
+		rkey, one = invalidateV2(call)
+	}
+	if one {
 		op, inv = verbs.OpSendWithInvalidate, rkey
 		c.stats.remoteInv.Add(1)
 	}
@@ -276,8 +302,12 @@ func (s *responder) planReply(ep *endpoint, call *svcCall, msg []byte) (marshal.
 			}
 		}
 	}
+	sendInline := ep.settings.SendInline
+	if call.v2 {
+		sendInline -= rpcrdma2.HeaderExtra // planned with version 1's header sizes
+	}
 	plan, perr := marshal.PlanReply(marshal.ReplyInput{MsgLen: len(msg), Data: item, Call: &call.hdr,
-		InlineWhenFits: s.c.cfg.InlineReplies}, ep.settings.SendInline)
+		InlineWhenFits: s.c.cfg.InlineReplies}, sendInline)
 	if msg == nil {
 		perr = ErrMessageTooLarge
 	}

@@ -39,6 +39,9 @@ type connRole interface {
 	// creditsLocked is the credit figure Stats reports: the requester's
 	// limit, or the responder's last grant.
 	creditsLocked() uint32
+	// versionLocked is the RPC-over-RDMA version the connection runs, as
+	// Stats reports it.
+	versionLocked() uint32
 
 	// setupEndpoint sets the role's limits on a new endpoint.
 	setupEndpoint(ep *endpoint)

@@ -117,6 +117,10 @@ type Negotiated struct {
 	// Credits is the requester's current credit limit or the responder's
 	// last grant.
 	Credits uint32
+	// Version is the RPC-over-RDMA version the connection runs: 1, or 2
+	// on a responder with Config.AcceptVersion2 whose peer's first
+	// message was version 2 (0 on such a responder until that message).
+	Version uint32
 }
 
 // counters is the atomic form of Stats.
