@@ -306,6 +306,101 @@ var v2ServerCases = []hpServerCase{
 		},
 	},
 	{
+		name: "connprop-flood",
+		want: "100 RDMA2_CONNPROPs in a row: each answered like a call (a credit each), the last Receive Buffer Size " +
+			"that is smaller wins; nothing else changes and calls still work",
+		run: func(e *hpServerEnv) {
+			for i := range 100 {
+				e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReceiveBufferSize(uint32(4096 - 8*i))})
+			}
+			e.v2Ping()
+			if n := e.stats().Negotiated.SendInline; n != 4096-8*99 {
+				e.t.Fatalf("SendInline %d, want %d", n, 4096-8*99)
+			}
+		},
+	},
+	{
+		name: "connprop-unknown-properties",
+		want: "an RDMA2_CONNPROP of 60 properties of unknown ids and odd lengths: answered, all skipped",
+		run: func(e *hpServerEnv) {
+			var ps rpcrdma2.Properties
+			for i := range 60 {
+				ps = append(ps, rpcrdma2.Property{Which: rpcrdma2.PropID(100 + i), Data: hpPattern(i%7, byte(i))})
+			}
+			e.v2ConnProp(ps)
+			e.v2Ping()
+			if n := e.stats().Negotiated.SendInline; n != DefaultInline {
+				e.t.Fatalf("SendInline %d, want %d", n, DefaultInline)
+			}
+		},
+	},
+	{
+		name: "connprop-too-many-properties",
+		want: "an RDMA2_CONNPROP claiming 65 properties: RDMA2_ERR_BAD_XDR before any is read",
+		run: func(e *hpServerEnv) {
+			xid := e.nextXID()
+			e.peer.sendMsg(hpWords(xid, 2, 32, 5, 0, 65))
+			e.v2ExpectError(xid, rpcrdma2.Error{Code: rpcrdma2.ErrBadXDR})
+			e.v2Ping()
+		},
+	},
+	{
+		name: "connprop-tiny-buffer",
+		want: "a Receive Buffer Size of 16 bytes is taken as 1,024 (the least RFC 8797 can say): calls still answered inline",
+		run: func(e *hpServerEnv) {
+			e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReceiveBufferSize(16)})
+			e.v2Ping()
+			if n := e.stats().Negotiated.SendInline; n != 1024 {
+				e.t.Fatalf("SendInline %d, want 1024", n)
+			}
+		},
+	},
+	{
+		name: "connprop-after-calls",
+		want: "an RDMA2_CONNPROP after calls is answered too; a later, larger Receive Buffer Size does not raise the threshold",
+		run: func(e *hpServerEnv) {
+			e.v2Ping()
+			e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReceiveBufferSize(2048)})
+			e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReceiveBufferSize(65536)})
+			e.v2Ping()
+			if n := e.stats().Negotiated.SendInline; n != 2048 {
+				e.t.Fatalf("SendInline %d, want 2048", n)
+			}
+		},
+	},
+	{
+		name: "truncated-prefix",
+		want: "18 bytes of version 2: RDMA2_ERR_BAD_XDR for the XID it has; connection up",
+		run: func(e *hpServerEnv) {
+			e.v2Ping()
+			xid := e.nextXID()
+			e.peer.sendMsg(hpWords(xid, 2, 32, 0, 0)[:18])
+			e.v2ExpectError(xid, rpcrdma2.Error{Code: rpcrdma2.ErrBadXDR})
+			e.v2Ping()
+		},
+	},
+	{
+		name: "short-message",
+		want: "12 bytes (no XID to answer) on a version 2 connection: dropped; connection up",
+		run: func(e *hpServerEnv) {
+			e.v2Ping()
+			e.peer.sendMsg(hpWords(1, 2, 32))
+			e.v2Ping()
+			wantStat(e.t, "Dropped", e.stats().Dropped, 1)
+		},
+	},
+	{
+		name: "nomsg-without-call-chunk",
+		want: "an RDMA2_NOMSG with no position-zero Read chunk: RDMA2_ERR_BAD_XDR",
+		run: func(e *hpServerEnv) {
+			e.v2Ping()
+			xid := e.nextXID()
+			e.peer.sendMsg(v2Msg(xid, 0, chunks.Header{}, nil))
+			e.v2ExpectError(xid, rpcrdma2.Error{Code: rpcrdma2.ErrBadXDR})
+			e.v2Ping()
+		},
+	},
+	{
 		name: "inline-xid-mismatch",
 		want: "an RDMA2_MSG whose RPC message has another XID: RDMA2_ERR_BAD_XDR",
 		run: func(e *hpServerEnv) {
