@@ -30,7 +30,8 @@ var rdmaNfsdGuestTests = []string{
 // over RDMA, in one boot (e2e/internal/nfsdguest): the nfsworkload
 // workload (files by checksum across a remount and on the server's disk,
 // the random exerciser for 30 s, 2,000 directory entries, the namespace
-// operations, a tree copied in and out); SIGKILL and restart of the server
+// operations, a tree copied in and out), with rdma-nfsd -rpcrdma-v2, which
+// the kernel client, speaking version 1, must not notice; SIGKILL and restart of the server
 // in the middle of a 64 MiB cp on the hard mount (cp completes, every byte
 // arrives, no ESTALE); and the kernel's mountstats as the proof of the
 // negotiated inline sizes (no chunks for 1 KiB I/O at 4096, chunks at

@@ -94,6 +94,7 @@ type options struct {
 	maxRPC                            int
 	postAsyncMin                      int
 	pollBeforeWait, pollBeforeWaitMax time.Duration
+	acceptV2                          bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -120,6 +121,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.inlineRecv, "inline-recv", transport.DefaultInline, "inline receive size offered (RFC 8797; a multiple of 1024 in 1024..262144)")
 	fs.BoolVar(&o.noRemoteInvalidate, "no-remote-invalidate", false, "clear the R bit: never reply with Send With Invalidate")
 	fs.BoolVar(&o.noPrivateData, "no-private-data", false, "send no RFC 8797 private data (the 1024-byte defaults)")
+	fs.BoolVar(&o.acceptV2, "rpcrdma-v2", false, "serve RPC-over-RDMA version 2 (draft-cel-nfsv4-rpcrdma-version-two-09) on connections whose first message is version 2; others, the Linux client's, run version 1 as without it")
 	fs.IntVar(&o.credits, "credits", 0, fmt.Sprintf("largest credit grant per connection (0..%d; 0: 64, as Linux)", transport.MaxCredits))
 	fs.BoolVar(&o.inlineCalls, "inline-calls", true, "execute NULL, and GETATTRs, LOOKUPs, cached READs (and, on tmpfs by root, WRITEs, CREATEs, MKDIRs and REMOVEs) of open files and directories, on the goroutine that polled them (false: every call on a worker)")
 	fs.IntVar(&o.concurrentCalls, "concurrent-calls", 0, fmt.Sprintf("calls of one connection executed at once (0..%d; 0: 16; 1: one after the other)", server.MaxConcurrentCalls))
@@ -284,6 +286,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(*serve
 			InlineRecv:         o.inlineRecv,
 			NoRemoteInvalidate: o.noRemoteInvalidate,
 			NoPrivateData:      o.noPrivateData,
+			AcceptVersion2:     o.acceptV2,
 			Credits:            uint32(o.credits),
 			MaxConns:           o.maxConns,
 			AcceptBacklog:      o.backlog,
