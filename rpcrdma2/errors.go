@@ -100,7 +100,8 @@ var chunkErrors = func() map[error]*ProtocolError {
 		chunks.ErrTooManyReadChunks, chunks.ErrTooManyWriteChunks, chunks.ErrTooManySegments,
 		chunks.ErrChunkTooLong, chunks.ErrPositionAlign, chunks.ErrReadListOrder,
 		chunks.ErrReadChunkOverlap, chunks.ErrPositionBeyondMessage, chunks.ErrPositionZeroInMsg,
-		chunks.ErrNoMsgNoCallChunk} {
+		chunks.ErrNoMsgNoCallChunk, chunks.ErrReplyReadList, chunks.ErrReplyMsgReplyChunk,
+		chunks.ErrReplyNoMsgNoReplyChunk} {
 		m[e] = &ProtocolError{Outcome: OutcomeErrBadXDR, Reason: "chunk lists", Err: e}
 	}
 	return m

@@ -58,6 +58,41 @@ func (h *Header) ParseCall(b []byte, lim *chunks.Limits) (hdrLen int, err error)
 	return hdrLen, nil
 }
 
+// ErrNotReply: an RDMA2_MSG or RDMA2_NOMSG without RPCRDMA2_F_RESPONSE (a
+// reverse-direction call) where ParseReply expects a reply; dropped.
+var ErrNotReply = &ProtocolError{Outcome: OutcomeDrop, Reason: "a call (no RPCRDMA2_F_RESPONSE) where a reply was expected"}
+
+// ParseReply parses the transport header of a message a requester received
+// and checks what a reply must be: an RDMA2_ERROR or an RDMA2_CONNPROP (no
+// further check), or an RDMA2_MSG or RDMA2_NOMSG with RPCRDMA2_F_RESPONSE
+// whose chunk lists pass version 1's ValidateReply and, for an RDMA2_MSG,
+// whose RPC message starts with rdma_xid. b is the whole message. Errors
+// are Unmarshal's, ErrNotReply, ErrXIDMismatch and version 1's validation
+// errors wrapped; on error the common part is kept (if len(b) >=
+// CommonSize): h.XID names the call to fail.
+func (h *Header) ParseReply(b []byte, lim *chunks.Limits) (hdrLen int, err error) {
+	hdrLen, err = h.Unmarshal(b, lim)
+	switch {
+	case err != nil:
+		return 0, err
+	case h.Type == HTypeError, h.Type == HTypeConnProp:
+		return hdrLen, nil
+	case !h.Response():
+		err = ErrNotReply
+	default:
+		if verr := h.Chunks.ValidateReply(); verr != nil {
+			err = listError(verr)
+		} else if h.Type == HTypeMsg && (len(b)-hdrLen < 4 || binary.BigEndian.Uint32(b[hdrLen:]) != h.XID) {
+			err = ErrXIDMismatch
+		}
+	}
+	if err != nil {
+		h.clearBody()
+		return 0, err
+	}
+	return hdrLen, nil
+}
+
 // ChunkError returns the version 1 validation error err wraps (a
 // *chunks.ProtocolError), or nil: what a responder turns into
 // RDMA2_ERR_READ_CHUNKS, _WRITE_CHUNKS or _SEGMENTS.

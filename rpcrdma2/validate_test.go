@@ -48,3 +48,44 @@ func TestParseCall(t *testing.T) {
 		})
 	}
 }
+
+func TestParseReply(t *testing.T) {
+	rpc := []uint32{7, 1, 0} // the start of an RPC reply
+	for _, c := range []struct {
+		name  string
+		wire  []byte
+		err   error
+		chunk *chunks.ProtocolError
+	}{
+		{"an inline reply", words(append([]uint32{7, 2, 32, 0, 1, 0, 0, 0, 0}, rpc...)...), nil, nil},
+		{"a reply through the Reply chunk", words(7, 2, 32, 1, 1, 0, 0, 0, 1, 1, 9, 100, 0, 0), nil, nil},
+		{"an error", words(7, 2, 32, 4, 1, 8, 5000), nil, nil},
+		{"a CONNPROP", words(7, 2, 32, 5, 1, 0), nil, nil},
+		{"a call (no F_RESPONSE)", words(append([]uint32{7, 2, 32, 0, 0, 0, 0, 0, 0}, rpc...)...), ErrNotReply, nil},
+		{"an inline reply with another XID", words(append([]uint32{7, 2, 32, 0, 1, 0, 0, 0, 0}, 8, 1, 0)...), ErrXIDMismatch, nil},
+		{"a reply with a Read list", words(append([]uint32{7, 2, 32, 0, 1, 0, 1, 0, 9, 100, 0, 0, 0, 0, 0}, rpc...)...), nil, chunks.ErrReplyReadList},
+		{"a NOMSG reply without a Reply chunk", words(7, 2, 32, 1, 1, 0, 0, 0, 0), nil, chunks.ErrReplyNoMsgNoReplyChunk},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var h Header
+			n, err := h.ParseReply(c.wire, nil)
+			switch {
+			case c.err == nil && c.chunk == nil:
+				if err != nil || n == 0 {
+					t.Fatalf("ParseReply: %d, %v", n, err)
+				}
+			case c.err != nil:
+				if !errors.Is(err, c.err) {
+					t.Fatalf("ParseReply: %v, want %v", err, c.err)
+				}
+			default:
+				if ChunkError(err) != c.chunk {
+					t.Fatalf("ParseReply: %v, want %v", err, c.chunk)
+				}
+			}
+			if err != nil && (n != 0 || h.XID != 7) {
+				t.Fatalf("a failed ParseReply: hdrLen %d, XID %d", n, h.XID)
+			}
+		})
+	}
+}

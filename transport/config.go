@@ -155,6 +155,15 @@ type Config struct {
 	// DefaultCallTimeout).
 	Reconnect ReconnectPolicy
 
+	// OfferVersion2 makes a requester offer RPC-over-RDMA version 2
+	// (draft-cel-nfsv4-rpcrdma-version-two-09 §7; docs/v2.md) on each new
+	// connection: its first message is an RDMA2_CONNPROP, and a version 2
+	// answer makes the connection version 2. Version 1's ERR_VERS (what
+	// knfsd answers), or no answer within 10 s, makes it version 1, on the
+	// same connection, and the address is not offered version 2 again by
+	// this process. false (the zero value) speaks version 1 only.
+	OfferVersion2 bool
+
 	// Responder only (the connections a Listener accepts).
 
 	// GrantPolicy refines how a responder chooses its grant (RFC 8166

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
@@ -45,6 +46,9 @@ func Dial(ctx context.Context, addr string, cfg *Config) (*Conn, error) {
 	c.laddr, c.raddr = ep.vc.LocalAddr(), ep.vc.RemoteAddr()
 	c.lock()
 	c.ep = ep
+	if ep.grant > 0 {
+		c.reqState.credits.Update(ep.grant)
+	}
 	c.startEndpoint(ep)
 	if c.cfg.Reconnect.CallTimeout > 0 {
 		c.bg.Add(1)
@@ -92,10 +96,20 @@ func (c *Conn) dialEndpoint(ctx context.Context, addr string) (*endpoint, error)
 	}
 	ep.sqCap = caps.SendQueue
 	ep.settings = cmpriv.Negotiate(cmpriv.Requester, local, vc.PeerPrivateData())
+	ep.vers = chunks.Version1
+	if _, refused := v2Refused.Load(addr); c.cfg.OfferVersion2 && !refused {
+		nctx, cancel := context.WithTimeout(ctx, negotiationTimeout)
+		err := c.negotiateV2(nctx, ep, addr)
+		cancel()
+		if err != nil {
+			_ = vc.Close()
+			return nil, err
+		}
+	}
 	c.cfg.Logger.Info("rpcrdma: connected", "role", "requester", "remote", addr,
 		"peer_private_data", ep.settings.PeerStatus.String(), "peer", ep.settings.Peer.String(),
 		"send_inline", ep.settings.SendInline, "recv_inline", ep.settings.RecvInline,
-		"expect_remote_invalidate", ep.settings.ExpectRemoteInvalidate)
+		"expect_remote_invalidate", ep.settings.ExpectRemoteInvalidate, "version", ep.vers)
 	return ep, nil
 }
 

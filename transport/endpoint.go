@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
@@ -78,6 +79,14 @@ type endpoint struct {
 	// (doneAfterCloseLocked), and vcClosed says it is.
 	closedDones []func()
 	vcClosed    bool
+
+	// requester: the RPC-over-RDMA version of the connection (1, or 2
+	// after negotiateV2), set before its loops start; grant is the credit
+	// grant of the responder's RDMA2_CONNPROP, 0 if none; h2 parses its
+	// version 2 replies (under Conn.mu).
+	vers  uint32
+	grant uint32
+	h2    rpcrdma2.Header
 
 	// scratch, reused under Conn.mu
 	writeSeg  [1]chunks.Segment

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -293,6 +294,9 @@ func protoSizes(sendInline, recvInline int) []protoCase {
 type protoConfig struct {
 	clientSend, clientRecv, serverSend, serverRecv int
 	clientR, serverR                               bool
+	// v2: both peers speak RPC-over-RDMA version 2 (OfferVersion2,
+	// AcceptVersion2).
+	v2 bool
 }
 
 func (pc protoConfig) String() string {
@@ -305,6 +309,24 @@ func (pc protoConfig) String() string {
 	return fmt.Sprintf("c%d-%d_s%d-%d_R%d%d", pc.clientSend, pc.clientRecv, pc.serverSend, pc.serverRecv, r(pc.clientR), r(pc.serverR))
 }
 
+// protoConfigs are the cells of the matrix, version 1 or version 2.
+func protoConfigs(v2 bool) []protoConfig {
+	sizes := []int{1024, 4096, 65536}
+	var configs []protoConfig
+	for _, cs := range sizes {
+		for _, cr := range sizes {
+			for _, ss := range sizes {
+				for _, sr := range sizes {
+					for _, r := range [][2]bool{{true, true}, {true, false}, {false, true}, {false, false}} {
+						configs = append(configs, protoConfig{cs, cr, ss, sr, r[0], r[1], v2})
+					}
+				}
+			}
+		}
+	}
+	return configs
+}
+
 // TestProtocolMatrix runs every call form through every combination of
 // inline thresholds (1024, 4096 and 65536 for each of the four sizes the
 // two peers offer: symmetric, asymmetric, each way) and of the R bits, and
@@ -314,20 +336,23 @@ func (pc protoConfig) String() string {
 // §4.1) and the counters of both sides against the forms computed by
 // protoPlan.
 func TestProtocolMatrix(t *testing.T) {
-	sizes := []int{1024, 4096, 65536}
-	var configs []protoConfig
-	for _, cs := range sizes {
-		for _, cr := range sizes {
-			for _, ss := range sizes {
-				for _, sr := range sizes {
-					for _, r := range [][2]bool{{true, true}, {true, false}, {false, true}, {false, false}} {
-						configs = append(configs, protoConfig{cs, cr, ss, sr, r[0], r[1]})
-					}
-				}
-			}
-		}
+	for _, pc := range protoConfigs(false) {
+		t.Run(pc.String(), func(t *testing.T) { protoRunMatrixCell(t, pc) })
 	}
-	for _, pc := range configs {
+}
+
+// TestProtocolMatrixVersion2 is TestProtocolMatrix with both peers
+// speaking RPC-over-RDMA version 2 (docs/v2.md): the same cells and
+// checks, with the differences version 2 makes. Its headers are
+// rpcrdma2.HeaderExtra bytes longer, so each form's boundaries move by
+// that much (and the largest Sends still fill the thresholds exactly);
+// the connection opens with the RDMA2_CONNPROP exchange (a Send and a
+// Receive more each side); and the responder uses Send With Invalidate
+// for the handle the requester names whenever it names one (the
+// requester's R bit), whatever the responder's R and however many rkeys
+// the call has: the rest are invalidated locally.
+func TestProtocolMatrixVersion2(t *testing.T) {
+	for _, pc := range protoConfigs(true) {
 		t.Run(pc.String(), func(t *testing.T) { protoRunMatrixCell(t, pc) })
 	}
 }
@@ -335,26 +360,32 @@ func TestProtocolMatrix(t *testing.T) {
 func protoRunMatrixCell(t *testing.T, pc protoConfig) {
 	cp, sp := newProtoProvider(), newProtoProvider()
 	ccfg := &Config{Provider: cp, InlineSend: pc.clientSend, InlineRecv: pc.clientRecv,
-		NoRemoteInvalidate: !pc.clientR, Binding: testBinding{ddp: true}, Credits: 4}
+		NoRemoteInvalidate: !pc.clientR, Binding: testBinding{ddp: true}, Credits: 4, OfferVersion2: pc.v2}
 	scfg := &Config{Provider: sp, InlineSend: pc.serverSend, InlineRecv: pc.serverRecv,
-		NoRemoteInvalidate: !pc.serverR, Binding: testBinding{ddp: true}, Credits: 4}
+		NoRemoteInvalidate: !pc.serverR, Binding: testBinding{ddp: true}, Credits: 4, AcceptVersion2: pc.v2}
 	p := newPair(t, scfg, ccfg)
 
 	// RFC 8797 §4.2 and §4.1.
 	sendInline, recvInline := min(pc.clientSend, pc.serverRecv), min(pc.clientRecv, pc.serverSend)
 	swi := pc.clientR && pc.serverR
+	vers, extra := uint32(1), 0
+	var want struct{ client, server Stats }
+	if pc.v2 {
+		// The RDMA2_CONNPROP exchange, and the longer headers.
+		vers, extra, swi = 2, rpcrdma2.HeaderExtra, pc.clientR
+		want.client.Sends, want.client.Recvs, want.server.Sends, want.server.Recvs = 1, 1, 1, 1
+	}
 	cn, sn := p.client.Stats().Negotiated, p.server.Stats().Negotiated
 	assert.Equal(t, Negotiated{PeerPrivateData: "found", SendInline: sendInline, RecvInline: recvInline,
-		LocalR: pc.clientR, PeerR: pc.serverR, ExpectRemoteInvalidate: pc.clientR, Credits: cn.Credits, Version: 1}, cn, "requester")
+		LocalR: pc.clientR, PeerR: pc.serverR, ExpectRemoteInvalidate: pc.clientR, Credits: cn.Credits, Version: vers}, cn, "requester")
 	assert.Equal(t, Negotiated{PeerPrivateData: "found", SendInline: recvInline, RecvInline: sendInline,
-		LocalR: pc.serverR, PeerR: pc.clientR, SendWithInvalidate: swi, Credits: sn.Credits, Version: 1}, sn, "responder")
+		LocalR: pc.serverR, PeerR: pc.clientR, SendWithInvalidate: pc.clientR && pc.serverR, Credits: sn.Credits, Version: vers}, sn, "responder")
 
-	var want struct{ client, server Stats }
 	var wrs protoWRs
 	forms := map[string]int{}
-	for i, c := range protoSizes(sendInline, recvInline) {
+	for i, c := range protoSizes(sendInline-extra, recvInline-extra) {
 		xid := uint32(i + 1)
-		w := protoPlan(c.proc, c.n, sendInline, recvInline)
+		w := protoPlan(c.proc, c.n, sendInline-extra, recvInline-extra)
 		forms[w.form]++
 		if w.writeLen > 0 {
 			forms["write-chunk"]++
@@ -366,7 +397,7 @@ func protoRunMatrixCell(t *testing.T, pc protoConfig) {
 		if t.Failed() {
 			t.Fatalf("call %d (%+v, want %+v) failed", xid, c, w)
 		}
-		protoAccount(&want.client, &want.server, w, swi, &wrs)
+		protoAccount(&want.client, &want.server, w, swi, pc.v2, &wrs)
 	}
 	// Every form appears in every cell.
 	for _, f := range []string{"inline", "long-call", "read-chunk", "write-chunk", "reply-chunk"} {
@@ -426,7 +457,7 @@ type protoWRs struct{ binds, localInv uint64 }
 // read-only window and the Write and Reply chunks through a write-only one,
 // so a call with both has two rkeys, and no Send With Invalidate (RFC 8797
 // §4.1: the responder invalidates only a call's single rkey).
-func protoAccount(client, server *Stats, w protoWant, swi bool, wrs *protoWRs) {
+func protoAccount(client, server *Stats, w protoWant, swi, v2 bool, wrs *protoWRs) {
 	client.Sends++
 	client.Recvs++
 	server.Sends++
@@ -471,10 +502,20 @@ func protoAccount(client, server *Stats, w protoWant, swi bool, wrs *protoWRs) {
 			windows++
 		}
 		wrs.binds += windows
-		if swi && windows == 1 {
+		switch {
+		case swi && v2:
+			// Version 2: the one handle the requester named
+			// (rdma_inv_handle); any other window locally.
 			client.RemoteInvalidations++
 			server.RemoteInvalidations++
-		} else {
+			if windows > 1 {
+				client.LocalInvalidations++
+				wrs.localInv += windows - 1
+			}
+		case swi && windows == 1:
+			client.RemoteInvalidations++
+			server.RemoteInvalidations++
+		default:
 			client.LocalInvalidations++
 			wrs.localInv += windows
 		}

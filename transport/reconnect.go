@@ -179,6 +179,9 @@ func (s *requester) reconnect() {
 		}
 		c.ep = ep
 		s.credits.Reset()
+		if ep.grant > 0 {
+			s.credits.Update(ep.grant)
+		}
 		c.stats.reconnects.Add(1)
 		c.cfg.Logger.Info("rpcrdma: reconnected", "negotiated", fmt.Sprintf("%+v", negotiated(ep.settings)))
 		c.startEndpoint(ep)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -49,8 +50,22 @@ func (s *requester) completionLocked(ep *endpoint, kind uint64, slot, buf int, w
 func (s *requester) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Completion) error {
 	c := s.c
 	h := &ep.hdr
-	n, perr := h.ParseReply(data, &c.cfg.Limits)
-	if perr != nil && chunks.ReplyOutcomeOf(perr) == chunks.OutcomeDrop {
+	var n int
+	var perr error
+	var drop bool
+	if ep.vers == rpcrdma2.Version2 {
+		var handled bool
+		if n, handled, drop, perr = s.parseReplyV2Locked(ep, data); handled {
+			if wc.Invalidated {
+				return fmt.Errorf("%w: Send With Invalidate on an RDMA2_CONNPROP", ErrProtocol)
+			}
+			return nil
+		}
+	} else {
+		n, perr = h.ParseReply(data, &c.cfg.Limits)
+		drop = perr != nil && chunks.ReplyOutcomeOf(perr) == chunks.OutcomeDrop
+	}
+	if drop {
 		c.stats.badReplies.Add(1)
 		if wc.Invalidated {
 			return fmt.Errorf("%w: Send With Invalidate on an unparsable reply", ErrProtocol)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 	"github.com/go-rpcrdma/rpcrdma/transport/internal/marshal"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -103,8 +104,14 @@ func (s *requester) trimLocked(bool, bool) {}
 
 func (s *requester) creditsLocked() uint32 { return s.credits.Limit() }
 
-// versionLocked: a requester speaks version 1 (RFC 8166).
-func (s *requester) versionLocked() uint32 { return chunks.Version1 }
+// versionLocked: the version of the current connection (1 between
+// connections).
+func (s *requester) versionLocked() uint32 {
+	if ep := s.c.ep; ep != nil && ep.vers != 0 {
+		return ep.vers
+	}
+	return chunks.Version1
+}
 
 // writeMsg sends one call under Conn.wmu: a requester's WriteMsgs are
 // serialised, as its Writes.
@@ -230,6 +237,12 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	c := s.c
 	call := &s.calls[slot]
 	t := marshal.Thresholds{SendInline: ep.settings.SendInline, RecvInline: ep.settings.RecvInline, MaxRPC: c.cfg.MaxRPCSize}
+	if ep.vers == rpcrdma2.Version2 {
+		// Planned with version 1's header sizes: both headers are
+		// HeaderExtra bytes longer.
+		t.SendInline -= rpcrdma2.HeaderExtra
+		t.RecvInline -= rpcrdma2.HeaderExtra
+	}
 	plan, err := marshal.PlanCall(marshal.CallInput{MsgLen: len(msg), Arg: info.Arg, MaxReply: info.MaxReply, ReplyData: info.ReplyData}, t)
 	if err != nil {
 		return err
@@ -246,7 +259,16 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	}
 
 	buf, b := ep.nextSendBuf()
-	b = hdr.Append(b)
+	if ep.vers == rpcrdma2.Version2 {
+		t := rpcrdma2.HTypeMsg
+		if hdr.Proc == chunks.ProcNoMsg {
+			t = rpcrdma2.HTypeNoMsg
+		}
+		p := rpcrdma2.Prefix{XID: hdr.XID, Vers: rpcrdma2.Version2, Credit: hdr.Credits, Type: t}
+		b = rpcrdma2.AppendMsg(b, &p, s.invHandleV2(hdr), hdr)
+	} else {
+		b = hdr.Append(b)
+	}
 	switch plan.Form {
 	case marshal.CallInline:
 		b = append(b, msg...)
