@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 )
 
 // Errors of the transport. At the API edge they are wrapped in *net.OpError,
@@ -31,21 +33,27 @@ var (
 )
 
 // RemoteError is an RDMA_ERROR a responder sent for one call (RFC 8166
-// §4.5). On the byte stream the call fails with a synthesized RPC reply
-// (MSG_ACCEPTED, SYSTEM_ERR); ReadMsg reports this error as well.
+// §4.5), or on a version 2 connection an RDMA2_ERROR (docs/v2.md). On the
+// byte stream the call fails with a synthesized RPC reply (MSG_ACCEPTED,
+// SYSTEM_ERR); ReadMsg reports this error as well.
 type RemoteError struct {
 	XID uint32
-	// Code is ERR_VERS (1) or ERR_CHUNK (2).
+	// Code is rdma_err: ERR_VERS (1) or ERR_CHUNK (2); on a version 2
+	// connection an rpcrdma2.ErrorCode (RDMA2_ERR_VERS 1, _BAD_XDR 2,
+	// the value of ERR_CHUNK, up to _SYSTEM 9, or an extension's).
 	Code uint32
 	// Low and High are the versions an ERR_VERS reports.
 	Low, High uint32
 }
 
 func (e *RemoteError) Error() string {
-	if e.Code == 1 {
+	switch e.Code {
+	case 1:
 		return fmt.Sprintf("rpcrdma: responder sent ERR_VERS (versions %d..%d) for xid %#x", e.Low, e.High, e.XID)
+	case 2:
+		return fmt.Sprintf("rpcrdma: responder sent ERR_CHUNK for xid %#x", e.XID)
 	}
-	return fmt.Sprintf("rpcrdma: responder sent ERR_CHUNK for xid %#x", e.XID)
+	return fmt.Sprintf("rpcrdma: responder sent %v for xid %#x", rpcrdma2.ErrorCode(e.Code), e.XID)
 }
 
 // opError wraps err the way net.Conn methods report errors.

@@ -219,3 +219,28 @@ func TestVersion2ConnPropAnswer(t *testing.T) {
 		t.Fatalf("the call %x: %v, %+v", b, err, h.Prefix)
 	}
 }
+
+// A version 2 error reaches the caller as a *RemoteError with its code.
+func TestVersion2RemoteError(t *testing.T) {
+	cli, peer, err := dialRawV2(t, Config{}, func(h *rpcrdma2.Header) []byte {
+		r := rpcrdma2.Header{Prefix: rpcrdma2.Prefix{XID: h.XID, Vers: 2, Credit: 8, Type: rpcrdma2.HTypeConnProp, Flags: rpcrdma2.FlagResponse}}
+		return r.Append(nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.WriteMsg(hpRPCCall(9, hpProcNull, nil)); err != nil {
+		t.Fatal(err)
+	}
+	_ = peer.next()
+	peer.sendMsg(rpcrdma2.AppendError(nil, 9, 8, rpcrdma2.Error{Code: rpcrdma2.ErrReplyResource, LengthNeeded: 9000}))
+	_, err = cli.ReadMsg(make([]byte, 1024))
+	var re *RemoteError
+	if !errors.As(err, &re) || re.XID != 9 || re.Code != uint32(rpcrdma2.ErrReplyResource) {
+		t.Fatalf("ReadMsg: %v, want a RemoteError RDMA2_ERR_REPLY_RESOURCE for xid 9", err)
+	}
+	if got := re.Error(); got != "rpcrdma: responder sent RDMA2_ERR_REPLY_RESOURCE for xid 0x9" {
+		t.Fatalf("%q", got)
+	}
+	wantStat(t, "RemoteErrors", cli.Stats().RemoteErrors, 1)
+}
