@@ -60,13 +60,16 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 # RPCRDMA_VM=1 makes the VM tests mandatory: they fail, not skip, if the VM
-# cannot boot. TestLockCheck runs in the transport's debug build. The
+# cannot boot. TestLockCheck runs in the transport's debug build; the NFS
+# server's and client's tests run again over RPC-over-RDMA version 2
+# (RPCRDMA_TEST_VERSION2, nfs/internal/nfstest). The
 # -timeout is a guard against a hang, not a target: package e2e takes about
 # 15-20 minutes on an idle two-core host and about 55 beside a CPU-bound
 # job (docs/testing.md).
 unit:
 	RPCRDMA_VM=1 $(GO) test -race -count=1 -timeout 90m $(PKGS)
 	$(GO) test -tags rpcrdmadebug -count=1 -run TestLockCheck ./transport/
+	RPCRDMA_TEST_VERSION2=1 $(GO) test -race -count=1 ./nfs/server/ ./nfs/client/
 
 # benchcheck runs every benchmark of every package once, so that a
 # benchmark whose checks no longer hold fails here rather than rot until

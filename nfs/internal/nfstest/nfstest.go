@@ -8,8 +8,10 @@ package nfstest
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +25,16 @@ import (
 // Guard bounds each call a test makes through the client, so that a bug
 // fails the test instead of hanging it.
 const Guard = 60 * time.Second
+
+// Version2 is set by RPCRDMA_TEST_VERSION2=1 (make unit runs the NFS
+// packages' tests once more with it): every server Serve starts accepts
+// RPC-over-RDMA version 2 and every client Mount makes offers it, so that
+// the suites run over version 2 (docs/v2.md); Mount checks that it did.
+var Version2 = os.Getenv("RPCRDMA_TEST_VERSION2") == "1"
+
+// served holds the servers Serve started, which accept version 2 when
+// Version2 is set (a test's own server may not).
+var served sync.Map
 
 // Env is a Server on the soft provider exporting a fresh temporary
 // directory, mounted by the Go client.
@@ -63,6 +75,9 @@ func (e *Env) Path(name string) string { return filepath.Join(e.Dir, filepath.Fr
 func Serve(t testing.TB, cfg server.Config) *server.Server {
 	t.Helper()
 	cfg.Transport.Provider = &soft.Provider{}
+	if Version2 {
+		cfg.Transport.AcceptVersion2 = true
+	}
 	if cfg.RDMAAddr == "" {
 		cfg.RDMAAddr = "127.0.0.1:0"
 	}
@@ -77,6 +92,8 @@ func Serve(t testing.TB, cfg server.Config) *server.Server {
 	}
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
+	served.Store(srv, true)
+	t.Cleanup(func() { served.Delete(srv) })
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background()) }()
 	t.Cleanup(func() {
@@ -101,8 +118,14 @@ func Mount(t testing.TB, srv *server.Server, opt client.MountOptions) *client.Ex
 	opt.RDMAPort, err = strconv.Atoi(port)
 	require.NoError(t, err)
 	opt.MountAddr = srv.TCPAddr().String()
+	if Version2 {
+		opt.Client.Transport.OfferVersion2 = true
+	}
 	exp, err := client.Mount(ctx, "127.0.0.1", "/", &opt)
 	require.NoError(t, err)
+	if _, ours := served.Load(srv); Version2 && ours {
+		require.EqualValues(t, 2, exp.Client.Conn().Stats().Negotiated.Version, "RPCRDMA_TEST_VERSION2: the mount runs version 2")
+	}
 	t.Cleanup(func() { _ = exp.Close() })
 	return exp
 }
