@@ -84,6 +84,7 @@ type options struct {
 	port, inline, inlineSend, inlineRecv          int
 	rsize, wsize, inFlight, credits               int
 	stats, noRemoteInvalidate, noPrivateData      bool
+	rpcrdmaV2                                     bool
 	uid, gid                                      int
 	timeout, mountTimeout                         time.Duration
 }
@@ -239,6 +240,7 @@ func parse(args []string, stdout, stderr io.Writer) (options, invocation, error)
 	fs.IntVar(&o.inlineRecv, "inline-recv", 0, "inline receive size offered (overrides -inline; as -inline)")
 	fs.BoolVar(&o.noRemoteInvalidate, "no-remote-invalidate", false, "clear the R bit: invalidate rkeys locally")
 	fs.BoolVar(&o.noPrivateData, "no-private-data", false, "send no RFC 8797 private data (1024-byte defaults)")
+	fs.BoolVar(&o.rpcrdmaV2, "rpcrdma-v2", false, "offer RPC-over-RDMA version 2 (draft-cel-nfsv4-rpcrdma-version-two-09); a server that refuses it is spoken to in version 1")
 	fs.IntVar(&o.credits, "credits", 0, fmt.Sprintf("credits requested: most calls in flight (0..%d; 0: 128)", transport.MaxCredits))
 	fs.IntVar(&o.rsize, "rsize", 0, fmt.Sprintf("largest READ (%d..%d; 0: 1 MiB), capped by the server's FSINFO", client.MinIOSize, client.MaxIOSize(0)))
 	fs.IntVar(&o.wsize, "wsize", 0, fmt.Sprintf("largest WRITE (%d..%d; 0: 1 MiB), capped by the server's FSINFO", client.MinIOSize, client.MaxIOSize(0)))
@@ -341,7 +343,7 @@ func (o options) run(ctx context.Context, inv invocation, stdout, stderr io.Writ
 	}
 	tc := transport.Config{Provider: provider, InlineSend: firstNonZero(o.inlineSend, o.inline),
 		InlineRecv: firstNonZero(o.inlineRecv, o.inline), NoRemoteInvalidate: o.noRemoteInvalidate,
-		NoPrivateData: o.noPrivateData, Credits: uint32(o.credits)}
+		NoPrivateData: o.noPrivateData, Credits: uint32(o.credits), OfferVersion2: o.rpcrdmaV2}
 	auth := client.ProcessAuth()
 	auth.UID, auth.GID = uint32(o.uid), uint32(o.gid)
 	mountTimeout := o.mountTimeout
@@ -456,8 +458,8 @@ func (s *session) printStats() {
 	n := st.Negotiated
 	rsize, wsize := s.exp.Client.IOSize()
 	w := s.stderr
-	fmt.Fprintf(w, "negotiated: peer_private_data=%s send_inline=%d recv_inline=%d credits=%d local_R=%v peer_R=%v expect_remote_invalidate=%v\n",
-		n.PeerPrivateData, n.SendInline, n.RecvInline, n.Credits, n.LocalR, n.PeerR, n.ExpectRemoteInvalidate)
+	fmt.Fprintf(w, "negotiated: peer_private_data=%s send_inline=%d recv_inline=%d credits=%d local_R=%v peer_R=%v expect_remote_invalidate=%v version=%d\n",
+		n.PeerPrivateData, n.SendInline, n.RecvInline, n.Credits, n.LocalR, n.PeerR, n.ExpectRemoteInvalidate, n.Version)
 	fmt.Fprintf(w, "io: rsize=%d wsize=%d (server rtmax=%d wtmax=%d)\n", rsize, wsize, s.exp.Info.RTMax, s.exp.Info.WTMax)
 	fmt.Fprintf(w, "calls: inline=%d read_chunk=%d long=%d\n", st.InlineCalls, st.ReadChunkCalls, st.LongCalls)
 	fmt.Fprintf(w, "chunks offered: read=%d write=%d reply=%d bytes=%d\n", st.ReadChunks, st.WriteChunks, st.ReplyChunks, st.ChunkBytesOffered)

@@ -30,7 +30,7 @@ func testServer(t *testing.T) (string, []string) {
 	require.NoError(t, err)
 	// The tests run as root, whose calls the default root_squash would
 	// run as nobody.
-	srv, err := server.New(server.Config{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}},
+	srv, err := server.New(server.Config{Handler: h, Transport: transport.Config{Provider: &soft.Provider{}, AcceptVersion2: true},
 		RDMAAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Rpcbind: server.RpcbindConfig{Disable: true},
 		Squash: server.NoRootSquash})
 	require.NoError(t, err)
@@ -78,6 +78,13 @@ func TestPutGetCatLsStat(t *testing.T) {
 
 	out, _ := must(t, flags, "cat", "up")
 	require.True(t, bytes.Equal(data, []byte(out)))
+
+	// The same over RPC-over-RDMA version 2, which the server accepts.
+	out, errs = must(t, append(flags, "-rpcrdma-v2", "-stats"), "cat", "up")
+	require.True(t, bytes.Equal(data, []byte(out)))
+	require.Contains(t, errs, " version=2\n")
+	_, errs = must(t, append(flags, "-stats"), "stat", "up")
+	require.Contains(t, errs, " version=1\n")
 
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	require.NoError(t, os.Symlink("up", filepath.Join(dir, "ln")))
