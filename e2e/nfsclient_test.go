@@ -32,6 +32,7 @@ var nfsClientGuestTests = []string{
 	"TestRdmaNfsdInline/4096",
 	"TestRdmaNfsdInline/65536",
 	"TestRdmaNFSCommand",
+	"TestRdmaNfsdVersion2",
 }
 
 // TestNFSClientKnfsd runs the Go NFSv3 client (package nfs/client)
@@ -46,8 +47,9 @@ var nfsClientGuestTests = []string{
 // and 65536 offered, with the chunks each negotiated threshold calls for;
 // and the kernel client as the yardstick of throughput and IOPS. Then
 // against cmd/rdma-nfsd (our server.Server over rdma-core, offering 64 KiB
-// inline): put/get and the inline sizes again; and cmd/rdma-nfs, the
-// program, against knfsd. The
+// inline): put/get and the inline sizes again, and over RPC-over-RDMA
+// version 2 (then offered to knfsd, which refuses it: version 1); and
+// cmd/rdma-nfs, the program, against knfsd. The
 // guest's NFSCLIENT lines are the report, logged here.
 func TestNFSClientKnfsd(t *testing.T) {
 	root := filepath.Dir(t.TempDir()) // the share is a sibling: vmtest.ShareDir
