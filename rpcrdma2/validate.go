@@ -45,12 +45,26 @@ func (h *Header) ParseCall(b []byte, lim *chunks.Limits) (hdrLen int, err error)
 	case h.Response():
 		err = ErrNotCall
 	default:
-		if verr := h.Chunks.ValidateCall(len(b)-hdrLen, lim); verr != nil {
-			err = listError(verr)
-		} else if h.Type == HTypeMsg && (len(b)-hdrLen < 4 || binary.BigEndian.Uint32(b[hdrLen:]) != h.XID) {
-			err = ErrXIDMismatch
-		}
+		err = h.checkMsg(b, hdrLen, h.Chunks.ValidateCall(len(b)-hdrLen, lim))
 	}
+	return h.parsed(hdrLen, err)
+}
+
+// checkMsg returns the error of an RDMA2_MSG or RDMA2_NOMSG whose lists
+// version 1's validation judged verr, and whose RPC message, for an
+// RDMA2_MSG, is b[hdrLen:].
+func (h *Header) checkMsg(b []byte, hdrLen int, verr error) error {
+	switch {
+	case verr != nil:
+		return listError(verr)
+	case h.Type == HTypeMsg && (len(b)-hdrLen < 4 || binary.BigEndian.Uint32(b[hdrLen:]) != h.XID):
+		return ErrXIDMismatch
+	}
+	return nil
+}
+
+// parsed ends a parse: hdrLen, or on error 0 and no body.
+func (h *Header) parsed(hdrLen int, err error) (int, error) {
 	if err != nil {
 		h.clearBody()
 		return 0, err
@@ -80,17 +94,9 @@ func (h *Header) ParseReply(b []byte, lim *chunks.Limits) (hdrLen int, err error
 	case !h.Response():
 		err = ErrNotReply
 	default:
-		if verr := h.Chunks.ValidateReply(); verr != nil {
-			err = listError(verr)
-		} else if h.Type == HTypeMsg && (len(b)-hdrLen < 4 || binary.BigEndian.Uint32(b[hdrLen:]) != h.XID) {
-			err = ErrXIDMismatch
-		}
+		err = h.checkMsg(b, hdrLen, h.Chunks.ValidateReply())
 	}
-	if err != nil {
-		h.clearBody()
-		return 0, err
-	}
-	return hdrLen, nil
+	return h.parsed(hdrLen, err)
 }
 
 // ChunkError returns the version 1 validation error err wraps (a

@@ -57,37 +57,20 @@ func mountRdmaNfsd(t *testing.T, tweak func(*client.MountOptions)) *client.Expor
 func TestRdmaNfsdPutGet(t *testing.T) {
 	dir := startRdmaNfsd(t)
 	exp := mountRdmaNfsd(t, nil)
-	ctx := testCtx(t)
-	for i, size := range sizes {
-		data := guesttest.Pattern(size, uint64(i)+50)
-		name := fmt.Sprintf("put-%d", size)
-		f, err := exp.Create(ctx, name)
-		require.NoError(t, err)
-		_, err = io.Copy(f, bytes.NewReader(data))
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-		disk, err := os.ReadFile(filepath.Join(dir, name))
-		require.NoError(t, err)
-		require.Equal(t, sha256.Sum256(data), sha256.Sum256(disk), "put %d bytes", size)
-		f, err = exp.Open(ctx, name)
-		require.NoError(t, err)
-		got, err := io.ReadAll(f)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-		require.Equal(t, sha256.Sum256(data), sha256.Sum256(got), "get %d bytes", size)
-	}
+	putGet(t, exp, dir, "put", 50)
 	st := exp.Client.Conn().Stats()
 	report(t, "rdma-nfsd put/get 0 B..8 MiB: negotiated %+v; read-chunk calls %d, write chunks %d", st.Negotiated,
 		st.ReadChunkCalls, st.WriteChunks)
 }
 
-// putGet puts and gets files of every size of sizes through exp, checking
-// them in dir (the server's disk).
-func putGet(t *testing.T, exp *client.Export, dir, prefix string) {
+// putGet puts and gets files of every size of sizes through exp, named
+// prefix-size, their bytes patterns from seed on, checking them in dir
+// (the server's disk).
+func putGet(t *testing.T, exp *client.Export, dir, prefix string, seed uint64) {
 	t.Helper()
 	ctx := testCtx(t)
 	for i, size := range sizes {
-		data := guesttest.Pattern(size, uint64(i)+70)
+		data := guesttest.Pattern(size, uint64(i)+seed)
 		name := fmt.Sprintf("%s-%d", prefix, size)
 		f, err := exp.Create(ctx, name)
 		require.NoError(t, err)
@@ -116,7 +99,7 @@ func putGet(t *testing.T, exp *client.Export, dir, prefix string) {
 func TestRdmaNfsdVersion2(t *testing.T) {
 	dir := startRdmaNfsd(t, "-rpcrdma-v2")
 	exp := mountRdmaNfsd(t, func(o *client.MountOptions) { o.Client.Transport.OfferVersion2 = true })
-	putGet(t, exp, dir, "v2")
+	putGet(t, exp, dir, "v2", 70)
 	ents, err := exp.ReadDir(testCtx(t), ".")
 	require.NoError(t, err)
 	require.Len(t, ents, len(sizes))
@@ -129,7 +112,7 @@ func TestRdmaNfsdVersion2(t *testing.T) {
 
 	name, _ := scratch(t, "v2-fallback")
 	kexp := mountAt(t, exportPath, func(o *client.MountOptions) { o.Client.Transport.OfferVersion2 = true })
-	putGet(t, kexp, exportPath, name+"/f")
+	putGet(t, kexp, exportPath, name+"/f", 90)
 	kst := kexp.Client.Conn().Stats()
 	require.EqualValues(t, 1, kst.Negotiated.Version, "knfsd refuses version 2: version 1 on the same connection")
 	require.Zero(t, kst.BadReplies+kst.BadXIDs+kst.RemoteErrors+kst.Reconnects)
