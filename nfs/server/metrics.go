@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -194,6 +195,7 @@ type collector struct {
 	transport  []*prometheus.Desc // one per counter of transportCounters a server keeps
 	fields     []int              // their fields' indexes in transport.Stats
 	conns      *prometheus.Desc
+	versions   *prometheus.Desc
 	drcHits    *prometheus.Desc
 	drcEntries *prometheus.Desc
 	inline     *prometheus.Desc
@@ -204,7 +206,7 @@ type collector struct {
 // transport's counters summed over every RDMA connection the Server had
 // (rpcrdma_*_total, one per counter of transport.Stats that a responder
 // keeps: transportCounters), the connections
-// open by network, the duplicate request cache's hits and entries, and
+// open by network and the RDMA ones by RPC-over-RDMA version, the duplicate request cache's hits and entries, and
 // the calls the polling goroutines took, answered there or handed off.
 // Counters never go down.
 func (s *Server) Collector() prometheus.Collector {
@@ -215,6 +217,9 @@ func (s *Server) Collector() prometheus.Collector {
 		inline: prometheus.NewDesc("rdma_nfsd_inline_calls_total",
 			"Calls over RDMA taken inline, by the goroutine that polled them, by outcome: answered there, or handed_off (they might have waited on the disk or for an identity thread).",
 			[]string{"outcome"}, nil),
+		versions: prometheus.NewDesc("rdma_nfsd_rdma_connections",
+			"RDMA connections open, by the RPC-over-RDMA version they run: 1, 2 (with -rpcrdma-v2), or 0 until a connection's first message has said which.",
+			[]string{"version"}, nil),
 	}
 	t := reflect.TypeFor[transport.Stats]()
 	for _, tc := range transportCounters {
@@ -236,6 +241,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.conns
+	ch <- c.versions
 	ch <- c.drcHits
 	ch <- c.drcEntries
 	ch <- c.inline
@@ -244,13 +250,18 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.m.calls.Collect(ch)
 	c.m.duration.Collect(ch)
-	sum, open := c.s.transportTotals()
+	sum, open, versions := c.s.transportTotals()
 	v := reflect.ValueOf(sum)
 	for i, f := range c.fields {
 		ch <- prometheus.MustNewConstMetric(c.transport[i], prometheus.CounterValue, float64(v.Field(f).Uint()))
 	}
 	for _, network := range []string{NetRDMA, NetTCP} {
 		ch <- prometheus.MustNewConstMetric(c.conns, prometheus.GaugeValue, float64(open[network]), network)
+	}
+	for v, n := range versions {
+		if n > 0 || v > 0 {
+			ch <- prometheus.MustNewConstMetric(c.versions, prometheus.GaugeValue, float64(n), strconv.Itoa(v))
+		}
 	}
 	d := c.s.drc.stats()
 	ch <- prometheus.MustNewConstMetric(c.drcHits, prometheus.CounterValue, float64(d.Hits))
@@ -280,18 +291,23 @@ func addFields[T any](a *T, b T, kinds ...reflect.Kind) {
 
 // transportTotals sums the transport counters of every RDMA connection
 // the Server had, and counts the connections open by network.
-func (s *Server) transportTotals() (transport.Stats, map[string]int) {
+func (s *Server) transportTotals() (transport.Stats, map[string]int, [3]int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sum := s.endedStats
 	open := map[string]int{}
+	var versions [3]int // RDMA connections by RPC-over-RDMA version, 0 undecided
 	for ss := range s.sessions {
 		open[ss.network]++
 		if st, ok := ss.c.(interface{ Stats() transport.Stats }); ok {
-			addStats(&sum, st.Stats())
+			cs := st.Stats()
+			addStats(&sum, cs)
+			if v := cs.Negotiated.Version; v < uint32(len(versions)) {
+				versions[v]++
+			}
 		}
 	}
-	return sum, open
+	return sum, open, versions
 }
 
 // procLabel is the procedure's name in RFC 1813, lower case ("getattr").

@@ -92,6 +92,11 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, n0+7, sample(after, "rdma_nfsd_calls_total", noent), "LOOKUP NFS3ERR_NOENT")
 	require.Equal(t, h0+25, sample(after, "rdma_nfsd_call_duration_seconds", map[string]string{"procedure": "getattr"}), "GETATTR durations")
 	require.Equal(t, 1.0, sample(after, "rdma_nfsd_connections", map[string]string{"network": "rdma"}))
+	wantV := "1"
+	if nfstest.Version2 {
+		wantV = "2"
+	}
+	require.Equal(t, 1.0, sample(after, "rdma_nfsd_rdma_connections", map[string]string{"version": wantV}), "the connection's RPC-over-RDMA version")
 	require.NotZero(t, sample(after, "rpcrdma_recvs_total", nil))
 	require.NotZero(t, sample(before, "rdma_nfsd_calls_total", map[string]string{"program": "mount", "procedure": "mnt", "status": "MNT3_OK"}), "the mount's MNT")
 

@@ -490,7 +490,7 @@ type ReplyStats struct {
 // ReplyStats sums the ReplyStats of the Server's RDMA connections, open
 // and closed.
 func (s *Server) ReplyStats() ReplyStats {
-	st, _ := s.transportTotals()
+	st, _, _ := s.transportTotals()
 	return ReplyStats{Calls: st.Recvs, SlowReplies: st.SlowReplies, Unanswered: st.Unanswered}
 }
 
