@@ -104,9 +104,7 @@ func (c *Conn) negotiateV2(ctx context.Context, ep *endpoint, addr string) error
 	switch {
 	case err == nil && a.Type == rpcrdma2.HTypeConnProp && a.XID == xid:
 		ep.vers, ep.grant = rpcrdma2.Version2, a.Credit
-		if n, ok := a.Props.ReceiveBufferSize(); ok {
-			ep.settings.SendInline = min(ep.settings.SendInline, max(int(min(n, 1<<30)), cmpriv.MinSize))
-		}
+		ep.boundSendInline(a.Props)
 		c.cfg.Logger.Info("rpcrdma: version 2", "remote", addr, "grant", a.Credit, "send_inline", ep.settings.SendInline)
 		return nil
 	case err == nil && a.Type == rpcrdma2.HTypeError && a.XID == xid && a.Error.Code == rpcrdma2.ErrVers:
@@ -131,9 +129,7 @@ func (s *requester) parseReplyV2Locked(ep *endpoint, data []byte) (n int, handle
 	n, perr = h.ParseReply(data, &s.c.cfg.Limits)
 	hdr := &ep.hdr
 	if perr == nil && h.Type == rpcrdma2.HTypeConnProp {
-		if v, ok := h.Props.ReceiveBufferSize(); ok {
-			ep.settings.SendInline = min(ep.settings.SendInline, max(int(min(v, 1<<30)), cmpriv.MinSize))
-		}
+		ep.boundSendInline(h.Props)
 		return 0, true, false, nil
 	}
 	if perr != nil {
@@ -169,4 +165,15 @@ func (s *requester) invHandleV2(hdr *chunks.Header) uint32 {
 		return hdr.ReadList[0].Handle
 	}
 	return 0
+}
+
+// boundSendInline lowers ep's inline send threshold to the Receive Buffer
+// Size in props, the peer's RDMA2_CONNPROP, if it gives one: the smaller
+// of it and what RFC 8797 gave, never below 1,024 bytes (cmpriv.MinSize,
+// the least either can say); a larger size never raises it. Both roles
+// use it.
+func (ep *endpoint) boundSendInline(props rpcrdma2.Properties) {
+	if n, ok := props.ReceiveBufferSize(); ok {
+		ep.settings.SendInline = min(ep.settings.SendInline, max(int(min(n, 1<<30)), cmpriv.MinSize))
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
-	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
@@ -100,9 +99,7 @@ func (s *responder) errorV2(ep *endpoint, perr error) (e rpcrdma2.Error, drop bo
 // the least either can say).
 func (s *responder) connPropLocked(ep *endpoint, buf int, h *rpcrdma2.Header) error {
 	c := s.c
-	if n, ok := h.Props.ReceiveBufferSize(); ok {
-		ep.settings.SendInline = min(ep.settings.SendInline, max(int(min(n, 1<<30)), cmpriv.MinSize))
-	}
+	ep.boundSendInline(h.Props)
 	if err := ep.repost(buf); err != nil {
 		return err
 	}
