@@ -114,7 +114,7 @@ func (ss *session) logEnd(why error) {
 		"duration", time.Since(ss.started).Round(time.Millisecond), "why", reasonOf(why)}
 	if st, ok := ss.c.(interface{ Stats() transport.Stats }); ok {
 		s := st.Stats()
-		args = append(args, "version", s.Negotiated.Version, "calls", s.Recvs, "replies", s.Sends, "rdma_read_bytes", s.RDMAReadBytes,
+		args = append(args, "rpcrdma_version", s.Negotiated.Version, "calls", s.Recvs, "replies", s.Sends, "rdma_read_bytes", s.RDMAReadBytes,
 			"rdma_write_bytes", s.RDMAWriteBytes, "slow_replies", s.SlowReplies, "unanswered", s.Unanswered)
 	}
 	ss.s.log.Info("nfs: connection closed", args...)
