@@ -284,3 +284,21 @@ func TestAppendMsg(t *testing.T) {
 		}
 	}
 }
+
+func TestIsResponse(t *testing.T) {
+	for _, tc := range []struct {
+		b    []byte
+		want bool
+	}{
+		{words(5, 2, 8, 0, 1, 0, 0, 0, 0), true},  // an RDMA2_MSG reply
+		{words(5, 2, 8, 0, 0, 0, 0, 0, 0), false}, // a call
+		{words(5, 2, 8, 4, 3), true},              // an RDMA2_ERROR, flags beyond F_RESPONSE
+		{words(5, 1, 8, 0, 1), false},             // version 1: word 4 is a list
+		{words(5, 2, 8, 0), false},                // no rdma_flags
+		{nil, false},
+	} {
+		if got := IsResponse(tc.b); got != tc.want {
+			t.Errorf("IsResponse(%x) = %v, want %v", tc.b, got, tc.want)
+		}
+	}
+}

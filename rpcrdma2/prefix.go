@@ -1,6 +1,10 @@
 package rpcrdma2
 
-import "github.com/go-rpcrdma/rpcrdma/xdr"
+import (
+	"encoding/binary"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
 
 // Version2 is the rdma_vers of every header of this package (draft §3.1).
 const Version2 = 2
@@ -104,4 +108,14 @@ func uitoa(v uint32) string {
 			return string(buf[i:])
 		}
 	}
+}
+
+// IsResponse reports whether b starts with a version 2 prefix whose
+// FlagResponse is set: a message that answers a call its receiver made
+// (§3.2), which an endpoint playing both roles (reverse-direction
+// operation, §4.2.2) routes to its requester side before any other check.
+// It looks at rdma_vers and rdma_flags only; the header is not validated.
+func IsResponse(b []byte) bool {
+	return len(b) >= PrefixSize && binary.BigEndian.Uint32(b[4:]) == Version2 &&
+		binary.BigEndian.Uint32(b[16:])&FlagResponse != 0
 }

@@ -163,6 +163,13 @@ type Config struct {
 	// same connection, and the address is not offered version 2 again by
 	// this process. false (the zero value) speaks version 1 only.
 	OfferVersion2 bool
+	// ReverseHandler, with OfferVersion2, serves the reverse-direction
+	// calls the responder makes on a version 2 connection (draft §4.2.2,
+	// Conn.ReverseCall; docs/v2.md): our RDMA2_CONNPROP then says
+	// RDMA2_RVREQSUP_INLINE and 4 more Receives are posted for them. nil
+	// (the zero value) takes none: RDMA2_RVREQSUP_NONE, and a reverse
+	// call that comes anyway is dropped (Stats.ReverseDropped).
+	ReverseHandler ReverseHandler
 
 	// Responder only (the connections a Listener accepts).
 
@@ -177,8 +184,11 @@ type Config struct {
 	// answered in version 2, an RDMA2_CONNPROP with this side's
 	// properties, Send With Invalidate only for a call's
 	// rdma_inv_handle); any other connection runs version 1 as before.
-	// false (the zero value) answers a version 2 message with version
-	// 1's ERR_VERS, as Linux's svcrdma does.
+	// Each connection then posts 4 more Receives and Send buffers for
+	// reverse-direction calls (Conn.ReverseCall), made once the
+	// requester's RDMA2_CONNPROP offered them. false (the zero value)
+	// answers a version 2 message with version 1's ERR_VERS, as Linux's
+	// svcrdma does.
 	AcceptVersion2 bool
 	// InlineReplies makes a responder send a reply inline whenever it fits,
 	// even when the requester offered a Reply chunk (RFC 8166 §3.5.6 lets

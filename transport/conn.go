@@ -514,6 +514,7 @@ func (c *Conn) Stats() Stats {
 	c.lock()
 	if ep := c.ep; ep != nil {
 		s.Negotiated = negotiated(ep.settings)
+		s.Negotiated.Reverse = ep.reverse
 		s.Registered = int64(ep.regs.total())
 	} else if c.last != nil {
 		s.Negotiated = negotiated(*c.last)

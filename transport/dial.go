@@ -88,9 +88,15 @@ func (c *Conn) dialEndpoint(ctx context.Context, addr string) (*endpoint, error)
 	sendSize := max(local.SendSize, c.cfg.offer().SendSize)
 	recvSize := max(local.RecvSize, c.cfg.offer().RecvSize)
 	ep := c.newEndpoint(cmpriv.Settings{})
-	caps := c.cfg.caps(n)
+	// Reverse-direction calls, if we offer to serve them, take Receives
+	// and Send buffers of their own (reverse_serve.go).
+	rev := 0
+	if c.cfg.OfferVersion2 && c.cfg.ReverseHandler != nil {
+		rev = reverseCredits
+	}
+	caps := c.cfg.caps(n + rev)
 	vc, err := c.cfg.Provider.Dial(ctx, addr, &verbs.ConnOptions{PrivateData: pd, Caps: caps,
-		Setup: func(vc verbs.Conn) error { return ep.setup(vc, n, n, sendSize, n, recvSize, n) }})
+		Setup: func(vc verbs.Conn) error { return ep.setup(vc, n, n+rev, sendSize, n+rev, recvSize, n+rev) }})
 	if err != nil {
 		return nil, err
 	}

@@ -87,6 +87,14 @@ type endpoint struct {
 	vers  uint32
 	grant uint32
 	h2    rpcrdma2.Header
+	// reverse: reverse-direction calls flow on the connection, both sides
+	// having said so (reverse_call.go); set by the negotiation (requester)
+	// or the requester's RDMA2_CONNPROP (responder). requester: serving
+	// counts the reverse calls received and not answered, answers those
+	// that wait for a Send buffer (reverse_serve.go).
+	reverse bool
+	serving int
+	answers []reverseAnswer
 
 	// scratch, reused under Conn.mu
 	writeSeg  [1]chunks.Segment

@@ -419,11 +419,18 @@ func (l *Listener) accept(ctx context.Context, req verbs.ConnRequest) (*Conn, er
 	nSend := nRecv
 	c.svcState.init(nRecv, nSend, l.calls, l.replies, l.regs)
 	ep := c.newEndpoint(settings)
-	caps := cfg.caps(nRecv)
+	// A version 2 connection may carry reverse-direction calls: their
+	// answers and the calls themselves take Receives and Send buffers of
+	// their own (reverse_call.go).
+	rev := 0
+	if cfg.AcceptVersion2 {
+		rev = reverseCredits
+	}
+	caps := cfg.caps(nRecv + rev)
 	sendSize := max(settings.SendInline, local.SendSize)
 	vc, err := req.Accept(ctx, &verbs.ConnOptions{PrivateData: pd, Caps: caps,
 		Setup: func(vc verbs.Conn) error {
-			return ep.setup(vc, nRecv+nSend, nSend, sendSize, nRecv, settings.RecvBuffer, nRecv)
+			return ep.setup(vc, nRecv+nSend, nSend+rev, sendSize, nRecv+rev, settings.RecvBuffer, nRecv+rev)
 		}})
 	if err != nil {
 		return nil, err

@@ -22,14 +22,22 @@ func (s *requester) completionLocked(ep *endpoint, kind uint64, slot, buf int, w
 	switch kind {
 	case wrSend:
 		ep.sendDone(buf)
-		s.calls[slot].sending = false
-		s.maybeFreeCallLocked(slot)
+		if slot != noSlot { // else the answer to a reverse call
+			s.calls[slot].sending = false
+			s.maybeFreeCallLocked(slot)
+		}
+		if len(ep.answers) > 0 {
+			s.sendAnswersLocked(ep)
+		}
 	case wrLocalInv:
 		call := &s.calls[slot]
 		call.invPending--
 		ep.unbind(slot, buf)
 		s.releasedLocked(ep, slot)
 		s.queueReplyLocked(slot)
+		if len(ep.answers) > 0 {
+			s.sendAnswersLocked(ep)
+		}
 	case wrRecv:
 		c.stats.recvs.Add(1)
 		err := s.handleReplyLocked(ep, ep.recvBuf(buf)[:wc.ByteLen], wc)
@@ -55,7 +63,9 @@ func (s *requester) handleReplyLocked(ep *endpoint, data []byte, wc *verbs.Compl
 	var drop bool
 	if ep.vers == rpcrdma2.Version2 {
 		var handled bool
-		if n, handled, drop, perr = s.parseReplyV2Locked(ep, data); handled {
+		if n, handled, drop, perr = s.parseReplyV2Locked(ep, data); perr == rpcrdma2.ErrNotReply {
+			return s.serveReverseLocked(ep, data, wc)
+		} else if handled {
 			if wc.Invalidated {
 				return fmt.Errorf("%w: Send With Invalidate on an RDMA2_CONNPROP", ErrProtocol)
 			}

@@ -31,8 +31,9 @@ var v2Refused sync.Map
 // negotiateV2 runs the negotiation on ep, just connected to addr, with
 // nothing posted on it yet and no loop polling it: it sends our
 // RDMA2_CONNPROP (at most 1,024 bytes, RPCRDMA2_F_RESPONSE clear, our
-// credit request, the size of our Receive buffers, no reverse-direction
-// support) and waits for the one answer. A version 2 RDMA2_CONNPROP makes
+// credit request, the size of our Receive buffers, and inline
+// reverse-direction support if Config.ReverseHandler is set, else none)
+// and waits for the one answer. A version 2 RDMA2_CONNPROP makes
 // ep a version 2 connection: its Receive Buffer Size bounds what we send
 // inline, its grant is kept in ep.grant for the credits. Version 1's
 // ERR_VERS (knfsd's echoes rdma_vers 2: rpcrdma2.VersionOneErrVers), or
@@ -43,11 +44,15 @@ var v2Refused sync.Map
 func (c *Conn) negotiateV2(ctx context.Context, ep *endpoint, addr string) error {
 	ep.vers = chunks.Version1
 	xid := uint32(ep.keys.Uint64())
+	brs := rpcrdma2.ReverseNone
+	if c.cfg.ReverseHandler != nil {
+		brs = rpcrdma2.ReverseInline
+	}
 	h := rpcrdma2.Header{
 		Prefix: rpcrdma2.Prefix{XID: xid, Vers: rpcrdma2.Version2, Credit: c.cfg.Credits, Type: rpcrdma2.HTypeConnProp},
 		Props: rpcrdma2.Properties{
 			rpcrdma2.ReceiveBufferSize(uint32(ep.recvSize)),
-			rpcrdma2.ReverseRequests(rpcrdma2.ReverseNone),
+			rpcrdma2.ReverseRequests(brs),
 		},
 	}
 	sb, b := ep.nextSendBuf()
@@ -104,6 +109,7 @@ func (c *Conn) negotiateV2(ctx context.Context, ep *endpoint, addr string) error
 	switch {
 	case err == nil && a.Type == rpcrdma2.HTypeConnProp && a.XID == xid:
 		ep.vers, ep.grant = rpcrdma2.Version2, a.Credit
+		ep.reverse = c.cfg.ReverseHandler != nil
 		ep.boundSendInline(a.Props)
 		c.cfg.Logger.Info("rpcrdma: version 2", "remote", addr, "grant", a.Credit, "send_inline", ep.settings.SendInline)
 		return nil
@@ -123,7 +129,8 @@ func (c *Conn) negotiateV2(ctx context.Context, ep *endpoint, addr string) error
 // RDMA2_ERROR as an RDMA_ERROR with its code. handled reports a message
 // that answers no call (an RDMA2_CONNPROP, whose Receive Buffer Size
 // lowers our inline threshold); drop, one that cannot name the call it
-// answers (too short, or a call: this side serves no reverse direction).
+// answers (too short, say). perr is rpcrdma2.ErrNotReply for a call: a
+// reverse-direction call (serveReverseLocked).
 func (s *requester) parseReplyV2Locked(ep *endpoint, data []byte) (n int, handled, drop bool, perr error) {
 	h := &ep.h2
 	n, perr = h.ParseReply(data, &s.c.cfg.Limits)

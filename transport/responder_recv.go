@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
@@ -39,6 +40,8 @@ type responder struct {
 	// hdr.
 	vers uint32
 	h2   rpcrdma2.Header
+	// rev is the reverse-direction calls this side makes (ReverseCall).
+	rev reverseCalls
 
 	// pulling holds, in arrival order, the calls whose RDMA Reads did not
 	// all fit in the send queue, or in the memory budgets, yet (see
@@ -155,6 +158,7 @@ func (s *responder) init(nRecv, nSend int, lcalls, lreplies *sharedBudget, lregs
 		s.free[i] = n - 1 - i
 	}
 	s.byXID = make(map[uint32]int, n)
+	s.rev = reverseCalls{credit: 1, out: make(map[uint32]*reverseCall)}
 	p := c.cfg.GrantPolicy
 	s.credits = credits.NewResponder(p)
 	_ = s.credits.Post(uint32(nRecv))
@@ -178,6 +182,9 @@ func (s *responder) completionLocked(ep *endpoint, kind uint64, slot, buf int, w
 	switch kind {
 	case wrSend:
 		ep.sendDone(buf)
+		if s.rev.room != nil {
+			s.reverseRoomLocked() // a Send buffer for a ReverseCall
+		}
 		if slot != noSlot {
 			s.releaseReplyMemLocked(ep, &s.calls[slot])
 			s.calls[slot].state = svcFree
@@ -211,6 +218,11 @@ var errReplySegments = &chunks.ProtocolError{Outcome: chunks.OutcomeErrChunk,
 // handleCallLocked processes one received call (RFC 8166 §4.5, §3.5).
 func (s *responder) handleCallLocked(ep *endpoint, buf int, data []byte, wc *verbs.Completion) error {
 	c := s.c
+	if s.vers == rpcrdma2.Version2 && rpcrdma2.IsResponse(data) {
+		// An answer to a reverse-direction call, in a Receive posted
+		// for it beyond the forward credits.
+		return s.reverseAnswerLocked(ep, buf, data, wc)
+	}
 	if err := s.credits.Received(); err != nil {
 		return fmt.Errorf("%w: message received with no Receive counted as posted", ErrProtocol)
 	}
@@ -550,6 +562,7 @@ func (s *responder) connLostLocked(ep *endpoint, err error) {
 	s.requeueInlineLocked()
 	c.eof = errors.Is(err, verbs.ErrDisconnected)
 	c.failLocked(err)
+	s.endReverseLocked(err)
 }
 
 // lingerLocked waits for the Sends of the replies written before Close
@@ -563,6 +576,7 @@ func (s *responder) lingerLocked() {
 // closeLocked gives back what the calls hold and then drops the
 // connection's call state (releaseStateLocked).
 func (s *responder) closeLocked(ep *endpoint) {
+	s.endReverseLocked(net.ErrClosed)
 	s.releaseAllMemLocked(ep)
 	s.releaseStateLocked()
 }

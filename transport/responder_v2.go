@@ -91,15 +91,20 @@ func (s *responder) errorV2(ep *endpoint, perr error) (e rpcrdma2.Error, drop bo
 
 // connPropLocked answers a requester's RDMA2_CONNPROP h, received in
 // Receive buffer buf, with this side's (draft §5.3.4): RPCRDMA2_F_RESPONSE
-// set, h's XID, a grant, the size of this side's Receive buffers and no
-// reverse-direction support. The exchange counts as a call and its reply
-// (docs/v2.md). The requester's Receive Buffer Size, if it gave one,
+// set, h's XID, a grant, the size of this side's Receive buffers and
+// inline reverse-direction support (reverse_call.go). The exchange counts
+// as a call and its reply (docs/v2.md). If h says the requester takes
+// reverse-direction calls, inline or more, ReverseCall may call it from
+// now on. The requester's Receive Buffer Size, if it gave one,
 // bounds what this side sends inline from now on: the smaller of it and
 // what the RFC 8797 exchange gave, never below 1,024 bytes (cmpriv.MinSize,
 // the least either can say).
 func (s *responder) connPropLocked(ep *endpoint, buf int, h *rpcrdma2.Header) error {
 	c := s.c
 	ep.boundSendInline(h.Props)
+	if brs, ok := h.Props.ReverseRequests(); ok && brs >= rpcrdma2.ReverseInline {
+		ep.reverse = true // ReverseCall may call it
+	}
 	if err := ep.repost(buf); err != nil {
 		return err
 	}
@@ -116,7 +121,7 @@ func (s *responder) connPropLocked(ep *endpoint, buf int, h *rpcrdma2.Header) er
 			Type: rpcrdma2.HTypeConnProp, Flags: rpcrdma2.FlagResponse},
 		Props: rpcrdma2.Properties{
 			rpcrdma2.ReceiveBufferSize(uint32(ep.recvSize)),
-			rpcrdma2.ReverseRequests(rpcrdma2.ReverseNone),
+			rpcrdma2.ReverseRequests(rpcrdma2.ReverseInline),
 		},
 	}
 	sb, b := ep.nextSendBuf()

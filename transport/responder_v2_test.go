@@ -93,15 +93,15 @@ func (e *hpServerEnv) v2ConnProp(props rpcrdma2.Properties) *rpcrdma2.Header {
 var v2ServerCases = []hpServerCase{
 	{
 		name: "connprop",
-		want: "our RDMA2_CONNPROP: F_RESPONSE, the XID, a grant, Receive Buffer Size 4096 (our Receives), no reverse requests; " +
+		want: "our RDMA2_CONNPROP: F_RESPONSE, the XID, a grant, Receive Buffer Size 4096 (our Receives), inline reverse requests; " +
 			"the requester's 2048 lowers our inline sends; Version 2",
 		run: func(e *hpServerEnv) {
 			got := e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReceiveBufferSize(2048), rpcrdma2.ReverseRequests(rpcrdma2.ReverseGeneral)})
 			if n, ok := got.Props.ReceiveBufferSize(); !ok || n != DefaultInline {
 				e.t.Errorf("our Receive Buffer Size %d (%v), want %d", n, ok, DefaultInline)
 			}
-			if r, ok := got.Props.ReverseRequests(); !ok || r != rpcrdma2.ReverseNone {
-				e.t.Errorf("our reverse request support %v (%v), want none", r, ok)
+			if r, ok := got.Props.ReverseRequests(); !ok || r != rpcrdma2.ReverseInline {
+				e.t.Errorf("our reverse request support %v (%v), want inline", r, ok)
 			}
 			e.v2Ping()
 			if n := e.stats().Negotiated; n.Version != 2 || n.SendInline != 2048 {
@@ -257,24 +257,26 @@ var v2ServerCases = []hpServerCase{
 	},
 	{
 		name: "error-from-requester",
-		want: "an RDMA2_ERROR from the requester is dropped (Dropped 1); connection up",
+		want: "an RDMA2_ERROR from the requester, answering no reverse call, is dropped (ReverseDropped 1); connection up",
 		run: func(e *hpServerEnv) {
 			e.v2Ping()
 			e.peer.sendMsg(hpWords(e.nextXID(), 2, 32, 4, 1, 9))
 			e.v2Ping()
-			wantStat(e.t, "Dropped", e.stats().Dropped, 1)
+			wantStat(e.t, "ReverseDropped", e.stats().ReverseDropped, 1)
+			wantStat(e.t, "Dropped", e.stats().Dropped, 0)
 		},
 	},
 	{
 		name: "reply-from-requester",
-		want: "an RDMA2_MSG with F_RESPONSE (a reply to a reverse call never made) is dropped; connection up",
+		want: "an RDMA2_MSG with F_RESPONSE (a reply to a reverse call never made) is dropped (ReverseDropped 1); connection up",
 		run: func(e *hpServerEnv) {
 			e.v2Ping()
 			xid := e.nextXID()
 			h := rpcrdma2.Header{Prefix: rpcrdma2.Prefix{XID: xid, Vers: 2, Credit: 32, Type: rpcrdma2.HTypeMsg, Flags: rpcrdma2.FlagResponse}}
 			e.peer.sendMsg(append(h.Append(nil), hpRPCReply(xid, xdr.AcceptSuccess, nil)...))
 			e.v2Ping()
-			wantStat(e.t, "Dropped", e.stats().Dropped, 1)
+			wantStat(e.t, "ReverseDropped", e.stats().ReverseDropped, 1)
+			wantStat(e.t, "Dropped", e.stats().Dropped, 0)
 		},
 	},
 	{

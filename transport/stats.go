@@ -95,6 +95,12 @@ type Stats struct {
 	// through the connection's pool memory instead).
 	Registered      int64
 	RegisterLimited uint64
+	// ReverseCalls counts reverse-direction calls on a version 2
+	// connection (docs/v2.md): served by a requester's
+	// Config.ReverseHandler, or made by a responder's ReverseCall.
+	// ReverseDropped counts the reverse-direction messages dropped: calls
+	// to a requester that takes none, answers to no call in flight.
+	ReverseCalls, ReverseDropped uint64
 
 	// Negotiated holds the settings of the current connection.
 	Negotiated Negotiated
@@ -121,6 +127,9 @@ type Negotiated struct {
 	// on a responder with Config.AcceptVersion2 whose peer's first
 	// message was version 2 (0 on such a responder until that message).
 	Version uint32
+	// Reverse: reverse-direction calls flow on the connection (version 2,
+	// both sides said so in their RDMA2_CONNPROP; docs/v2.md).
+	Reverse bool
 }
 
 // counters is the atomic form of Stats.
@@ -138,6 +147,7 @@ type counters struct {
 	directPlacements, placementCopies, directErr atomic.Uint64
 	directRegs, readChunksInPlace                atomic.Uint64
 	registerLimited                              atomic.Uint64
+	reverseCalls, reverseDropped                 atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -154,6 +164,7 @@ func (c *counters) snapshot() Stats {
 		CreditStalls: c.creditStalls.Load(), Reconnects: c.reconnects.Load(), CallTimeouts: c.callTimeouts.Load(),
 		DirectPlacements: c.directPlacements.Load(), DirectRegistrations: c.directRegs.Load(), ReadChunksInPlace: c.readChunksInPlace.Load(), PlacementCopies: c.placementCopies.Load(), DirectPlacementErrors: c.directErr.Load(),
 		RegisterLimited: c.registerLimited.Load(),
+		ReverseCalls:    c.reverseCalls.Load(), ReverseDropped: c.reverseDropped.Load(),
 	}
 }
 

@@ -47,4 +47,6 @@ var transportCounters = []transportCounter{
 	{"DirectPlacementErrors", "rpcrdma_direct_placement_errors_total", "Memory registrations for direct placement that failed; the data was copied instead (direct placement errors).", true},
 	{"ReadChunksInPlace", "rpcrdma_read_chunks_in_place_total", "Read chunks pulled straight into the buffer the call is executed from, without a copy (read chunks in place).", true},
 	{"RegisterLimited", "rpcrdma_register_limited_total", "Memory registrations not made because they would have exceeded the registered memory limit; the data was copied instead (register limited).", true},
+	{"ReverseCalls", "rpcrdma_reverse_calls_total", "Reverse-direction calls (RPC-over-RDMA version 2) served by the client or made by the server; NFSv3 makes none.", false},
+	{"ReverseDropped", "rpcrdma_reverse_dropped_total", "Reverse-direction messages dropped: answers from clients to no reverse call in flight (RPC-over-RDMA version 2).", true},
 }
