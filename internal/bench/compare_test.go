@@ -183,3 +183,38 @@ func TestSoftCompare(t *testing.T) {
 		t.Errorf("output lacks %q:\n%s", want, stdout.String())
 	}
 }
+
+// TestSoftVersion2 runs bench -rpcrdma-v2 on the soft provider: rdma-nfsd-b
+// is this checkout's rdma-nfsd with -rpcrdma-v2, the Go client (NULL on
+// our requester, GETATTR through the Go NFS client) runs version 2 with it
+// and version 1 with rdma-nfsd, and the comparison is printed.
+func TestSoftVersion2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/rdma-nfsd")
+	}
+	s, _, err := parseBench([]string{"-rpcrdma-v2"}, &bytes.Buffer{})
+	if err != nil || !s.Version2 || !slices.Equal(s.CompareFlags, []string{"-rpcrdma-v2"}) || !slices.Equal(s.Clients, []string{ClientGo}) {
+		t.Fatalf("-rpcrdma-v2: %v, %+v", err, s)
+	}
+	var stdout, stderr bytes.Buffer
+	rep, err := runArgs([]string{"-provider", "soft", "-rpcrdma-v2", "-workloads", "null,getattr",
+		"-inflight", "1", "-inline", "1024", "-rounds", "1", "-d", "200ms"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if len(rep.Raw) != 4 {
+		t.Fatalf("%d results, want 4", len(rep.Raw))
+	}
+	for _, r := range rep.Raw {
+		want := " version 1"
+		if r.Server == ServerGoB {
+			want = " version 2"
+		}
+		if r.Err != "" || r.Ops == 0 || !strings.HasSuffix(r.Negotiated, want) {
+			t.Errorf("%s: %d ops, %q, negotiated %q (want ...%s)", r.Label(), r.Ops, r.Err, r.Negotiated, want)
+		}
+	}
+	if want := `rdma-nfsd-b (this checkout, with "-rpcrdma-v2")`; !strings.Contains(stdout.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, stdout.String())
+	}
+}

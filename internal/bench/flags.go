@@ -29,7 +29,7 @@ type Flags struct {
 	workloads, servers, clients        string
 	serverFlags, compare, compareFlags string
 	mtu                                int
-	baseline                           bool
+	baseline, version2                 bool
 	// -host and its flags (host.go).
 	host, kernel bool
 	device, addr string
@@ -58,6 +58,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.mtu, "mtu", 0, "MTU of the VM's veth pair (default 1500: rxe path MTU 1024; 9000: 4096, as RoCE with jumbo frames)")
 	fs.StringVar(&f.compare, "compare", "", "also run rdma-nfsd built from git revision `REV` (as rdma-nfsd-b, alternating with this checkout's) and print each cell's ratio")
 	fs.StringVar(&f.compareFlags, "compare-flags", "", "more flags for rdma-nfsd-b only; without -compare, rdma-nfsd-b is this checkout's rdma-nfsd run with them")
+	fs.BoolVar(&f.version2, "rpcrdma-v2", false, "compare RPC-over-RDMA version 2 with version 1: rdma-nfsd-b is rdma-nfsd with -rpcrdma-v2 and the Go client offers it version 2 (docs/v2.md); the clients default to go")
 	fs.BoolVar(&f.baseline, "baseline", false, "run perftest (ib_send_lat -e, ib_write_bw) on the same devices before every round, for the issue's goals")
 	fs.BoolVar(&f.host, "host", false, "run on this host's own RDMA device through rdma-core, without the VM: rdma-nfsd and the Go client (and the kernel client with -kernel)")
 	fs.StringVar(&f.device, "device", "", "with -host: the RDMA device (default the first with an active port that has an IP address)")
@@ -126,6 +127,14 @@ func (f *Flags) Spec(args []string) (Spec, error) {
 		s.Servers, s.Clients, s.Baseline = []string{ServerGo}, []string{ClientGo}, false
 	}
 	s.Compare, s.CompareFlags = f.compare, strings.Fields(f.compareFlags)
+	if f.version2 {
+		// Only our client speaks version 2: the kernel client's cells
+		// would compare version 1 with itself.
+		s.Version2, s.CompareFlags = true, append(s.CompareFlags, "-rpcrdma-v2")
+		if f.clients == "" {
+			s.Clients = []string{ClientGo}
+		}
+	}
 	if s.comparing() {
 		// B runs right after A (roundServers); Compare is resolved to a
 		// commit by Run.

@@ -33,6 +33,7 @@ type goOpen struct {
 	ExportPath string
 	Inline     int
 	NoRI       bool
+	Version2   bool // offer RPC-over-RDMA version 2 (Spec.Version2) and require it
 }
 
 // goNFSSession is one mount of a Go client.
@@ -62,17 +63,28 @@ type goRequester struct {
 	xid  atomic.Uint32
 }
 
-// dialGo connects to addr offering inline each way.
-func dialGo(ctx context.Context, p verbs.Provider, addr string, inline int) (*goRequester, error) {
-	return dialGoR(ctx, p, addr, inline, false)
+// dialGo connects to addr offering inline each way, and version 2 if v2
+// (which the connection must then run).
+func dialGo(ctx context.Context, p verbs.Provider, addr string, inline int, v2 bool) (*goRequester, error) {
+	cfg := transport.Config{Provider: p, InlineSend: inline, InlineRecv: inline, Binding: nfs.Binding{}, OfferVersion2: v2}
+	return dialGoCfg(ctx, addr, &cfg)
 }
 
-// dialGoR is dialGo that may refuse remote invalidation (noRI).
+// dialGoR is dialGo, version 1 only, that may refuse remote invalidation
+// (noRI).
 func dialGoR(ctx context.Context, p verbs.Provider, addr string, inline int, noRI bool) (*goRequester, error) {
 	cfg := transport.Config{Provider: p, InlineSend: inline, InlineRecv: inline, Binding: nfs.Binding{}, NoRemoteInvalidate: noRI}
-	c, err := transport.Dial(ctx, addr, &cfg)
+	return dialGoCfg(ctx, addr, &cfg)
+}
+
+func dialGoCfg(ctx context.Context, addr string, cfg *transport.Config) (*goRequester, error) {
+	c, err := transport.Dial(ctx, addr, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if err := checkVersion(c, cfg.OfferVersion2); err != nil {
+		_ = c.Close()
+		return nil, err
 	}
 	g := &goRequester{conn: c}
 	g.xid.Store(1)
@@ -114,7 +126,18 @@ func (g *goRequester) snapshot() map[string]uint64 {
 }
 
 // negotiated is the connection's settings as our requester sees them.
-func (g *goRequester) negotiated() string {
-	n := g.conn.Stats().Negotiated
-	return fmt.Sprintf("send/recv %d/%d R=%v (peer private data %s)", n.SendInline, n.RecvInline, n.ExpectRemoteInvalidate, n.PeerPrivateData)
+func (g *goRequester) negotiated() string { return negotiatedString(g.conn.Stats().Negotiated) }
+
+// negotiatedString says what a Go client connection runs.
+func negotiatedString(n transport.Negotiated) string {
+	return fmt.Sprintf("send/recv %d/%d R=%v (peer private data %s) version %d", n.SendInline, n.RecvInline, n.ExpectRemoteInvalidate, n.PeerPrivateData, n.Version)
+}
+
+// checkVersion fails a connection that was to run version 2 (v2) and
+// does not: a version comparison must not measure version 1 twice.
+func checkVersion(c *transport.Conn, v2 bool) error {
+	if v := c.Stats().Negotiated.Version; v2 && v != 2 {
+		return fmt.Errorf("the connection to %s runs RPC-over-RDMA version %d, not the version 2 offered", c.RemoteAddr(), v)
+	}
+	return nil
 }

@@ -60,12 +60,16 @@ func (nfsClient) Open(ctx context.Context, p goOpen) (goNFSSession, error) {
 	defer cancel()
 	exp, err := client.Mount(mctx, host, p.ExportPath, &client.MountOptions{
 		Client: client.Config{Transport: transport.Config{Provider: p.Provider, InlineSend: p.Inline,
-			InlineRecv: p.Inline, NoRemoteInvalidate: p.NoRI}},
+			InlineRecv: p.Inline, NoRemoteInvalidate: p.NoRI, OfferVersion2: p.Version2}},
 		RDMAPort:  rdmaPort,
 		MountAddr: p.MountAddr,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("go-nfs: mounting %s:%s: %w", host, p.ExportPath, err)
+	}
+	if err := checkVersion(exp.Client.Conn(), p.Version2); err != nil {
+		exp.Close()
+		return nil, fmt.Errorf("go-nfs: %w", err)
 	}
 	s := &nfsSession{exp: exp, c: exp.Client, inline: p.Inline, noRI: p.NoRI,
 		dir: fmt.Sprintf("gobench-%d-%d", p.Inline, time.Now().UnixNano())}
@@ -275,10 +279,7 @@ func (s *nfsSession) Counters() map[string]uint64 {
 }
 
 // Negotiated is the connection's RFC 8797 outcome as the client sees it.
-func (s *nfsSession) Negotiated() string {
-	n := s.c.Conn().Stats().Negotiated
-	return fmt.Sprintf("send/recv %d/%d R=%v (peer private data %s)", n.SendInline, n.RecvInline, n.ExpectRemoteInvalidate, n.PeerPrivateData)
-}
+func (s *nfsSession) Negotiated() string { return negotiatedString(s.c.Conn().Stats().Negotiated) }
 
 // Close removes nothing (the servers' exports are scratch space) and
 // unmounts.

@@ -112,8 +112,9 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 		return
 	}
 	inline := cells[0].Inline
+	v2 := r.spec.Version2 && srv.name() == ServerGoB
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	g, err := dialGo(dctx, r.provider, srv.rdmaAddr(), inline)
+	g, err := dialGo(dctx, r.provider, srv.rdmaAddr(), inline, v2)
 	cancel()
 	if err != nil {
 		r.failAll(cells, err)
@@ -125,7 +126,7 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 	goClients := r.spec.goClients()
 	for _, gc := range goClients {
 		path, _ := srv.export()
-		s, err := gc.Open(ctx, goOpen{Provider: r.provider, Addr: srv.rdmaAddr(), MountAddr: mountAddrOf(srv), ExportPath: path, Inline: inline})
+		s, err := gc.Open(ctx, goOpen{Provider: r.provider, Addr: srv.rdmaAddr(), MountAddr: mountAddrOf(srv), ExportPath: path, Inline: inline, Version2: v2})
 		if err != nil {
 			sessions, openErrs = append(sessions, nil), append(openErrs, err)
 			continue

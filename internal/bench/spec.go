@@ -56,6 +56,12 @@ type Spec struct {
 	// rdma-nfsd-b is this checkout's rdma-nfsd run with them (bench
 	// -compare-flags).
 	CompareFlags []string `json:"compare_flags,omitempty"`
+	// Version2 makes the comparison one of RPC-over-RDMA versions (bench
+	// -rpcrdma-v2): rdma-nfsd-b runs with -rpcrdma-v2 (in CompareFlags)
+	// and the Go client offers version 2 to it, and only to it, so its
+	// ratios are version 2 over version 1; a Go client connection to
+	// rdma-nfsd-b that does not run version 2 fails its cells.
+	Version2 bool `json:"version2,omitempty"`
 	// Host runs the cells on this host's own RDMA device through
 	// rdma-core instead of in the VM (bench -host; host.go): rdma-nfsd
 	// bound to the device's address, the Go client and, if Clients has
