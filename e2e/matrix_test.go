@@ -23,7 +23,10 @@ import (
 // chunk is invalidated by the server (R on) or by the client (R off).
 // kernel × knfsd × R off is n/a (knfsd has no such setting; the Go client
 // can refuse remote invalidation, so go-nfs × knfsd × R off runs). The
-// table is logged.
+// Go client's cells run twice, the second time offering RPC-over-RDMA
+// version 2 (docs/v2.md): rdma-nfsd, restarted with -rpcrdma-v2, must run
+// it, knfsd must refuse it (version 1 on the same connection). The table
+// is logged.
 func TestInteropMatrix(t *testing.T) {
 	vmtest.Require(t)
 	l := newBenchLog(t, "bench.Matrix")
@@ -53,8 +56,20 @@ func TestInteropMatrix(t *testing.T) {
 		if want := fmt.Sprintf("send/recv %d/%d R=%v ", m.Inline, m.Inline, m.R); m.Client == "go-nfs" && !strings.HasPrefix(m.Ours, want) {
 			t.Errorf("go-nfs × %s × %d × R=%v: the Go client reports %q, want %q...", m.Server, m.Inline, m.R, m.Ours, want)
 		}
+		// The version axis: rdma-nfsd -rpcrdma-v2 takes version 2,
+		// knfsd refuses it; without the offer, version 1.
+		want := " version 1"
+		if m.V2 && m.Server == "rdma-nfsd" {
+			want = " version 2"
+		}
+		if m.Client == "go-nfs" && !strings.HasSuffix(m.Ours, want) {
+			t.Errorf("go-nfs × %s × %d × R=%v (v2 offered: %v): the Go client reports %q, want ...%q", m.Server, m.Inline, m.R, m.V2, m.Ours, want)
+		}
+		if m.V2 {
+			count["v2"]++
+		}
 	}
-	if len(rep.Matrix) != 24 || count["ok"] != 21 || count["n/a"] != 3 || count["go-nfs"] != 12 {
-		t.Errorf("%d cells: %v; want 24: 21 ok, 3 n/a, 12 of the Go NFS client", len(rep.Matrix), count)
+	if len(rep.Matrix) != 36 || count["ok"] != 33 || count["n/a"] != 3 || count["go-nfs"] != 24 || count["v2"] != 12 {
+		t.Errorf("%d cells: %v; want 36: 33 ok, 3 n/a, 24 of the Go NFS client, 12 of them offering version 2", len(rep.Matrix), count)
 	}
 }

@@ -34,6 +34,7 @@ type goOpen struct {
 	Inline     int
 	NoRI       bool
 	Version2   bool // offer RPC-over-RDMA version 2 (Spec.Version2) and require it
+	Offer2     bool // offer version 2 without requiring it (a server may refuse it)
 }
 
 // goNFSSession is one mount of a Go client.
@@ -67,24 +68,21 @@ type goRequester struct {
 // (which the connection must then run).
 func dialGo(ctx context.Context, p verbs.Provider, addr string, inline int, v2 bool) (*goRequester, error) {
 	cfg := transport.Config{Provider: p, InlineSend: inline, InlineRecv: inline, Binding: nfs.Binding{}, OfferVersion2: v2}
-	return dialGoCfg(ctx, addr, &cfg)
+	g, err := dialGoCfg(ctx, addr, &cfg)
+	if err == nil {
+		if err = checkVersion(g.conn, v2); err != nil {
+			_ = g.close()
+			return nil, err
+		}
+	}
+	return g, err
 }
 
-// dialGoR is dialGo, version 1 only, that may refuse remote invalidation
-// (noRI).
-func dialGoR(ctx context.Context, p verbs.Provider, addr string, inline int, noRI bool) (*goRequester, error) {
-	cfg := transport.Config{Provider: p, InlineSend: inline, InlineRecv: inline, Binding: nfs.Binding{}, NoRemoteInvalidate: noRI}
-	return dialGoCfg(ctx, addr, &cfg)
-}
-
+// dialGoCfg connects to addr with cfg.
 func dialGoCfg(ctx context.Context, addr string, cfg *transport.Config) (*goRequester, error) {
 	c, err := transport.Dial(ctx, addr, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
-	}
-	if err := checkVersion(c, cfg.OfferVersion2); err != nil {
-		_ = c.Close()
-		return nil, err
 	}
 	g := &goRequester{conn: c}
 	g.xid.Store(1)

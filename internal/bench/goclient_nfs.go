@@ -60,7 +60,7 @@ func (nfsClient) Open(ctx context.Context, p goOpen) (goNFSSession, error) {
 	defer cancel()
 	exp, err := client.Mount(mctx, host, p.ExportPath, &client.MountOptions{
 		Client: client.Config{Transport: transport.Config{Provider: p.Provider, InlineSend: p.Inline,
-			InlineRecv: p.Inline, NoRemoteInvalidate: p.NoRI, OfferVersion2: p.Version2}},
+			InlineRecv: p.Inline, NoRemoteInvalidate: p.NoRI, OfferVersion2: p.Version2 || p.Offer2}},
 		RDMAPort:  rdmaPort,
 		MountAddr: p.MountAddr,
 	})

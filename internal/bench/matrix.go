@@ -10,9 +10,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/nfs"
+	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs/rdmacore"
 	"golang.org/x/sys/unix"
 )
@@ -26,10 +29,14 @@ var matrixInlines = []int{1024, 4096, 65536}
 
 // MatrixRow is one cell of the interoperability matrix.
 type MatrixRow struct {
-	Client  string  `json:"client"` // "kernel", "go-nfs" (package nfs/client), "go" (our requester: NULL only)
-	Server  string  `json:"server"`
-	Inline  int     `json:"inline"`
-	R       bool    `json:"r"`      // remote invalidation offered
+	Client string `json:"client"` // "kernel", "go-nfs" (package nfs/client), "go" (our requester: NULL only)
+	Server string `json:"server"`
+	Inline int    `json:"inline"`
+	R      bool   `json:"r"` // remote invalidation offered
+	// V2: the Go client offered RPC-over-RDMA version 2 (docs/v2.md), to
+	// rdma-nfsd run with -rpcrdma-v2, which must take it, or to knfsd,
+	// which must refuse it (version 1 on the same connection).
+	V2      bool    `json:"v2,omitempty"`
 	Status  string  `json:"status"` // "ok", "FAIL" or "n/a"
 	Ours    string  `json:"ours"`   // the settings our side reports
 	Kernel  string  `json:"kernel"` // the settings the kernel reports
@@ -44,7 +51,11 @@ func (m MatrixRow) String() string {
 	if m.R {
 		r = "on"
 	}
-	s := fmt.Sprintf("%-6s %-9s %5d R=%-3s %-4s %5.1fs", m.Client, m.Server, m.Inline, r, m.Status, m.Seconds)
+	client := m.Client
+	if m.V2 {
+		client += "/v2"
+	}
+	s := fmt.Sprintf("%-9s %-9s %5d R=%-3s %-4s %5.1fs", client, m.Server, m.Inline, r, m.Status, m.Seconds)
 	if m.Err != "" {
 		return s + "  " + m.Err
 	}
@@ -84,10 +95,31 @@ func guestMatrix(ctx context.Context, spec Spec, bin string, out, stdout io.Writ
 				grow.Seconds = time.Since(t0).Seconds()
 				emit(grow)
 				srv.stop()
+				// The version axis: the Go client offering version 2.
+				t0 = time.Now()
+				v2 := MatrixRow{Client: ClientGo, Server: srv.name(), Inline: inline, R: r, V2: true}
+				stop := withVersion2(srv)
+				matrixGoCell(ctx, srv, &v2)
+				v2.Seconds = time.Since(t0).Seconds()
+				emit(v2)
+				srv.stop()
+				stop()
 			}
 		}
 	}
 	return nil
+}
+
+// withVersion2 makes rdma-nfsd, if srv is, accept RPC-over-RDMA version 2
+// (-rpcrdma-v2) from its next start, and returns what undoes it.
+func withVersion2(srv server) func() {
+	g, ok := srv.(*rdmaNfsd)
+	if !ok {
+		return func() {}
+	}
+	extra := g.extra
+	g.extra = append(slices.Clip(extra), "-rpcrdma-v2")
+	return func() { g.extra = extra }
 }
 
 // matrixFiles are the sizes the matrix writes and reads back: inline at
@@ -301,13 +333,22 @@ func matrixGoCell(ctx context.Context, srv server, row *MatrixRow) {
 	if len(goClientCells) > 0 {
 		gc := goClientCells[0]
 		path, disk := srv.export()
-		s, err := gc.Open(ctx, goOpen{Provider: p, Addr: srv.rdmaAddr(), MountAddr: mountAddrOf(srv), ExportPath: path, Inline: row.Inline, NoRI: !row.R})
+		// Offering version 2 (row.V2), rdma-nfsd must take it (Open
+		// checks) and knfsd refuse it: the same checks then run over
+		// version 1 on the connection the offer opened.
+		_, isKnfsd := srv.(knfsd)
+		s, err := gc.Open(ctx, goOpen{Provider: p, Addr: srv.rdmaAddr(), MountAddr: mountAddrOf(srv), ExportPath: path,
+			Inline: row.Inline, NoRI: !row.R, Offer2: row.V2, Version2: row.V2 && !isKnfsd})
 		if err != nil {
 			fail(err)
 			return
 		}
 		defer s.Close()
 		row.Client, row.Ours = ClientGoNFS, s.Negotiated()
+		if want := " version 1"; row.V2 && isKnfsd && !strings.HasSuffix(row.Ours, want) {
+			fail(fmt.Errorf("knfsd and a Go client offering version 2: %s, want%s", row.Ours, want))
+			return
+		}
 		checks, err := s.Check(ctx, disk)
 		if err != nil {
 			fail(err)
@@ -318,7 +359,10 @@ func matrixGoCell(ctx context.Context, srv server, row *MatrixRow) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	g, err := dialGoR(dctx, p, srv.rdmaAddr(), row.Inline, !row.R)
+	_, isKnfsd := srv.(knfsd)
+	cfg := transport.Config{Provider: p, InlineSend: row.Inline, InlineRecv: row.Inline, Binding: nfs.Binding{},
+		NoRemoteInvalidate: !row.R, OfferVersion2: row.V2}
+	g, err := dialGoCfg(dctx, srv.rdmaAddr(), &cfg)
 	if err != nil {
 		fail(err)
 		return
@@ -326,6 +370,10 @@ func matrixGoCell(ctx context.Context, srv server, row *MatrixRow) {
 	defer g.close()
 	n := g.conn.Stats().Negotiated
 	row.Ours = g.negotiated()
+	if err := checkVersion(g.conn, row.V2 && !isKnfsd); err != nil || row.V2 && isKnfsd && n.Version != 1 {
+		fail(fmt.Errorf("offering version 2 (%v) to %s: %s", row.V2, srv.name(), row.Ours))
+		return
+	}
 	if n.SendInline != row.Inline || n.RecvInline != row.Inline || n.LocalR != row.R {
 		fail(fmt.Errorf("negotiated %s, want send/recv %d/%d and R=%v", row.Ours, row.Inline, row.Inline, row.R))
 		return

@@ -66,7 +66,7 @@ func Matrix(ctx context.Context, spec Spec, o MatrixOptions) (Report, error) {
 // CheckMatrix fails a matrix report with a failed cell or without every
 // cell of its spec.
 func CheckMatrix(rep Report) error {
-	want := 2 * 2 * 2 * len(rep.Spec.Inlines) // {kernel, go} × {rdma-nfsd, knfsd} × R × inline
+	want := 3 * 2 * 2 * len(rep.Spec.Inlines) // {kernel, go, go offering v2} × {rdma-nfsd, knfsd} × R × inline
 	failed := 0
 	for _, m := range rep.Matrix {
 		if m.Status == "FAIL" {
@@ -84,12 +84,12 @@ func CheckMatrix(rep Report) error {
 
 // WriteMatrix prints the matrix as a table.
 func WriteMatrix(w io.Writer, rows []MatrixRow) {
-	fmt.Fprintln(w, "\ninteroperability matrix (client × server × inline × R):")
-	fmt.Fprintf(w, "%-6s %-9s %5s %-5s %-4s %6s  %s\n", "client", "server", "inline", "R", "", "time", "checks / settings")
+	fmt.Fprintln(w, "\ninteroperability matrix (client × server × inline × R; /v2: offering RPC-over-RDMA version 2):")
+	fmt.Fprintf(w, "%-9s %-9s %5s %-5s %-4s %6s  %s\n", "client", "server", "inline", "R", "", "time", "checks / settings")
 	for _, m := range rows {
 		fmt.Fprintln(w, m)
 		if m.Status == "ok" && (m.Kernel != "" || m.Ours != "") {
-			fmt.Fprintf(w, "%38s kernel: %s; ours: %s\n", "", orDash(m.Kernel), orDash(m.Ours))
+			fmt.Fprintf(w, "%41s kernel: %s; ours: %s\n", "", orDash(m.Kernel), orDash(m.Ours))
 		}
 	}
 }
