@@ -2,7 +2,9 @@ package transport
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -243,4 +245,134 @@ func TestVersion2RemoteError(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 	wantStat(t, "RemoteErrors", cli.Stats().RemoteErrors, 1)
+}
+
+// v2Answer is a raw responder's version 2 answer to our RDMA2_CONNPROP
+// granting 8 credits, with props.
+func v2Answer(props rpcrdma2.Properties) func(h *rpcrdma2.Header) []byte {
+	return func(h *rpcrdma2.Header) []byte {
+		r := rpcrdma2.Header{Prefix: rpcrdma2.Prefix{XID: h.XID, Vers: 2, Credit: 8, Type: rpcrdma2.HTypeConnProp, Flags: rpcrdma2.FlagResponse},
+			Props: props}
+		return r.Append(nil)
+	}
+}
+
+// v2ReplyMsg is an inline version 2 reply to xid with flags and rpc.
+func v2ReplyMsg(xid, flags uint32, rpc []byte) []byte {
+	h := rpcrdma2.Header{Prefix: rpcrdma2.Prefix{XID: xid, Vers: 2, Credit: 8, Type: rpcrdma2.HTypeMsg, Flags: flags}}
+	return append(h.Append(nil), rpc...)
+}
+
+// TestVersion2RequesterHostile: a raw responder that negotiated version 2
+// and then sends what a conforming one would not. Each case says what our
+// requester must do; the connection survives unless the case says it
+// must not.
+func TestVersion2RequesterHostile(t *testing.T) {
+	// call sends a NULL call with xid and returns it as the responder got it.
+	call := func(t *testing.T, cli *Conn, peer *hpPeer, xid uint32) {
+		t.Helper()
+		if err := cli.WriteMsg(hpRPCCall(xid, hpProcNull, nil)); err != nil {
+			t.Fatal(err)
+		}
+		var h rpcrdma2.Header
+		if _, err := h.ParseCall(peer.next(), nil); err != nil || h.XID != xid {
+			t.Fatalf("the call %#x: %v, %+v", xid, err, h.Prefix)
+		}
+	}
+	// answered requires the next reply read to be xid's, with err.
+	answered := func(t *testing.T, cli *Conn, xid uint32, want error) {
+		t.Helper()
+		msg, err := cli.ReadMsg(make([]byte, 4096))
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) || len(msg) < 4 || binary.BigEndian.Uint32(msg) != xid {
+			t.Fatalf("ReadMsg: %x, %v; want xid %#x with %v", msg[:min(len(msg), 16)], err, xid, want)
+		}
+	}
+	ok := func(xid uint32) []byte { return v2ReplyMsg(xid, rpcrdma2.FlagResponse, hpRPCReply(xid, xdr.AcceptSuccess, nil)) }
+	for _, tc := range []struct {
+		name, want string
+		run        func(t *testing.T, cli *Conn, peer *hpPeer)
+	}{
+		{"version-1-reply", "a version 1 reply to a call of a version 2 connection fails that call (ErrBadReply)",
+			func(t *testing.T, cli *Conn, peer *hpPeer) {
+				call(t, cli, peer, 1)
+				peer.sendMsg(hpMsg(1, 8, hpRPCReply(1, xdr.AcceptSuccess, nil)))
+				answered(t, cli, 1, ErrBadReply)
+				wantStat(t, "BadReplies", cli.Stats().BadReplies, 1)
+			}},
+		{"reply-without-f-response", "a reply without RPCRDMA2_F_RESPONSE is a reverse call: dropped (no handler), the call still waits for its reply",
+			func(t *testing.T, cli *Conn, peer *hpPeer) {
+				call(t, cli, peer, 2)
+				peer.sendMsg(v2ReplyMsg(2, 0, hpRPCReply(2, xdr.AcceptSuccess, nil)))
+				peer.sendMsg(ok(2))
+				answered(t, cli, 2, nil)
+				wantStat(t, "ReverseDropped", cli.Stats().ReverseDropped, 1)
+			}},
+		{"reserved-flags", "a reply with reserved flag bits set is taken (the draft: ignored by receivers)",
+			func(t *testing.T, cli *Conn, peer *hpPeer) {
+				call(t, cli, peer, 3)
+				peer.sendMsg(v2ReplyMsg(3, rpcrdma2.FlagResponse|0x8000_0000, hpRPCReply(3, xdr.AcceptSuccess, nil)))
+				answered(t, cli, 3, nil)
+			}},
+		{"unknown-xid", "a reply and an RDMA2_ERROR for no call in flight are dropped and counted (BadXIDs)",
+			func(t *testing.T, cli *Conn, peer *hpPeer) {
+				peer.sendMsg(ok(77))
+				peer.sendMsg(rpcrdma2.AppendError(nil, 78, 8, rpcrdma2.Error{Code: rpcrdma2.ErrBadXDR}))
+				call(t, cli, peer, 4)
+				peer.sendMsg(ok(4))
+				answered(t, cli, 4, nil)
+				wantStat(t, "BadXIDs", cli.Stats().BadXIDs, 2)
+			}},
+		{"connprop-flood", "100 RDMA2_CONNPROPs after the negotiation, 4 between calls (within our Receives), the last with Receive Buffer Size 2048: all taken, the inline threshold lowered",
+			func(t *testing.T, cli *Conn, peer *hpPeer) {
+				for i := range 100 {
+					props := rpcrdma2.Properties{rpcrdma2.ReceiveBufferSize(uint32(4096 - 20*i))}
+					if i == 99 {
+						props = rpcrdma2.Properties{rpcrdma2.ReceiveBufferSize(2048)}
+					}
+					peer.sendMsg(v2Answer(props)(&rpcrdma2.Header{Prefix: rpcrdma2.Prefix{XID: uint32(1000 + i)}}))
+					if i%4 == 3 {
+						xid := uint32(100 + i)
+						call(t, cli, peer, xid)
+						peer.sendMsg(ok(xid))
+						answered(t, cli, xid, nil)
+					}
+				}
+				if n := cli.Stats().Negotiated.SendInline; n != 2048 {
+					t.Fatalf("SendInline %d after the flood, want 2048", n)
+				}
+				wantStat(t, "BadReplies", cli.Stats().BadReplies, 0)
+			}},
+		{"connprop-with-invalidate", "an RDMA2_CONNPROP sent with Send With Invalidate ends the connection (the rkey is none of ours: the provider fails the Receive)",
+			func(t *testing.T, cli *Conn, peer *hpPeer) {
+				peer.sendInv(v2Answer(nil)(&rpcrdma2.Header{Prefix: rpcrdma2.Prefix{XID: 9}}), 0x1234)
+				peer.waitDown()
+				_ = cli.SetReadDeadline(time.Now().Add(hpGuard))
+				if _, err := cli.ReadMsg(nil); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("ReadMsg after: %v, want the connection's end", err)
+				}
+			}},
+		{"error-code-unknown", "an RDMA2_ERROR with a code the draft does not define fails its call with that code",
+			func(t *testing.T, cli *Conn, peer *hpPeer) {
+				call(t, cli, peer, 7)
+				peer.sendMsg(hpWords(7, 2, 8, 4, 1, 99))
+				var re *RemoteError
+				_, err := cli.ReadMsg(make([]byte, 4096))
+				if !errors.As(err, &re) || re.Code != 99 || re.XID != 7 {
+					t.Fatalf("ReadMsg: %v, want a RemoteError with code 99", err)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if t.Failed() {
+					t.Log(hpDescribe(tc.name, tc.want))
+				}
+			}()
+			cli, peer, err := dialRawV2(t, Config{}, v2Answer(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.run(t, cli, peer)
+		})
+	}
 }
