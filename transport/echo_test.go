@@ -123,7 +123,13 @@ type testPair struct {
 // test program on the accepted connection.
 func newPair(t *testing.T, scfg, ccfg *Config) *testPair {
 	t.Helper()
-	l, err := Listen("127.0.0.1:0", softConfig(scfg))
+	return newPairAt(t, "127.0.0.1:0", scfg, ccfg)
+}
+
+// newPairAt is newPair listening at addr.
+func newPairAt(t *testing.T, addr string, scfg, ccfg *Config) *testPair {
+	t.Helper()
+	l, err := Listen(addr, softConfig(scfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,9 +65,18 @@ type protoProvider struct {
 	gate *pollGate
 }
 
-func newProtoProvider() *protoProvider {
-	return &protoProvider{Provider: &soft.Provider{}, ops: newProtoOps()}
+func newProtoProvider(client bool) *protoProvider {
+	return &protoProvider{Provider: protoNet.provider(client), ops: newProtoOps()}
 }
+
+// protoNet is where the protocol matrix and the reverse-direction tests
+// run: the soft provider on loopback; the guest tests in the VM
+// (rdmacore_proto_guest_test.go) point it at rdma-core on rxe, the
+// responder on rxe0 and the requester on rxe1.
+var protoNet = struct {
+	provider func(client bool) verbs.Provider
+	listen   string
+}{func(bool) verbs.Provider { return &soft.Provider{} }, "127.0.0.1:0"}
 
 // wrapOptions makes Setup see the wrapper, since the engine keeps the
 // verbs.Conn that Setup is given.
@@ -358,12 +367,12 @@ func TestProtocolMatrixVersion2(t *testing.T) {
 }
 
 func protoRunMatrixCell(t *testing.T, pc protoConfig) {
-	cp, sp := newProtoProvider(), newProtoProvider()
+	cp, sp := newProtoProvider(true), newProtoProvider(false)
 	ccfg := &Config{Provider: cp, InlineSend: pc.clientSend, InlineRecv: pc.clientRecv,
 		NoRemoteInvalidate: !pc.clientR, Binding: testBinding{ddp: true}, Credits: 4, OfferVersion2: pc.v2}
 	scfg := &Config{Provider: sp, InlineSend: pc.serverSend, InlineRecv: pc.serverRecv,
 		NoRemoteInvalidate: !pc.serverR, Binding: testBinding{ddp: true}, Credits: 4, AcceptVersion2: pc.v2}
-	p := newPair(t, scfg, ccfg)
+	p := newPairAt(t, protoNet.listen, scfg, ccfg)
 
 	// RFC 8797 §4.2 and §4.1.
 	sendInline, recvInline := min(pc.clientSend, pc.serverRecv), min(pc.clientRecv, pc.serverSend)
@@ -598,7 +607,7 @@ func TestProtocolErrChunk(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cp, sp := newProtoProvider(), newProtoProvider()
+			cp, sp := newProtoProvider(true), newProtoProvider(false)
 			p := newPair(t, &Config{Provider: sp, Binding: testBinding{ddp: true}},
 				&Config{Provider: cp, Binding: tc.binding})
 			call := append(appendCall(nil, 7, tc.proc), tc.args...)
@@ -781,7 +790,7 @@ func TestProtocolOpsPerRPC(t *testing.T) {
 	for _, r := range []bool{true, false} {
 		for _, pc := range protoClasses {
 			t.Run(fmt.Sprintf("%s/R=%v", pc.name, r), func(t *testing.T) {
-				cp, sp := newProtoProvider(), newProtoProvider()
+				cp, sp := newProtoProvider(true), newProtoProvider(false)
 				b := testBinding{ddp: pc.ddp}
 				p := newPair(t, &Config{Provider: sp, Binding: b, NoRemoteInvalidate: !r},
 					&Config{Provider: cp, Binding: b})

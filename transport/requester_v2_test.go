@@ -287,7 +287,9 @@ func TestVersion2RequesterHostile(t *testing.T) {
 			t.Fatalf("ReadMsg: %x, %v; want xid %#x with %v", msg[:min(len(msg), 16)], err, xid, want)
 		}
 	}
-	ok := func(xid uint32) []byte { return v2ReplyMsg(xid, rpcrdma2.FlagResponse, hpRPCReply(xid, xdr.AcceptSuccess, nil)) }
+	ok := func(xid uint32) []byte {
+		return v2ReplyMsg(xid, rpcrdma2.FlagResponse, hpRPCReply(xid, xdr.AcceptSuccess, nil))
+	}
 	for _, tc := range []struct {
 		name, want string
 		run        func(t *testing.T, cli *Conn, peer *hpPeer)

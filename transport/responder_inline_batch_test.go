@@ -79,7 +79,7 @@ func (c *protoConn) Wait(ctx context.Context) error {
 // one each.
 func TestInlineRepliesShareAPost(t *testing.T) {
 	const calls = 4
-	sp := newProtoProvider()
+	sp := newProtoProvider(false)
 	sp.gate = &pollGate{}
 	var read atomic.Int64
 	var eh *echoInline

@@ -28,7 +28,7 @@ import (
 // makes the requester speak version 1.
 func revPair(t *testing.T, h ReverseHandler, offer bool) (cli, srv *Conn) {
 	t.Helper()
-	l, err := Listen("127.0.0.1:0", softConfig(&Config{AcceptVersion2: true}))
+	l, err := Listen(protoNet.listen, &Config{Provider: protoNet.provider(false), AcceptVersion2: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func revPair(t *testing.T, h ReverseHandler, offer bool) (cli, srv *Conn) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), hpGuard)
 	defer cancel()
-	cli, err = Dial(ctx, addr, softConfig(&Config{OfferVersion2: offer, ReverseHandler: h}))
+	cli, err = Dial(ctx, addr, &Config{Provider: protoNet.provider(true), OfferVersion2: offer, ReverseHandler: h})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,9 @@ func replyResults(t testing.TB, xid uint32, msg []byte) []byte {
 // handler answered (the bytes reversed). Eight callers at once: at most
 // reverseCredits reverse calls are in the handler at any time, more than
 // one once the first answer granted them, and every byte arrives.
-func TestReverseCallback(t *testing.T) {
+func TestReverseCallback(t *testing.T) { testReverseCallback(t) }
+
+func testReverseCallback(t *testing.T) {
 	var inHandler, most atomic.Int32
 	handler := func(ctx context.Context, call []byte) ([]byte, error) {
 		n := inHandler.Add(1)
