@@ -9,6 +9,7 @@
 package transport
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
@@ -41,7 +42,7 @@ func TestRdmacoreProtocolMatrix(t *testing.T) {
 		for _, size := range []int{1024, 4096} {
 			for _, r := range [][2]bool{{true, true}, {true, false}, {false, true}, {false, false}} {
 				pc := protoConfig{size, size, size, size, r[0], r[1], v2}
-				t.Run(pc.String(), func(t *testing.T) { protoRunMatrixCell(t, pc) })
+				t.Run(fmt.Sprintf("v%d-%s", vers(v2), pc), func(t *testing.T) { protoRunMatrixCell(t, pc) })
 			}
 		}
 	}
@@ -53,4 +54,12 @@ func TestRdmacoreProtocolMatrix(t *testing.T) {
 func TestRdmacoreReverse(t *testing.T) {
 	onRdmacore(t)
 	testReverseCallback(t)
+}
+
+// vers is the RPC-over-RDMA version of a cell.
+func vers(v2 bool) int {
+	if v2 {
+		return 2
+	}
+	return 1
 }
