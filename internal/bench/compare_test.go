@@ -185,9 +185,10 @@ func TestSoftCompare(t *testing.T) {
 }
 
 // TestSoftVersion2 runs bench -rpcrdma-v2 on the soft provider: rdma-nfsd-b
-// is this checkout's rdma-nfsd with -rpcrdma-v2, the Go client (NULL on
-// our requester, GETATTR through the Go NFS client) runs version 2 with it
-// and version 1 with rdma-nfsd, and the comparison is printed.
+// is this checkout's rdma-nfsd with -rpcrdma-v2, the Go client (NULL and
+// connections on our requester, GETATTR, LOOKUP and READDIRPLUS through
+// the Go NFS client) runs version 2 with it and version 1 with rdma-nfsd,
+// and the comparison is printed.
 func TestSoftVersion2(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/rdma-nfsd")
@@ -197,13 +198,13 @@ func TestSoftVersion2(t *testing.T) {
 		t.Fatalf("-rpcrdma-v2: %v, %+v", err, s)
 	}
 	var stdout, stderr bytes.Buffer
-	rep, err := runArgs([]string{"-provider", "soft", "-rpcrdma-v2", "-workloads", "null,getattr",
+	rep, err := runArgs([]string{"-provider", "soft", "-rpcrdma-v2", "-workloads", "null,connect,getattr,lookup,readdir",
 		"-inflight", "1", "-inline", "1024", "-rounds", "1", "-d", "200ms"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	if len(rep.Raw) != 4 {
-		t.Fatalf("%d results, want 4", len(rep.Raw))
+	if len(rep.Raw) != 10 {
+		t.Fatalf("%d results, want 10", len(rep.Raw))
 	}
 	for _, r := range rep.Raw {
 		want := " version 1"

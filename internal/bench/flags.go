@@ -44,7 +44,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.inlines, "inline", "", "inline settings (default 1024,4096,16KiB,64KiB)")
 	fs.StringVar(&f.sizes, "sizes", "", "READ and WRITE sizes (default 512,1KiB,2KiB,4KiB,8KiB,64KiB,1MiB)")
 	fs.StringVar(&f.inflight, "inflight", "", "operations in flight (default 1,8,32)")
-	fs.StringVar(&f.workloads, "workloads", "", "null,read,write,getattr,create (default all)")
+	fs.StringVar(&f.workloads, "workloads", "", "null,read,write,getattr,create (default all); the Go client's alone: lookup,readdir,connect")
 	fs.StringVar(&f.servers, "servers", "", "rdma-nfsd,knfsd (default both)")
 	fs.StringVar(&f.clients, "clients", "", "kernel,go (default both)")
 	fs.StringVar(&f.JSON, "json", "", "write the report as JSON to FILE (- for stdout)")

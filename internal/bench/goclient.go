@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -76,6 +77,20 @@ func dialGo(ctx context.Context, p verbs.Provider, addr string, inline int, v2 b
 		}
 	}
 	return g, err
+}
+
+// connectOps returns the operation of a connect cell: a connection to
+// addr made as dialGo makes it, checked, and closed.
+func connectOps(p verbs.Provider, addr string, inline int, v2 bool) opFunc {
+	return func(int) (int, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		g, err := dialGo(ctx, p, addr, inline, v2)
+		if err != nil {
+			return 0, err
+		}
+		return 0, g.close()
+	}
 }
 
 // dialGoCfg connects to addr with cfg.

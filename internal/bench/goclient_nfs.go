@@ -41,8 +41,13 @@ func init() { goClientCells = append(goClientCells, nfsClient{}) }
 
 // Supports is every NFS workload; NULL stays with goRequester.
 func (nfsClient) Supports(w string) bool {
-	return w == WorkRead || w == WorkWrite || w == WorkGetattr || w == WorkCreate
+	return w == WorkRead || w == WorkWrite || w == WorkGetattr || w == WorkCreate || w == WorkLookup || w == WorkReaddir
 }
+
+// readdirEntries is the size of the directory a readdir cell lists: the
+// files and ".", "..", in one READDIRPLUS reply (about 150 bytes an
+// entry, a Reply chunk at every inline setting below 16 KiB).
+const readdirEntries = 64
 
 // Open mounts p.ExportPath with client.Mount (MNT over TCP, NFS over
 // RPC-over-RDMA at the port of p.Addr, FSINFO) offering p.Inline each way
@@ -152,13 +157,19 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 	slots := max(1, readFileSize/max(c.Size, 1))
 	undo := func() {}
 	switch c.Workload {
-	case WorkRead, WorkGetattr:
+	case WorkRead, WorkGetattr, WorkLookup:
 		if err := s.prepare(ctx); err != nil {
 			return nil, nil, fmt.Errorf("go-nfs: preparing the file: %w", err)
 		}
-		if c.Workload == WorkGetattr {
+		switch c.Workload {
+		case WorkGetattr:
 			return func(int) (int, error) {
 				_, err := s.c.Getattr(callCtx, s.rfile)
+				return 0, err
+			}, undo, nil
+		case WorkLookup:
+			return func(int) (int, error) {
+				_, _, err := s.c.Lookup(callCtx, s.dirFH, "rfile")
 				return 0, err
 			}, undo, nil
 		}
@@ -187,6 +198,28 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			off := next[w] % uint64(slots) * uint64(c.Size)
 			next[w]++
 			return s.writeAt(callCtx, fhs[w], off, bufs[w])
+		}, undo, nil
+	case WorkReaddir:
+		name := fmt.Sprintf("readdir-%d-%d-%d", c.Inline, c.InFlight, s.cells)
+		perm := uint32(0o755)
+		dir, _, err := s.c.Mkdir(ctx, s.dirFH, name, &client.SetAttr{Mode: &perm})
+		if err != nil {
+			return nil, nil, fmt.Errorf("go-nfs: %w", err)
+		}
+		undo = func() { s.removeDir(dir, name) }
+		for i := range readdirEntries - 2 {
+			mode := uint32(0o644)
+			if _, _, err := s.c.Create(ctx, dir, fmt.Sprintf("entry-%03d", i), client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}}); err != nil {
+				undo()
+				return nil, nil, fmt.Errorf("go-nfs: %w", err)
+			}
+		}
+		return func(int) (int, error) {
+			page, err := s.c.Readdirplus(callCtx, dir, 0, [8]byte{}, 16<<10, 64<<10)
+			if err == nil && (len(page.Entries) != readdirEntries || !page.EOF) {
+				err = fmt.Errorf("READDIRPLUS: %d entries (EOF %v), want %d in one reply", len(page.Entries), page.EOF, readdirEntries)
+			}
+			return 0, err
 		}, undo, nil
 	case WorkCreate:
 		name := fmt.Sprintf("create-%d-%d-%d", c.Inline, c.InFlight, s.cells)

@@ -14,6 +14,10 @@ const (
 	WorkWrite   = "write"   // an O_DIRECT pwrite of Size bytes (one NFSv3 WRITE, FILE_SYNC)
 	WorkGetattr = "getattr" // an fstat on a noac mount (one NFSv3 GETATTR)
 	WorkCreate  = "create"  // create, write Size bytes, close (CREATE, WRITE, GETATTRs)
+	// The Go client's alone (goOnlyWorkloads), in no default run.
+	WorkLookup  = "lookup"  // one NFSv3 LOOKUP of a file's name in its directory
+	WorkReaddir = "readdir" // one READDIRPLUS of a directory of readdirEntries files, whole in one reply
+	WorkConnect = "connect" // a connection made (RDMA-CM, RFC 8797 and, in version 2, the RDMA2_CONNPROP exchange) and closed
 )
 
 // Peers: the client and server sides of a cell.

@@ -144,8 +144,13 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 // runGoCell measures one Go client cell: RPC NULL on our requester, the
 // rest on the first Go NFS client that supports the workload.
 func (r *runner) runGoCell(ctx context.Context, srv server, c Cell, g *goRequester, sessions []goNFSSession, goClients []goNFSClient, openErrs []error) {
-	if c.Workload == WorkNull {
+	switch c.Workload {
+	case WorkNull:
 		r.measure(ctx, c, srv, g.nullOps(c.InFlight), func() (map[string]uint64, error) { return withProcess(g.snapshot()), nil }, g.negotiated)
+		return
+	case WorkConnect:
+		v2 := r.spec.Version2 && srv.name() == ServerGoB
+		r.measure(ctx, c, srv, connectOps(r.provider, srv.rdmaAddr(), c.Inline, v2), func() (map[string]uint64, error) { return withProcess(map[string]uint64{}), nil }, g.negotiated)
 		return
 	}
 	for i, gc := range goClients {

@@ -102,6 +102,11 @@ var (
 	fullInFlight = []int{1, 8, 32}
 	fullInlines  = []int{1024, 4096, 16 << 10, 64 << 10}
 	allWorkloads = []string{WorkNull, WorkRead, WorkWrite, WorkGetattr, WorkCreate}
+	// goOnlyWorkloads are the Go client's alone: the kernel client has no
+	// way to make one LOOKUP or READDIRPLUS per operation (its dentry and
+	// page caches answer), nor a connection per operation. -workloads
+	// names them; no default run has them.
+	goOnlyWorkloads = []string{WorkLookup, WorkReaddir, WorkConnect}
 )
 
 // fullSpec is the whole matrix of the issue.
@@ -148,7 +153,7 @@ func (s Spec) Cells(server string, inline int) []Cell {
 			return nil
 		}
 		for _, w := range s.Workloads {
-			if w == WorkNull {
+			if w == WorkNull || has(goOnlyWorkloads, w) {
 				continue
 			}
 			for _, size := range s.sizesOf(w) {
@@ -165,8 +170,10 @@ func (s Spec) Cells(server string, inline int) []Cell {
 		}
 	}
 	if has(s.Clients, ClientGo) {
-		if has(s.Workloads, WorkNull) {
-			add(ClientGo, WorkNull, 0)
+		for _, w := range []string{WorkNull, WorkConnect} { // our requester's
+			if has(s.Workloads, w) {
+				add(ClientGo, w, 0)
+			}
 		}
 		for _, c := range s.goClients() {
 			for _, w := range s.Workloads {
@@ -180,7 +187,7 @@ func (s Spec) Cells(server string, inline int) []Cell {
 	}
 	if has(s.Clients, ClientKernel) && s.Provider == "rdmacore" {
 		for _, w := range s.Workloads {
-			if w == WorkNull {
+			if w == WorkNull || has(goOnlyWorkloads, w) {
 				continue // the kernel client's NULL is not a user-space operation
 			}
 			for _, size := range s.sizesOf(w) {
@@ -254,8 +261,8 @@ func (s Spec) Validate() error {
 		}
 	}
 	for _, w := range s.Workloads {
-		if !has(allWorkloads, w) {
-			return fmt.Errorf("workload %q: want one of %s", w, strings.Join(allWorkloads, ", "))
+		if !has(allWorkloads, w) && !has(goOnlyWorkloads, w) {
+			return fmt.Errorf("workload %q: want one of %s", w, strings.Join(append(slices.Clone(allWorkloads), goOnlyWorkloads...), ", "))
 		}
 	}
 	for _, p := range s.Servers {
