@@ -22,7 +22,6 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
-	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -323,7 +322,7 @@ func hpDial(t testing.TB, addr string, pd []byte) *hpPeer {
 	ctx, cancel := context.WithTimeout(context.Background(), hpGuard)
 	defer cancel()
 	p := &hpPeer{t: t}
-	vc, err := (&soft.Provider{}).Dial(ctx, addr, &verbs.ConnOptions{PrivateData: pd, Setup: p.setup})
+	vc, err := protoNet.provider(true).Dial(ctx, addr, &verbs.ConnOptions{PrivateData: pd, Setup: p.setup})
 	if err != nil {
 		t.Fatalf("raw requester: dial: %v", err)
 	}

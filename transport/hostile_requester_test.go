@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
-	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -46,10 +45,10 @@ type hpServerEnv struct {
 func hpRunServer(t *testing.T, tc hpServerCase) {
 	var e *hpServerEnv
 	hpRun(t, tc.heap, tc.reg, func() *hpCountingProvider {
-		prov := &hpCountingProvider{Provider: &soft.Provider{}}
+		prov := &hpCountingProvider{Provider: protoNet.provider(false)}
 		cfg := tc.cfg
 		cfg.Provider = prov
-		l, err := Listen("127.0.0.1:0", &cfg)
+		l, err := Listen(protoNet.listen, &cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

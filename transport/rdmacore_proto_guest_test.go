@@ -10,6 +10,7 @@ package transport
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
@@ -62,4 +63,25 @@ func vers(v2 bool) int {
 		return 2
 	}
 	return 1
+}
+
+// TestRdmacoreVersion2Responder runs TestVersion2Responder's and
+// TestReverseCallRaw's cases on rdma-core: the raw requester of the
+// hostile suite on rxe1 sending version 2 headers of every kind, good and
+// bad, to our responder on rxe0, and what each must get (every
+// RDMA2_ERROR code our responder sends among them), with the suite's
+// checks of leaks and memory.
+func TestRdmacoreVersion2Responder(t *testing.T) {
+	onRdmacore(t)
+	for _, tc := range append(slices.Clone(v2ServerCases), reverseServerCases...) {
+		tc.cfg.AcceptVersion2 = true
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if t.Failed() {
+					t.Log(hpDescribe(tc.name, tc.want))
+				}
+			}()
+			hpRunServer(t, tc)
+		})
+	}
 }
