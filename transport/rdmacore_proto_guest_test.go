@@ -73,15 +73,5 @@ func vers(v2 bool) int {
 // checks of leaks and memory.
 func TestRdmacoreVersion2Responder(t *testing.T) {
 	onRdmacore(t)
-	for _, tc := range append(slices.Clone(v2ServerCases), reverseServerCases...) {
-		tc.cfg.AcceptVersion2 = true
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				if t.Failed() {
-					t.Log(hpDescribe(tc.name, tc.want))
-				}
-			}()
-			hpRunServer(t, tc)
-		})
-	}
+	runV2ServerCases(t, append(slices.Clone(v2ServerCases), reverseServerCases...))
 }

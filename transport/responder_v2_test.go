@@ -415,8 +415,12 @@ var v2ServerCases = []hpServerCase{
 	},
 }
 
-func TestVersion2Responder(t *testing.T) {
-	for _, tc := range v2ServerCases {
+func TestVersion2Responder(t *testing.T) { runV2ServerCases(t, v2ServerCases) }
+
+// runV2ServerCases runs cases against our responder accepting version 2,
+// each a subtest that describes its expectation when it fails.
+func runV2ServerCases(t *testing.T, cases []hpServerCase) {
+	for _, tc := range cases {
 		tc.cfg.AcceptVersion2 = true
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

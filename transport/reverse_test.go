@@ -457,12 +457,7 @@ var reverseServerCases = []hpServerCase{
 		name: "reverse-error-answer",
 		want: "an RDMA2_ERROR answering a reverse call fails it with a RemoteError carrying the code",
 		run: func(e *hpServerEnv) {
-			e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReverseRequests(rpcrdma2.ReverseInline)})
-			errs := make(chan error, 1)
-			go func() {
-				_, err := e.srv.ReverseCall(context.Background(), hpRPCCall(0x200, hpProcNull, nil))
-				errs <- err
-			}()
+			errs := e.revCallOffered(0x200)
 			h := e.revNext()
 			e.peer.sendMsg(rpcrdma2.AppendError(nil, h.XID, 4, rpcrdma2.Error{Code: rpcrdma2.ErrWriteChunks}))
 			var re *RemoteError
@@ -476,12 +471,7 @@ var reverseServerCases = []hpServerCase{
 		name: "reverse-chunked-answer",
 		want: "an answer to a reverse call that carries a Write chunk fails the call with ErrBadReply",
 		run: func(e *hpServerEnv) {
-			e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReverseRequests(rpcrdma2.ReverseInline)})
-			errs := make(chan error, 1)
-			go func() {
-				_, err := e.srv.ReverseCall(context.Background(), hpRPCCall(0x300, hpProcNull, nil))
-				errs <- err
-			}()
+			errs := e.revCallOffered(0x300)
 			h := e.revNext()
 			a := rpcrdma2.Header{Prefix: rpcrdma2.Prefix{XID: h.XID, Vers: 2, Credit: 4, Type: rpcrdma2.HTypeMsg, Flags: rpcrdma2.FlagResponse},
 				Chunks: chunks.Header{WriteList: []chunks.WriteChunk{{hpS(1, 8, 0)}}}}
@@ -523,22 +513,23 @@ func (e *hpServerEnv) revNext() *rpcrdma2.Header {
 	return h
 }
 
+// revCallOffered has the raw requester offer inline reverse calls in its
+// RDMA2_CONNPROP, then makes a NULL reverse call with xid on a goroutine
+// and returns where its error comes.
+func (e *hpServerEnv) revCallOffered(xid uint32) <-chan error {
+	e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReverseRequests(rpcrdma2.ReverseInline)})
+	errs := make(chan error, 1)
+	go func() {
+		_, err := e.srv.ReverseCall(context.Background(), hpRPCCall(xid, hpProcNull, nil))
+		errs <- err
+	}()
+	return errs
+}
+
 // revAnswer answers reverse call h with a NULL reply granting credit.
 func (e *hpServerEnv) revAnswer(h *rpcrdma2.Header, credit uint32) {
 	a := rpcrdma2.Header{Prefix: rpcrdma2.Prefix{XID: h.XID, Vers: 2, Credit: credit, Type: rpcrdma2.HTypeMsg, Flags: rpcrdma2.FlagResponse}}
 	e.peer.sendMsg(append(a.Append(nil), hpRPCReply(h.XID, xdr.AcceptSuccess, nil)...))
 }
 
-func TestReverseCallRaw(t *testing.T) {
-	for _, tc := range reverseServerCases {
-		tc.cfg.AcceptVersion2 = true
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				if t.Failed() {
-					t.Log(hpDescribe(tc.name, tc.want))
-				}
-			}()
-			hpRunServer(t, tc)
-		})
-	}
-}
+func TestReverseCallRaw(t *testing.T) { runV2ServerCases(t, reverseServerCases) }
