@@ -95,15 +95,15 @@ func (s *responder) errorV2(ep *endpoint, perr error) (e rpcrdma2.Error, drop bo
 // inline reverse-direction support (reverse_call.go). The exchange counts
 // as a call and its reply (docs/v2.md). If h says the requester takes
 // reverse-direction calls, inline or more, ReverseCall may call it from
-// now on. The requester's Receive Buffer Size, if it gave one,
+// now on; if it says none, no longer (the calls in flight go on). The requester's Receive Buffer Size, if it gave one,
 // bounds what this side sends inline from now on: the smaller of it and
 // what the RFC 8797 exchange gave, never below 1,024 bytes (cmpriv.MinSize,
 // the least either can say).
 func (s *responder) connPropLocked(ep *endpoint, buf int, h *rpcrdma2.Header) error {
 	c := s.c
 	ep.boundSendInline(h.Props)
-	if brs, ok := h.Props.ReverseRequests(); ok && brs >= rpcrdma2.ReverseInline {
-		ep.reverse = true // ReverseCall may call it
+	if brs, ok := h.Props.ReverseRequests(); ok {
+		ep.reverse = brs >= rpcrdma2.ReverseInline // ReverseCall may call it
 	}
 	if err := ep.repost(buf); err != nil {
 		return err

@@ -78,15 +78,15 @@ func (c *Conn) ReverseCall(ctx context.Context, msg []byte) ([]byte, error) {
 		return rc.reply, rc.err
 	case <-ctx.Done():
 	}
+	// The call keeps its place in reverseCalls.out, and so its credit,
+	// until its answer comes or the connection ends.
 	c.lock()
+	defer c.unlock()
 	select {
 	case <-rc.done: // it came meanwhile
-		c.unlock()
 		return rc.reply, rc.err
 	default:
 	}
-	rc.abandoned = true
-	c.unlock()
 	return nil, c.opError("reverse call", ctx.Err())
 }
 
@@ -106,10 +106,9 @@ type reverseCalls struct {
 
 // reverseCall is one reverse-direction call of ReverseCall.
 type reverseCall struct {
-	done      chan struct{} // closed once reply or err is set
-	reply     []byte
-	err       error
-	abandoned bool // its ReverseCall returned (ctx ended) before its answer
+	done  chan struct{} // closed once reply or err is set
+	reply []byte
+	err   error
 }
 
 // sendReverse posts the reverse call msg, whose XID is xid, once it has a

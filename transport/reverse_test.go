@@ -485,12 +485,17 @@ var reverseServerCases = []hpServerCase{
 	},
 	{
 		name: "reverse-not-offered",
-		want: "a requester whose RDMA2_CONNPROP says RDMA2_RVREQSUP_NONE, or that sent none, gets no reverse call: ErrNoReverse",
+		want: "a requester that sent no RDMA2_CONNPROP, or whose last one says RDMA2_RVREQSUP_NONE, gets no reverse call: ErrNoReverse",
 		run: func(e *hpServerEnv) {
 			e.v2Ping() // a version 2 connection without RDMA2_CONNPROP
 			if _, err := e.srv.ReverseCall(context.Background(), hpRPCCall(0x400, hpProcNull, nil)); !errors.Is(err, ErrNoReverse) {
 				e.t.Fatalf("ReverseCall without RDMA2_CONNPROP: %v, want ErrNoReverse", err)
 			}
+			e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReverseRequests(rpcrdma2.ReverseInline)})
+			if !e.srv.Stats().Negotiated.Reverse {
+				e.t.Fatal("no reverse calls after RDMA2_RVREQSUP_INLINE")
+			}
+			// A later RDMA2_CONNPROP saying none withdraws it.
 			e.v2ConnProp(rpcrdma2.Properties{rpcrdma2.ReverseRequests(rpcrdma2.ReverseNone)})
 			if _, err := e.srv.ReverseCall(context.Background(), hpRPCCall(0x401, hpProcNull, nil)); !errors.Is(err, ErrNoReverse) {
 				e.t.Fatalf("ReverseCall after RDMA2_RVREQSUP_NONE: %v, want ErrNoReverse", err)
