@@ -75,3 +75,18 @@ func TestRdmacoreVersion2Responder(t *testing.T) {
 	onRdmacore(t)
 	runV2ServerCases(t, append(slices.Clone(v2ServerCases), reverseServerCases...))
 }
+
+// TestRdmacoreVersion2Requester runs the tests of our requester against a
+// raw version 2 responder on rdma-core: the negotiation's outcomes
+// (knfsd's answer, bad answers, an RDMA2_CONNPROP answer), every
+// RDMA2_ERROR reaching the caller, the hostile cases after negotiation,
+// and reverse calls from the raw responder.
+func TestRdmacoreVersion2Requester(t *testing.T) {
+	onRdmacore(t)
+	t.Run("knfsd-answer", TestVersion2KnfsdAnswer)
+	t.Run("bad-answers", TestVersion2BadAnswers)
+	t.Run("connprop-answer", TestVersion2ConnPropAnswer)
+	t.Run("remote-error", TestVersion2RemoteError)
+	t.Run("hostile", TestVersion2RequesterHostile)
+	t.Run("reverse-serve", TestReverseServeRaw)
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma2"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
-	"github.com/go-rpcrdma/rpcrdma/transport/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -76,7 +75,7 @@ func TestVersion2Fallback(t *testing.T) {
 // raw peer.
 func dialRawV2(t *testing.T, cfg Config, answer func(connprop *rpcrdma2.Header) []byte) (*Conn, *hpPeer, error) {
 	t.Helper()
-	vl, err := (&soft.Provider{}).Listen("127.0.0.1:0")
+	vl, err := protoNet.provider(false).Listen(protoNet.listen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +109,7 @@ func dialRawV2(t *testing.T, cfg Config, answer func(connprop *rpcrdma2.Header) 
 		}
 		answered <- got{peer: a.peer}
 	}()
-	cfg.Provider, cfg.OfferVersion2, cfg.Binding, cfg.Credits = &soft.Provider{}, true, hpBinding{}, 8
+	cfg.Provider, cfg.OfferVersion2, cfg.Binding, cfg.Credits = protoNet.provider(true), true, hpBinding{}, 8
 	ctx, cancel := context.WithTimeout(context.Background(), hpGuard)
 	defer cancel()
 	cli, err := Dial(ctx, addr, &cfg)
