@@ -210,8 +210,14 @@ func (s *requester) buildReplyLocked(ep *endpoint, slot int, inline []byte) erro
 func (s *requester) failCallLocked(call *reqCall, err error) {
 	call.err = err
 	call.data = nil
-	rh := xdr.ReplyHeader{XID: call.xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSystemErr}
-	call.reply = rh.Append(call.reply[:0])
+	call.reply = appendSystemErr(call.reply[:0], call.xid)
+}
+
+// appendSystemErr appends an RPC reply to xid that fails the call:
+// MSG_ACCEPTED with SYSTEM_ERR (RFC 5531 §9).
+func appendSystemErr(b []byte, xid uint32) []byte {
+	rh := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSystemErr}
+	return rh.Append(b)
 }
 
 // releasedLocked notes that the caller's buffer of slot's call is no

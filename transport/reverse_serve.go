@@ -102,8 +102,7 @@ func (s *requester) serveReverse(ep *endpoint, xid uint32, call []byte) {
 	}
 	if err != nil {
 		c.cfg.Logger.Warn("rpcrdma: reverse-direction call failed", "remote", c.raddr, "xid", xid, "err", err)
-		rh := xdr.ReplyHeader{XID: xid, Stat: xdr.MsgAccepted, AcceptStat: xdr.AcceptSystemErr}
-		reply = rh.Append(nil)
+		reply = appendSystemErr(nil, xid)
 	}
 	s.answerReverseLocked(ep, reverseAnswer{xid: xid, reply: reply})
 }

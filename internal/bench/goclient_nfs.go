@@ -200,13 +200,10 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			return s.writeAt(callCtx, fhs[w], off, bufs[w])
 		}, undo, nil
 	case WorkReaddir:
-		name := fmt.Sprintf("readdir-%d-%d-%d", c.Inline, c.InFlight, s.cells)
-		perm := uint32(0o755)
-		dir, _, err := s.c.Mkdir(ctx, s.dirFH, name, &client.SetAttr{Mode: &perm})
+		dir, undo, err := s.cellDir(ctx, "readdir", c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("go-nfs: %w", err)
+			return nil, nil, err
 		}
-		undo = func() { s.removeDir(dir, name) }
 		for i := range readdirEntries - 2 {
 			mode := uint32(0o644)
 			if _, _, err := s.c.Create(ctx, dir, fmt.Sprintf("entry-%03d", i), client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}}); err != nil {
@@ -222,14 +219,11 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 			return 0, err
 		}, undo, nil
 	case WorkCreate:
-		name := fmt.Sprintf("create-%d-%d-%d", c.Inline, c.InFlight, s.cells)
-		perm := uint32(0o755)
-		dir, _, err := s.c.Mkdir(ctx, s.dirFH, name, &client.SetAttr{Mode: &perm})
+		dir, undo, err := s.cellDir(ctx, "create", c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("go-nfs: %w", err)
+			return nil, nil, err
 		}
 		var seq atomic.Uint64
-		undo = func() { s.removeDir(dir, name) }
 		return func(w int) (int, error) {
 			mode := uint32(0o644)
 			fh, _, err := s.c.Create(callCtx, dir, fmt.Sprintf("f%d", seq.Add(1)), client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}})
@@ -240,6 +234,19 @@ func (s *nfsSession) Ops(c Cell) (opFunc, func(), error) {
 		}, undo, nil
 	}
 	return nil, nil, fmt.Errorf("go-nfs: no %s workload", c.Workload)
+}
+
+// cellDir makes a directory of cell c's own in the session's directory,
+// named after what and the cell, and returns it and what removes it with
+// its files.
+func (s *nfsSession) cellDir(ctx context.Context, what string, c Cell) (client.FH, func(), error) {
+	name := fmt.Sprintf("%s-%d-%d-%d", what, c.Inline, c.InFlight, s.cells)
+	perm := uint32(0o755)
+	dir, _, err := s.c.Mkdir(ctx, s.dirFH, name, &client.SetAttr{Mode: &perm})
+	if err != nil {
+		return nil, nil, fmt.Errorf("go-nfs: %w", err)
+	}
+	return dir, func() { s.removeDir(dir, name) }, nil
 }
 
 // remove removes name from the session's directory, if it is there.

@@ -112,7 +112,7 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 		return
 	}
 	inline := cells[0].Inline
-	v2 := r.spec.Version2 && srv.name() == ServerGoB
+	v2 := r.offersVersion2(srv)
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	g, err := dialGo(dctx, r.provider, srv.rdmaAddr(), inline, v2)
 	cancel()
@@ -141,6 +141,10 @@ func (r *runner) runGo(ctx context.Context, srv server, cells []Cell) {
 	}
 }
 
+// offersVersion2 reports whether the Go client offers (and requires)
+// RPC-over-RDMA version 2 to srv: rdma-nfsd-b in a -rpcrdma-v2 run.
+func (r *runner) offersVersion2(srv server) bool { return r.spec.Version2 && srv.name() == ServerGoB }
+
 // runGoCell measures one Go client cell: RPC NULL on our requester, the
 // rest on the first Go NFS client that supports the workload.
 func (r *runner) runGoCell(ctx context.Context, srv server, c Cell, g *goRequester, sessions []goNFSSession, goClients []goNFSClient, openErrs []error) {
@@ -149,8 +153,7 @@ func (r *runner) runGoCell(ctx context.Context, srv server, c Cell, g *goRequest
 		r.measure(ctx, c, srv, g.nullOps(c.InFlight), func() (map[string]uint64, error) { return withProcess(g.snapshot()), nil }, g.negotiated)
 		return
 	case WorkConnect:
-		v2 := r.spec.Version2 && srv.name() == ServerGoB
-		r.measure(ctx, c, srv, connectOps(r.provider, srv.rdmaAddr(), c.Inline, v2), func() (map[string]uint64, error) { return withProcess(map[string]uint64{}), nil }, g.negotiated)
+		r.measure(ctx, c, srv, connectOps(r.provider, srv.rdmaAddr(), c.Inline, r.offersVersion2(srv)), func() (map[string]uint64, error) { return withProcess(map[string]uint64{}), nil }, g.negotiated)
 		return
 	}
 	for i, gc := range goClients {
