@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"time"
+
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -26,8 +28,11 @@ type InlineHandler interface {
 	// completion of the connection is handled: it must not block, and
 	// must not Close the Conn (the Close would wait for it). A reply that
 	// cannot be posted at once (the send queue full) is copied and
-	// posted by a goroutine of its own.
-	ServeInline(msg []byte)
+	// posted by a goroutine of its own. arrived is when the poll loop
+	// took the call's Receive completion: one clock reading shared by
+	// the calls of one poll, so that a handler that times its calls
+	// need not read the clock again to start.
+	ServeInline(msg []byte, arrived time.Time)
 }
 
 // SetInlineHandler has h executed, on the goroutine that polled them, the
@@ -93,10 +98,11 @@ func (c *Conn) serveInline(ep *endpoint) {
 		call := &s.calls[idx]
 		s.inlineBuf = call.view.appendTo(s.inlineBuf[:0])
 		msg := s.inlineBuf
+		arrived := call.arrived
 		s.callConsumedLocked(idx)
 		call.inlined = true
 		c.unlock()
-		h.ServeInline(msg)
+		h.ServeInline(msg, arrived)
 	}
 }
 

@@ -39,9 +39,12 @@ func (e *echoInline) Inline(h *xdr.CallHeader, msg []byte) bool {
 	return h.Proc == 0 || h.Proc == procEcho
 }
 
-func (e *echoInline) ServeInline(msg []byte) {
+func (e *echoInline) ServeInline(msg []byte, arrived time.Time) {
 	var h xdr.CallHeader
 	args, err := h.Unmarshal(msg)
+	if now := time.Now(); err == nil && (arrived.IsZero() || arrived.After(now)) {
+		err = fmt.Errorf("ServeInline: arrived %v, now %v", arrived, now)
+	}
 	if err == nil {
 		e.out, _, err = echoOpaque()(&h, msg[args:], appendReply(e.out[:0], h.XID))
 	}
@@ -205,7 +208,7 @@ type stealSends struct {
 	returned chan time.Time // when WriteMsg returned
 }
 
-func (e *stealSends) ServeInline(msg []byte) {
+func (e *stealSends) ServeInline(msg []byte, arrived time.Time) {
 	c := e.c
 	c.lock()
 	ep := c.ep
@@ -219,7 +222,7 @@ func (e *stealSends) ServeInline(msg []byte) {
 		c.unlock()
 		wake(c.writeWake)
 	}()
-	e.echoInline.ServeInline(msg)
+	e.echoInline.ServeInline(msg, arrived)
 	e.returned <- time.Now()
 }
 
@@ -258,7 +261,7 @@ type readInline struct {
 
 func (e *readInline) Inline(h *xdr.CallHeader, _ []byte) bool { return h.Proc == procRead }
 
-func (e *readInline) ServeInline(msg []byte) {
+func (e *readInline) ServeInline(msg []byte, _ time.Time) {
 	var h xdr.CallHeader
 	args, err := h.Unmarshal(msg)
 	if err == nil {
@@ -342,7 +345,7 @@ func (e *writeInline) Inline(h *xdr.CallHeader, msg []byte) bool {
 	return h.Proc == procWrite
 }
 
-func (e *writeInline) ServeInline(msg []byte) {
+func (e *writeInline) ServeInline(msg []byte, _ time.Time) {
 	n, err := e.check(msg)
 	if err == nil {
 		var h xdr.CallHeader

@@ -79,8 +79,16 @@ type session struct {
 	client  string // the client's host, for the duplicate request cache
 	done    chan struct{}
 	pending pendingCalls // calls dispatched, for the metrics
-	started time.Time
-	addr    netip.AddrPort // the client's, for the exports' rules
+	// inline is the call the polling goroutine executes (inlineCalls),
+	// for the metrics, kept here instead of in pending: written and read
+	// by that goroutine only. inlineXID is its XID with inlineSet (0:
+	// none), which observe compares a reply's XID with: the transport
+	// delivers no second call with an XID while the first is unanswered,
+	// so no other goroutine's reply matches it.
+	inline    pendingCall
+	inlineXID atomic.Uint64
+	started   time.Time
+	addr      netip.AddrPort // the client's, for the exports' rules
 	// portLogged: a call of the session was refused for its port
 	// (refusePort) and logged.
 	portLogged atomic.Bool
@@ -244,6 +252,9 @@ type worker struct {
 	// again: the call was begun inline and found it would (its OnCall
 	// already called).
 	inline, again bool
+	// arrived: when the transport received the inline worker's call
+	// (zero: not known).
+	arrived time.Time
 }
 
 // workerReply is the capacity of a worker's reply buffer: room for every
@@ -274,7 +285,7 @@ func (ss *session) dispatch(w *worker, msg []byte) error {
 	if ss.s.cfg.OnCall != nil && !w.again {
 		ss.s.cfg.OnCall(ss.network, h)
 	}
-	ss.pending.begin(h, w.inline)
+	ss.begin(h, w)
 	switch {
 	case h.Prog == nfs.ProgNFS && (ss.network == NetRDMA || ss.s.cfg.NFSOverTCP):
 		if h.Vers != 3 {
@@ -449,14 +460,41 @@ func (ss *session) send(reply []byte) error {
 	return ss.c.WriteMsg(reply)
 }
 
+// inlineSet marks session.inlineXID as holding a call's XID.
+const inlineSet = 1 << 32
+
+// begin notes, for the metrics, that w dispatches the call h: the polling
+// goroutine's call in ss.inline, timed from its arrival (the transport's
+// reading of the clock for the poll that received it); another's in
+// ss.pending, timed from now.
+func (ss *session) begin(h *xdr.CallHeader, w *worker) {
+	if !w.inline {
+		ss.pending.begin(h)
+		return
+	}
+	start := w.arrived
+	if start.IsZero() {
+		start = time.Now()
+	}
+	ss.inline = pendingCall{prog: h.Prog, proc: h.Proc, start: start, inline: true}
+	ss.inlineXID.Store(inlineSet | uint64(h.XID))
+}
+
 // observe counts reply in the metrics, with the call it answers, before
 // it is sent: a client that has the reply sees it counted.
 func (ss *session) observe(reply []byte) {
-	if c, ok := ss.pending.end(reply); ok {
+	if len(reply) < 4 {
+		return
+	}
+	xid := binary.BigEndian.Uint32(reply)
+	if ss.inlineXID.Load() == inlineSet|uint64(xid) {
+		ss.inlineXID.Store(0)
+		ss.s.metrics.observe(ss.inline, reply)
+		ss.s.inlineAnswered.Add(1)
+		return
+	}
+	if c, ok := ss.pending.end(xid); ok {
 		ss.s.metrics.observe(c, reply)
-		if c.inline {
-			ss.s.inlineAnswered.Add(1)
-		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -43,15 +45,18 @@ func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
 }
 
 // ServeInline executes msg, unless it may block (its file left the
-// open-file cache since Inline looked).
-func (ic *inlineCalls) ServeInline(msg []byte) {
+// open-file cache since Inline looked); its duration in the metrics
+// counts from arrived.
+func (ic *inlineCalls) ServeInline(msg []byte, arrived time.Time) {
 	ss := ic.ss
 	if ic.mayBlock(&ic.w.h, msg) {
 		ic.handOff(msg, false)
 		return
 	}
+	ic.w.arrived = arrived
 	err := ss.dispatch(&ic.w, msg)
 	ic.w.h = xdr.CallHeader{} // its credential aliases msg
+	ss.inlineXID.Store(0)     // not answered here: a hand-off's is pending's
 	switch {
 	case err == errWouldBlock:
 		ic.handOff(msg, true)

@@ -51,7 +51,7 @@ func newCallMetrics() *callMetrics {
 		}, []string{"program", "procedure", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "rdma_nfsd_call_duration_seconds",
-			Help: "Call duration in seconds, from a call's dispatch to its reply's hand-off to the transport, by program and procedure.",
+			Help: "Call duration in seconds, from a call's dispatch (a call executed on the connection's polling goroutine: the poll that received it) to its reply's hand-off to the transport, by program and procedure.",
 			// 10 µs to about 10 s.
 			Buckets: prometheus.ExponentialBuckets(10e-6, 4, 11),
 		}, []string{"program", "procedure"}),
@@ -89,29 +89,26 @@ type pendingCall struct {
 }
 
 // pendingCalls are a connection's calls between dispatch and reply, by
-// XID (a transport delivers one call per XID at a time). A call that gets
-// no reply (its connection ends first) stays until the session goes.
+// XID (a transport delivers one call per XID at a time), but the one the
+// polling goroutine executes (session.inline). A call that gets no reply
+// (its connection ends first) stays until the session goes.
 type pendingCalls struct {
 	mu    sync.Mutex
 	calls map[uint32]pendingCall
 }
 
-// begin notes that the call h is dispatched.
-func (p *pendingCalls) begin(h *xdr.CallHeader, inline bool) {
+// begin notes that the call h is dispatched now.
+func (p *pendingCalls) begin(h *xdr.CallHeader) {
 	p.mu.Lock()
 	if p.calls == nil {
 		p.calls = make(map[uint32]pendingCall)
 	}
-	p.calls[h.XID] = pendingCall{prog: h.Prog, proc: h.Proc, start: time.Now(), inline: inline}
+	p.calls[h.XID] = pendingCall{prog: h.Prog, proc: h.Proc, start: time.Now()}
 	p.mu.Unlock()
 }
 
-// end takes the call reply answers.
-func (p *pendingCalls) end(reply []byte) (pendingCall, bool) {
-	if len(reply) < 4 {
-		return pendingCall{}, false
-	}
-	xid := binary.BigEndian.Uint32(reply)
+// end takes the call xid, which a reply answers.
+func (p *pendingCalls) end(xid uint32) (pendingCall, bool) {
 	p.mu.Lock()
 	c, ok := p.calls[xid]
 	delete(p.calls, xid)

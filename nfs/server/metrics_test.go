@@ -63,6 +63,22 @@ next:
 	return 0
 }
 
+// histogramSum returns the sum of the NFS procedure proc's durations.
+func histogramSum(mfs map[string]*dto.MetricFamily, proc string) float64 {
+	if mf := mfs["rdma_nfsd_call_duration_seconds"]; mf != nil {
+		for _, m := range mf.Metric {
+			labels := map[string]string{}
+			for _, l := range m.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["program"] == "nfs" && labels["procedure"] == proc {
+				return m.Histogram.GetSampleSum()
+			}
+		}
+	}
+	return 0
+}
+
 // TestMetrics: per-procedure counts equal the calls made, by status;
 // the duration histogram counts them too; the transport counters, summed
 // over every connection, never go down while 200 connections open and
@@ -74,11 +90,16 @@ func TestMetrics(t *testing.T) {
 	ctx := callCtx(t)
 	c := env.Exp.Client
 
+	_, err := c.Getattr(ctx, env.Exp.Root) // the root in the open-file cache: the next run inline
+	require.NoError(t, err)
 	before := scrape(t, reg)
 	getattr := map[string]string{"program": "nfs", "procedure": "getattr", "status": "NFS3_OK"}
 	noent := map[string]string{"program": "nfs", "procedure": "lookup", "status": "NFS3ERR_NOENT"}
 	g0, n0 := sample(before, "rdma_nfsd_calls_total", getattr), sample(before, "rdma_nfsd_calls_total", noent)
 	h0 := sample(before, "rdma_nfsd_call_duration_seconds", map[string]string{"procedure": "getattr"})
+	s0 := histogramSum(before, "getattr")
+	answered := map[string]string{"outcome": "answered"}
+	i0 := sample(before, "rdma_nfsd_inline_calls_total", answered)
 	for range 25 {
 		_, err := c.Getattr(ctx, env.Exp.Root)
 		require.NoError(t, err)
@@ -91,6 +112,10 @@ func TestMetrics(t *testing.T) {
 	require.Equal(t, g0+25, sample(after, "rdma_nfsd_calls_total", getattr), "GETATTR NFS3_OK")
 	require.Equal(t, n0+7, sample(after, "rdma_nfsd_calls_total", noent), "LOOKUP NFS3ERR_NOENT")
 	require.Equal(t, h0+25, sample(after, "rdma_nfsd_call_duration_seconds", map[string]string{"procedure": "getattr"}), "GETATTR durations")
+	// The root's GETATTRs run on the polling goroutine, timed from their
+	// arrival (session.inline), not in pending.
+	require.GreaterOrEqual(t, sample(after, "rdma_nfsd_inline_calls_total", answered)-i0, 25.0, "GETATTRs answered inline")
+	require.Greater(t, histogramSum(after, "getattr"), s0, "GETATTR durations' sum")
 	require.Equal(t, 1.0, sample(after, "rdma_nfsd_connections", map[string]string{"network": "rdma"}))
 	wantV := "1"
 	if nfstest.Version2 {
