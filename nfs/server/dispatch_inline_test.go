@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -170,12 +171,21 @@ func TestInlineReadNeedsIdentity(t *testing.T) {
 // TestInlineLookup: a LOOKUP in a directory of the open-file cache is
 // answered by the goroutine that polled it when the kernel's dentry cache
 // has the name (a file the test made, ".", a name looked up before and not
-// there); one the dentry cache does not have (unless the export is on
-// tmpfs), and "..", are handed off.
+// there); one the dentry cache does not have (unless the export is in
+// memory, as tmpfs), and "..", are handed off. Both kinds of export.
 // Every answer is the one a worker gives: the same handles, attributes and
 // errors.
 func TestInlineLookup(t *testing.T) {
+	for _, inMemory := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in memory %v", inMemory), func(t *testing.T) { testInlineLookup(t, inMemory) })
+	}
+}
+
+// testInlineLookup is TestInlineLookup with the export taken as in memory
+// (tmpfs: entries taken by name, not opened) or not.
+func testInlineLookup(t *testing.T, inMemory bool) {
 	env := startClientEnv(t, nil)
+	server.SetInMemory(env.srv, inMemory)
 	require.NoError(t, os.Mkdir(env.path("d"), 0o755))
 	_, fileFH := env.patternFile(t, "d/f", 100, 1)
 	c, ctx := env.exp.Client, callCtx(t)

@@ -28,47 +28,58 @@ import (
 // clock (a few ms); its handle would then be the removed file's, which
 // the client finds stale (NFS3ERR_STALE) and looks up again.
 func (h *DirHandler) entry(dir *object, base string, st *unix.Stat_t) ([]byte, error) {
+	return h.entryAt(dir.fd, dir.st.Ino, base, dir.child(base), st)
+}
+
+// entryAt is entry for the directory open as dirfd, whose inode number is
+// parent, with the entry's name below the root full ("": not known, not
+// indexed). LOOKUP takes its entries this way too (two system calls for
+// a cached handle, where opening the entry takes five).
+func (h *DirHandler) entryAt(dirfd int, parent uint64, base, full string, st *unix.Stat_t) ([]byte, error) {
 	if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
 		return nil, unix.EINVAL
 	}
-	if err := unix.Fstatat(dir.fd, base, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstatat(dirfd, base, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil, err
 	}
-	fh := h.entries.get(entryKeyOf(dir, st))
+	fh := h.entries.get(entryKeyOf(parent, st))
 	if fh == nil {
 		var err error
-		if fh, err = h.makeEntryHandle(dir, base, st); err != nil {
+		if fh, err = h.makeEntryHandle(dirfd, parent, base, st); err != nil {
 			return nil, err
 		}
 	}
-	h.dir.idx.add(st.Ino, dir.child(base), st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	if full != "" {
+		h.dir.idx.add(st.Ino, full, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	}
 	return fh, nil
 }
 
-// makeEntryHandle makes and caches the handle of the entry base of dir,
-// whose attributes st holds (and are refreshed): see entry.
-func (h *DirHandler) makeEntryHandle(dir *object, base string, st *unix.Stat_t) ([]byte, error) {
+// makeEntryHandle makes and caches the handle of the entry base of the
+// directory dirfd (inode parent), whose attributes st holds (and are
+// refreshed): see entry.
+func (h *DirHandler) makeEntryHandle(dirfd int, parent uint64, base string, st *unix.Stat_t) ([]byte, error) {
 	var fh []byte
-	if kfh, _, err := unix.NameToHandleAt(dir.fd, base, 0); err == nil {
+	if kfh, _, err := unix.NameToHandleAt(dirfd, base, 0); err == nil {
 		var after unix.Stat_t
 		id, ok := kernelID(kfh, st.Ino)
-		if ok && unix.Fstatat(dir.fd, base, &after, unix.AT_SYMLINK_NOFOLLOW) == nil && after.Ino == st.Ino && after.Ctim == st.Ctim {
+		if ok && unix.Fstatat(dirfd, base, &after, unix.AT_SYMLINK_NOFOLLOW) == nil && after.Ino == st.Ino && after.Ctim == st.Ctim {
 			*st = after
-			fh = encodeHandle(h.export, id, dir.st.Ino)
+			fh = encodeHandle(h.export, id, parent)
 		}
 	}
 	if fh == nil {
-		fd, err := unix.Openat(dir.fd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(dirfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return nil, err
 		}
-		fh, err = h.handleOf(fd, dir.st.Ino, "", st) // entry indexes the name
+		fh, err = h.handleOf(fd, parent, "", st) // entryAt indexes the name
 		_ = unix.Close(fd)
 		if err != nil {
 			return nil, err
 		}
 	}
-	h.entries.put(entryKeyOf(dir, st), fh)
+	h.entries.put(entryKeyOf(parent, st), fh)
 	return fh, nil
 }
 
@@ -83,9 +94,10 @@ type entryKey struct {
 	ctime       unix.Timespec
 }
 
-// entryKeyOf is the key of the entry of dir whose attributes st holds.
-func entryKeyOf(dir *object, st *unix.Stat_t) entryKey {
-	return entryKey{parent: dir.st.Ino, ino: st.Ino, ctime: st.Ctim}
+// entryKeyOf is the key of the entry of directory parent whose
+// attributes st holds.
+func entryKeyOf(parent uint64, st *unix.Stat_t) entryKey {
+	return entryKey{parent: parent, ino: st.Ino, ctime: st.Ctim}
 }
 
 // entryHandles caches the handles READDIRPLUS made (entry). When full,

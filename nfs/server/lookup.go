@@ -103,7 +103,14 @@ func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
 		}
 		o, err = c.dh.objectAt(up)
 	default:
-		o, err = c.dh.childOf(dir, name)
+		var st unix.Stat_t
+		fh, err := c.dh.entry(dir, name, &st)
+		if err != nil {
+			res.Status = statusOf(err)
+			return res.Append(b), true
+		}
+		res.Object, res.ObjAttr = fh, nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
+		return res.Append(b), true
 	}
 	if err != nil {
 		res.Status = statusOf(err)
@@ -150,6 +157,29 @@ func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []by
 		res.Object, res.ObjAttr = dirFH, res.DirAttr
 		return res.Append(b)
 	}
+	// The entry's name below the root, for the handle index, if the
+	// index has the directory's (it has, once the directory was resolved
+	// by name). After a rename on the server's disk that name may be
+	// stale; the index is a hint checked on use (resolve), which then
+	// finds the entry by its parent or a walk.
+	var full string
+	if dst.Ino == h.root.ino {
+		full = name
+	} else if dir, ok := h.dir.idx.lookup(dst.Ino); ok {
+		full = path.Join(dir, name)
+	}
+	if resolve == 0 {
+		// In memory: a lookup never waits on a device, and the entry's
+		// handle is taken by name (entryAt) without opening it.
+		var st unix.Stat_t
+		fh, err := h.entryAt(of.fd, dst.Ino, name, full, &st)
+		if err != nil {
+			res.Status = statusOf(err)
+			return res.Append(b)
+		}
+		res.Object, res.ObjAttr = fh, nfs3.PostOpAttr{Set: true, Attr: h.fattr(&st)}
+		return res.Append(b)
+	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolve}
 	fd, err := unix.Openat2(of.fd, name, &how)
 	switch {
@@ -162,17 +192,6 @@ func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []by
 	case err != nil:
 		res.Status = statusOf(err)
 		return res.Append(b)
-	}
-	// The entry's name below the root, for the handle index, if the
-	// index has the directory's (it has, once the directory was resolved
-	// by name). After a rename on the server's disk that name may be
-	// stale; the index is a hint checked on use (resolve), which then
-	// finds the entry by its parent or a walk.
-	var full string
-	if dst.Ino == h.root.ino {
-		full = name
-	} else if dir, ok := h.dir.idx.lookup(dst.Ino); ok {
-		full = path.Join(dir, name)
 	}
 	o, err := h.objectOf(fd, dst.Ino, full)
 	if err != nil {
