@@ -476,7 +476,7 @@ func (ss *session) begin(h *xdr.CallHeader, w *worker) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	ss.inline = pendingCall{prog: h.Prog, proc: h.Proc, start: start, inline: true}
+	ss.inline = pendingCall{prog: h.Prog, proc: h.Proc, start: start}
 	ss.inlineXID.Store(inlineSet | uint64(h.XID))
 }
 

@@ -85,7 +85,6 @@ func (m *callMetrics) all() []*procMetrics {
 type pendingCall struct {
 	prog, proc uint32
 	start      time.Time
-	inline     bool // executed by the polling goroutine (worker.inline)
 }
 
 // pendingCalls are a connection's calls between dispatch and reply, by
