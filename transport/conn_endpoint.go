@@ -83,11 +83,7 @@ func (c *Conn) pollLoop(ep *endpoint) {
 				return err
 			}
 		}
-		// With calls to serve inline, what these completions queued (the
-		// RDMA Reads of new calls' chunks) waits for their replies: one
-		// doorbell for both (serveInline).
 		inline := c.svcState.inlineQ.size > 0
-		c.holdPost = inline
 		c.unlock()
 		if inline {
 			c.serveInline(ep)

@@ -77,13 +77,11 @@ func (s *responder) inlineLocked(call *svcCall) bool {
 // loop, without c.mu.
 //
 // The replies of the calls one poll brought are posted together: while it
-// serves them the Conn holds its posts (holdPost, set by the poll loop as
-// it hands them over), and the release of c.mu that finds the queue empty
-// rings one doorbell for all of them (one ibv_post_send, a system call on
-// Soft-RoCE), as svcrdma and eRPC batch theirs. What the same poll queued
-// (the RDMA Reads that pull other calls' chunks) and what another
-// goroutine queued meanwhile go out with them; the hold lasts as long as
-// the queued calls' execution, which does not block.
+// serves them the Conn holds its posts (holdPost), and the release of
+// c.mu that finds the queue empty rings one doorbell for all of them (one
+// ibv_post_send, a system call on Soft-RoCE), as svcrdma and eRPC batch
+// theirs. What another goroutine queued meanwhile goes out with them; the
+// hold lasts as long as the queued calls' execution, which does not block.
 func (c *Conn) serveInline(ep *endpoint) {
 	ep.pollG.check("serveInline")
 	s := &c.svcState

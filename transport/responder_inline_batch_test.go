@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
-	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // pollGate holds a connection's completions back until n Receives have
@@ -119,50 +118,4 @@ func TestInlineRepliesShareAPost(t *testing.T) {
 	s := srv.Stats()
 	require.Equal(t, uint64(1+calls), s.Sends, "replies")
 	require.Equal(t, uint64(2), s.SendPosts, "posts of the replies: the first call's, then one for the rest")
-}
-
-// TestInlineRepliesCarryReads: the RDMA Read that pulls a call's chunk,
-// queued by the poll that brought calls to execute inline, goes out in
-// the post of their replies, not in one of its own.
-func TestInlineRepliesCarryReads(t *testing.T) {
-	sp := newProtoProvider(false)
-	sp.gate = &pollGate{}
-	var read atomic.Int64
-	var eh *echoInline
-	var srv *Conn
-	set := make(chan struct{})
-	c := inlinePair(t, &Config{Provider: sp, Binding: testBinding{}}, func(c *Conn) InlineHandler {
-		srv, eh = c, &echoInline{c: c}
-		close(set)
-		return eh
-	}, &read)
-	<-set
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	_, err := c.Call(ctx, appendCall(nil, 100, 0), nil) // the credits
-	require.NoError(t, err)
-	before := srv.Stats()
-	sp.gate.close(3)
-	var g errgroup.Group
-	for xid := uint32(1); xid <= 2; xid++ {
-		g.Go(func() error {
-			_, err := c.Call(ctx, appendCall(nil, xid, 0), nil)
-			return err
-		})
-	}
-	big := pattern(16<<10, 3) // more than the inline threshold: a Read chunk
-	g.Go(func() error {
-		_, err := c.Call(ctx, xdr.AppendOpaque(appendCall(nil, 3, procWrite), big), nil)
-		return err
-	})
-	require.NoError(t, g.Wait())
-	if p := eh.err.Load(); p != nil {
-		require.NoError(t, *p)
-	}
-	s := srv.Stats()
-	require.Equal(t, int64(1), read.Load(), "the chunked call, read by ReadMsg")
-	require.NotZero(t, s.RDMAReads-before.RDMAReads, "RDMA Reads of its chunk")
-	require.Equal(t, uint64(3), s.Sends-before.Sends, "replies")
-	require.Equal(t, uint64(2), s.SendPosts-before.SendPosts,
-		"posts: the Read with the two inline replies, then the chunked call's reply")
 }
