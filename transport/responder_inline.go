@@ -36,38 +36,50 @@ type InlineHandler interface {
 }
 
 // SetInlineHandler has h executed, on the goroutine that polled them, the
-// calls of at most InlineCallMax bytes whose replies need no Reply chunk
-// (an inline Send, after the RDMA Write of a Write chunk's result if the
-// call offers one), and for which h.Inline says so: calls whole in their
-// Receive, and calls whose Read chunk was pulled into the connection's
-// memory (a small NFS WRITE's data; those pulled into a buffer of
-// Config.CallBuffers go to ReadMsgAlloc, which takes the buffer without
-// a copy). Other calls, and those that arrive before it is set, go to
-// Read and ReadMsg as before. Nil stops it. A requester's
-// SetInlineHandler does nothing.
+// calls whose replies need no Reply chunk (an inline Send, after the RDMA
+// Write of a Write chunk's result if the call offers one), whose Read
+// chunk, if any, carries at most InlineCallMax bytes, and for which
+// h.Inline says so: calls whole in their Receive, calls whose Read chunk
+// was pulled into the connection's memory (a small NFS WRITE's data), and
+// calls assembled in a buffer of Config.CallBuffers (an NFS WRITE of 32 KiB
+// to 64 KiB at the defaults), which h is shown where they are, without a
+// copy, and which goes back to CallBuffers once ServeInline returns.
+// Other calls, and those that arrive before it is set, go to Read and
+// ReadMsg as before. Nil stops it. A requester's SetInlineHandler does
+// nothing.
 func (c *Conn) SetInlineHandler(h InlineHandler) {
 	c.lock()
 	c.svcState.inline = h
 	c.unlock()
 }
 
-// InlineCallMax bounds the calls an InlineHandler is given (the poll
-// loop's copy of the call it serves grows to at most this).
+// InlineCallMax bounds the Read chunk of a call an InlineHandler is given:
+// the data the poll loop waits for its handler to take (an NFS WRITE's),
+// and with the Receive buffer, the poll loop's copy of a call in pieces.
 const InlineCallMax = 64 << 10
 
 // inlineLocked reports whether call, ready, goes to the inline handler: it
-// is read in place (its Receive buffer and the chunk memory its Read chunk
-// was pulled into), of at most InlineCallMax bytes, and offers no Reply
-// chunk. The handler is shown the call whole: a call in pieces is copied
-// into s.inlineBuf, which the poll loop then serves it from.
+// offers no Reply chunk, its Read chunk (if any) holds at most
+// InlineCallMax bytes, and it is read in place (its Receive buffer and the
+// chunk memory its Read chunk was pulled into) or assembled in a buffer of
+// Config.CallBuffers (owned). The handler is shown the call whole: a call
+// in pieces is copied into s.inlineBuf, which the poll loop then serves it
+// from; an assembled one is shown where it is.
 func (s *responder) inlineLocked(call *svcCall) bool {
-	if s.inline == nil || !call.inPlace || call.hdr.ReplyChunk != nil || call.view.len() > InlineCallMax {
+	if s.inline == nil || call.hdr.ReplyChunk != nil || call.pullLen > InlineCallMax {
 		return false
 	}
-	msg := call.view.head
-	if call.view.data != nil || call.view.tail != nil {
+	var msg []byte
+	switch {
+	case call.owned:
+		msg = call.msg
+	case !call.inPlace:
+		return false
+	case call.view.data != nil || call.view.tail != nil:
 		s.inlineBuf = call.view.appendTo(s.inlineBuf[:0])
 		msg = s.inlineBuf
+	default:
+		msg = call.view.head
 	}
 	return s.inline.Inline(&call.ch, msg)
 }
@@ -85,8 +97,13 @@ func (s *responder) inlineLocked(call *svcCall) bool {
 func (c *Conn) serveInline(ep *endpoint) {
 	ep.pollG.check("serveInline")
 	s := &c.svcState
+	var lent []byte // the CallBuffers buffer of the call just served
 	for {
 		c.lock()
+		if lent != nil {
+			c.cfg.CallBuffers.PutCallBuffer(lent) // under c.mu, as CallBuffers says
+			lent = nil
+		}
 		idx, ok := s.inlineQ.pop()
 		if !ok || c.ep != ep {
 			c.holdPost = false
@@ -96,8 +113,13 @@ func (c *Conn) serveInline(ep *endpoint) {
 		c.holdPost = true
 		h := s.inline
 		call := &s.calls[idx]
-		s.inlineBuf = call.view.appendTo(s.inlineBuf[:0])
-		msg := s.inlineBuf
+		msg, owned := s.takeOwnedCallLocked(idx)
+		if owned {
+			lent = msg
+		} else {
+			s.inlineBuf = call.view.appendTo(s.inlineBuf[:0])
+			msg = s.inlineBuf
+		}
 		arrived := call.arrived
 		s.callConsumedLocked(idx)
 		call.inlined = true

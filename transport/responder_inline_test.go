@@ -361,8 +361,8 @@ func (e *writeInline) ServeInline(msg []byte, _ time.Time) {
 
 // TestInlineHandlerReadChunk: a call whose Read chunk was pulled into the
 // connection's memory (its data in the middle of the message) is shown to
-// Inline and executed inline whole, up to InlineCallMax bytes; a larger
-// one goes to ReadMsg.
+// Inline and executed inline whole, its chunk up to InlineCallMax bytes; a
+// larger one goes to ReadMsg.
 func TestInlineHandlerReadChunk(t *testing.T) {
 	const marker = 0xfeedface
 	var read atomic.Int64
@@ -373,7 +373,7 @@ func TestInlineHandlerReadChunk(t *testing.T) {
 	}, &read)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	sizes := []int{4 << 10, 8 << 10, 16 << 10, 32 << 10, InlineCallMax - 1024, InlineCallMax + 4096, 4 << 10}
+	sizes := []int{4 << 10, 8 << 10, 16 << 10, 32 << 10, InlineCallMax - 1024, InlineCallMax, InlineCallMax + 4, InlineCallMax + 4096, 4 << 10}
 	inline := 0
 	var reply []byte
 	for i, n := range sizes {
@@ -384,7 +384,7 @@ func TestInlineHandlerReadChunk(t *testing.T) {
 		reply, err = c.Call(ctx, msg, reply)
 		require.NoError(t, err)
 		want := appendReply(nil, xid) // ReadMsg's echoOpaque: no results for procWrite
-		if len(msg) <= InlineCallMax {
+		if n <= InlineCallMax {
 			want = xdr.AppendUint32(want, uint32(n))
 			inline++
 		}
@@ -396,4 +396,93 @@ func TestInlineHandlerReadChunk(t *testing.T) {
 	require.Equal(t, int64(inline), eh.served.Load(), "calls executed by the inline handler")
 	require.Equal(t, int64(len(sizes)-inline), read.Load(), "calls read by ReadMsg")
 	require.GreaterOrEqual(t, c.Stats().ReadChunks, uint64(len(sizes)), "Read chunks offered")
+}
+
+// lentInline is a writeInline that counts the calls it was shown in a
+// buffer of pool, in Inline and in ServeInline.
+type lentInline struct {
+	writeInline
+	pool              *testCallBufs
+	shownLent, served atomic.Int64
+}
+
+func (e *lentInline) Inline(h *xdr.CallHeader, msg []byte) bool {
+	if e.pool.isLent(msg) {
+		e.shownLent.Add(1)
+	}
+	return e.writeInline.Inline(h, msg)
+}
+
+func (e *lentInline) ServeInline(msg []byte, arrived time.Time) {
+	if e.pool.isLent(msg) {
+		e.served.Add(1)
+	}
+	e.writeInline.ServeInline(msg, arrived)
+}
+
+// TestInlineHandlerCallBuffers: a call pulled into a buffer of
+// Config.CallBuffers (its Read chunk at least DirectPlacementMin) is shown
+// to Inline and executed inline in that buffer, without a copy, when its
+// chunk is at most InlineCallMax bytes, and the buffer goes back to
+// CallBuffers once ServeInline returns; a larger one goes to ReadMsg (whose
+// copy gives the buffer back), a smaller one through the connection's
+// memory.
+func TestInlineHandlerCallBuffers(t *testing.T) {
+	const marker = 0xfeedface
+	var read atomic.Int64
+	pool := &testCallBufs{}
+	var eh *lentInline
+	c := inlinePair(t, &Config{Binding: testBinding{ddp: true}, CallBuffers: pool}, func(c *Conn) InlineHandler {
+		eh = &lentInline{writeInline: writeInline{echoInline: echoInline{c: c}, marker: marker}, pool: pool}
+		return eh
+	}, &read)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	// inline: executed by the handler; lent: in a buffer of the pool.
+	sizes := []struct {
+		n            int
+		inline, lent bool
+	}{
+		{DefaultDirectPlacementMin, true, true},
+		{InlineCallMax, true, true},
+		{8 << 10, true, false},
+		{InlineCallMax + 4096, false, true},
+		{40 << 10, true, true},
+		{InlineCallMax, true, true},
+	}
+	var inline, inlineLent, lent int64
+	var reply []byte
+	for i, sz := range sizes {
+		xid := uint32(i + 1)
+		msg := xdr.AppendOpaque(appendCall(nil, xid, procWrite), pattern(sz.n, byte(sz.n>>10)))
+		msg = xdr.AppendUint32(msg, marker)
+		var err error
+		reply, err = c.Call(ctx, msg, reply)
+		require.NoError(t, err)
+		want := appendReply(nil, xid) // ReadMsg's echoOpaque: no results for procWrite
+		if sz.inline {
+			want = xdr.AppendUint32(want, uint32(sz.n))
+			inline++
+		}
+		if sz.lent {
+			lent++
+			if sz.inline {
+				inlineLent++
+			}
+		}
+		require.Equal(t, want, reply, "WRITE of %d bytes", sz.n)
+		// Given back before the next call is served.
+		require.Eventually(t, func() bool { gets, puts := pool.counts(); return gets == puts }, time.Minute, time.Millisecond,
+			"buffers taken and given back after the WRITE of %d bytes", sz.n)
+	}
+	if p := eh.err.Load(); p != nil {
+		require.NoError(t, *p)
+	}
+	require.Equal(t, inline, eh.echoInline.served.Load(), "calls executed by the inline handler")
+	require.Equal(t, inlineLent, eh.shownLent.Load(), "calls Inline was shown in the pool's buffer")
+	require.Equal(t, inlineLent, eh.served.Load(), "calls ServeInline was shown in the pool's buffer")
+	require.Equal(t, int64(len(sizes))-inline, read.Load(), "calls read by ReadMsg")
+	gets, puts := pool.counts()
+	require.Equal(t, int(lent), gets, "buffers taken")
+	require.Equal(t, int(lent), puts, "buffers given back")
 }
