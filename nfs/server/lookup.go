@@ -105,12 +105,7 @@ func (s *Server) lookup(c *call, args []byte) (reply []byte, ok bool) {
 	default:
 		var st unix.Stat_t
 		fh, err := c.dh.entry(dir, name, &st)
-		if err != nil {
-			res.Status = statusOf(err)
-			return res.Append(b), true
-		}
-		res.Object, res.ObjAttr = fh, nfs3.PostOpAttr{Set: true, Attr: c.dh.fattr(&st)}
-		return res.Append(b), true
+		return c.dh.entryReply(&res, fh, &st, err, b), true
 	}
 	if err != nil {
 		res.Status = statusOf(err)
@@ -173,12 +168,7 @@ func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []by
 		// handle is taken by name (entryAt) without opening it.
 		var st unix.Stat_t
 		fh, err := h.entryAt(of.fd, dst.Ino, name, full, &st)
-		if err != nil {
-			res.Status = statusOf(err)
-			return res.Append(b)
-		}
-		res.Object, res.ObjAttr = fh, nfs3.PostOpAttr{Set: true, Attr: h.fattr(&st)}
-		return res.Append(b)
+		return h.entryReply(&res, fh, &st, err, b)
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolve}
 	fd, err := unix.Openat2(of.fd, name, &how)
@@ -200,6 +190,18 @@ func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []by
 	}
 	defer o.close()
 	res.Object, res.ObjAttr = o.fh, o.attr()
+	return res.Append(b)
+}
+
+// entryReply appends to b the LOOKUP reply res completed with the entry
+// that entry or entryAt found (its handle fh, its attributes st), or with
+// their failure err.
+func (h *DirHandler) entryReply(res *nfs3.LookupRes, fh []byte, st *unix.Stat_t, err error, b []byte) []byte {
+	if err != nil {
+		res.Status = statusOf(err)
+	} else {
+		res.Object, res.ObjAttr = fh, nfs3.PostOpAttr{Set: true, Attr: h.fattr(st)}
+	}
 	return res.Append(b)
 }
 
