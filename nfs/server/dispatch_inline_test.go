@@ -18,6 +18,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfs/client"
 	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfs/server"
+	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -270,8 +271,9 @@ func testInlineLookup(t *testing.T, inMemory bool) {
 // TestInlineWrite: a WRITE of a file open for writing in the cache, on an
 // export in memory, by a caller whose identity the polling goroutine has
 // (root, not squashed), is answered on the poll loop, its data inline or
-// pulled by RDMA Read, a retransmission of it from the duplicate request
-// cache, the data written once. A user's
+// pulled by RDMA Read (up to 64 KiB, into the server's call buffer from
+// 32 KiB), a retransmission of it from the duplicate request cache, the
+// data written once. A user's
 // WRITE (an identity thread's), and any WRITE on an export on a disk, go
 // to the workers.
 func TestInlineWrite(t *testing.T) {
@@ -311,9 +313,15 @@ func TestInlineWrite(t *testing.T) {
 		chunks := conn.Stats().ReadChunks
 		inline("root's WRITE of 8 KiB, its data in a Read chunk", want, func() { require.Zero(t, write(1003, 0, 3, big)) })
 		require.Equal(t, chunks+1, conn.Stats().ReadChunks, "the 8 KiB WRITE's data went in a Read chunk")
+		// 64 KiB: pulled into a buffer of the server's pool (CallBuffers),
+		// executed in it on the poll loop; over 64 KiB, a worker's.
+		large := strings.Repeat("e", transport.InlineCallMax)
+		inline("root's WRITE of 64 KiB, pulled into a call buffer", want, func() { require.Zero(t, write(1004, 0, 3+uint64(len(big)), large)) })
+		larger := strings.Repeat("f", transport.InlineCallMax+4096)
+		inline("root's WRITE of 68 KiB", 0, func() { require.Zero(t, write(1005, 0, 3+uint64(len(big)+len(large)), larger)) })
 		got, err := os.ReadFile(env.path("f"))
 		require.NoError(t, err)
-		require.Equal(t, "abc"+big, string(got[:3+len(big)]))
+		require.Equal(t, "abc"+big+large+larger, string(got[:3+len(big)+len(large)+len(larger)]))
 	}
 }
 
