@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,10 +27,12 @@ import (
 //
 //   - read: Client.Read of Size bytes at a random Size-aligned offset of a
 //     16 MiB file (one NFSv3 READ up to rsize, as the kernel's O_DIRECT
-//     pread; larger sizes one READ of rsize after the other);
+//     pread; larger sizes READs of rsize all in flight at once, as the
+//     kernel issues them);
 //   - write: Client.Write of Size bytes, FILE_SYNC, each worker over a file
 //     of its own (one NFSv3 WRITE FILE_SYNC up to wsize, as the kernel's
-//     O_DIRECT pwrite of at most wsize bytes, which Linux sends FILE_SYNC);
+//     O_DIRECT pwrite of at most wsize bytes, which Linux sends FILE_SYNC;
+//     larger sizes WRITEs of wsize all in flight at once);
 //   - getattr: Client.Getattr of the 16 MiB file (one GETATTR, as fstat on
 //     the noac mount);
 //   - create: CREATE GUARDED of a new file and a FILE_SYNC WRITE of Size
@@ -273,13 +276,23 @@ func (s *nfsSession) removeDir(dir client.FH, name string) {
 	_ = s.c.Rmdir(ctx, s.dirFH, name)
 }
 
-// readAt fills p from off with READs of at most rsize, one after the
-// other (as the kernel splits an O_DIRECT pread larger than rsize).
+// readAt fills p from off with READs of at most rsize, all in flight at
+// once, as the kernel client issues the pieces of an O_DIRECT pread larger
+// than rsize (nfs_direct_read_schedule_iovec): a 1 MiB read of a server
+// whose rsize is 256 KiB is four READs at a time there too.
 func (s *nfsSession) readAt(ctx context.Context, fh client.FH, off uint64, p []byte) (int, error) {
 	rsize, _ := s.c.IOSize()
+	return inPieces(len(p), rsize, func(lo, hi int) (int, error) {
+		return s.readPiece(ctx, fh, off+uint64(lo), p[lo:hi])
+	})
+}
+
+// readPiece fills p from off with READs, one after the other while the
+// server returns less.
+func (s *nfsSession) readPiece(ctx context.Context, fh client.FH, off uint64, p []byte) (int, error) {
 	done := 0
 	for done < len(p) {
-		n, eof, err := s.c.Read(ctx, fh, off+uint64(done), p[done:min(len(p), done+rsize)])
+		n, eof, err := s.c.Read(ctx, fh, off+uint64(done), p[done:])
 		done += n
 		if err != nil {
 			return done, err
@@ -291,13 +304,22 @@ func (s *nfsSession) readAt(ctx context.Context, fh client.FH, off uint64, p []b
 	return done, nil
 }
 
-// writeAt writes p at off with FILE_SYNC WRITEs of at most wsize, one after
-// the other (as the kernel splits an O_DIRECT pwrite larger than wsize).
+// writeAt writes p at off with FILE_SYNC WRITEs of at most wsize, all in
+// flight at once, as the kernel client issues the pieces of an O_DIRECT
+// pwrite larger than wsize.
 func (s *nfsSession) writeAt(ctx context.Context, fh client.FH, off uint64, p []byte) (int, error) {
 	_, wsize := s.c.IOSize()
+	return inPieces(len(p), wsize, func(lo, hi int) (int, error) {
+		return s.writePiece(ctx, fh, off+uint64(lo), p[lo:hi])
+	})
+}
+
+// writePiece writes p at off with FILE_SYNC WRITEs, one after the other
+// while the server takes less.
+func (s *nfsSession) writePiece(ctx context.Context, fh client.FH, off uint64, p []byte) (int, error) {
 	done := 0
 	for done < len(p) {
-		res, err := s.c.Write(ctx, fh, off+uint64(done), p[done:min(len(p), done+wsize)], client.FileSync)
+		res, err := s.c.Write(ctx, fh, off+uint64(done), p[done:], client.FileSync)
 		done += res.Count
 		if err != nil {
 			return done, err
@@ -307,6 +329,35 @@ func (s *nfsSession) writeAt(ctx context.Context, fh client.FH, off uint64, p []
 		}
 	}
 	return done, nil
+}
+
+// inPieces runs piece over [0, n) cut into pieces of at most size bytes,
+// all at once (one goroutine each beyond the first), and returns the bytes
+// they did and the first piece's error. One piece runs on the caller's
+// goroutine alone.
+func inPieces(n, size int, piece func(lo, hi int) (int, error)) (int, error) {
+	if n <= size || size <= 0 {
+		return piece(0, n)
+	}
+	k := (n + size - 1) / size
+	done := make([]int, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i := 1; i < k; i++ {
+		wg.Go(func() { done[i], errs[i] = piece(i*size, min(n, (i+1)*size)) })
+	}
+	done[0], errs[0] = piece(0, size)
+	wg.Wait()
+	total := 0
+	for i := range k {
+		total += done[i]
+	}
+	for _, err := range errs {
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // Counters are the connection's transport.Stats under fill's names: every
