@@ -446,17 +446,22 @@ func (ss *session) replay(e *drcEntry, h *xdr.CallHeader) {
 
 // answer sends a reply made here, recording it first in entry if not nil.
 func (ss *session) answer(entry *drcEntry, reply []byte) error {
-	if entry != nil {
-		ss.s.drc.complete(entry, reply)
+	if entry == nil {
+		return ss.send(reply)
 	}
-	return ss.send(reply)
+	// One reading of the clock for the cache's timestamp and the call's
+	// duration.
+	now := time.Now()
+	ss.s.drc.complete(entry, reply, now)
+	ss.observe(reply, now)
+	return ss.c.WriteMsg(reply)
 }
 
 // send writes one reply to the client. The workers send at once: a
 // msgConn's WriteMsg is safe for concurrent use, and over RDMA the
 // replies' work requests are then posted together.
 func (ss *session) send(reply []byte) error {
-	ss.observe(reply)
+	ss.observe(reply, time.Time{})
 	return ss.c.WriteMsg(reply)
 }
 
@@ -481,20 +486,22 @@ func (ss *session) begin(h *xdr.CallHeader, w *worker) {
 }
 
 // observe counts reply in the metrics, with the call it answers, before
-// it is sent: a client that has the reply sees it counted.
-func (ss *session) observe(reply []byte) {
+// it is sent: a client that has the reply sees it counted. now is the
+// time of the reply, if the caller read the clock (zero: read it when a
+// call is found).
+func (ss *session) observe(reply []byte, now time.Time) {
 	if len(reply) < 4 {
 		return
 	}
 	xid := binary.BigEndian.Uint32(reply)
 	if ss.inlineXID.Load() == inlineSet|uint64(xid) {
 		ss.inlineXID.Store(0)
-		ss.s.metrics.observe(ss.inline, reply)
+		ss.s.metrics.observe(ss.inline, reply, now)
 		ss.s.inlineAnswered.Add(1)
 		return
 	}
 	if c, ok := ss.pending.end(xid); ok {
-		ss.s.metrics.observe(c, reply)
+		ss.s.metrics.observe(c, reply, now)
 	}
 }
 
@@ -509,7 +516,7 @@ type directWriter interface {
 // after the READ data went to the client's Write chunk straight from it.
 func (ss *session) sendPooled(reply []byte, rb *replyBuf) error {
 	if dw, ok := ss.c.(directWriter); ok && rb != nil {
-		ss.observe(reply)
+		ss.observe(reply, time.Time{})
 		rb.b = reply
 		return dw.WriteMsgDirect(reply, rb.put)
 	}

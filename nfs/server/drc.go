@@ -154,10 +154,11 @@ func (d *drc) lookup(k drcKey) (*drcEntry, bool) {
 	return e, false
 }
 
-// complete records the reply of e's call (a copy of it) and wakes the
-// retransmissions waiting for it.
-func (d *drc) complete(e *drcEntry, reply []byte) {
-	now, cp := d.now(), append([]byte(nil), reply...)
+// complete records the reply of e's call (a copy of it), made at now (the
+// caller's reading of the clock, which the reply's metrics share), and
+// wakes the retransmissions waiting for it.
+func (d *drc) complete(e *drcEntry, reply []byte, now time.Time) {
+	cp := append([]byte(nil), reply...)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if isClosed(e.done) {

@@ -157,7 +157,7 @@ func TestDRCInProgress(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	want := (&nfs3.RemoveRes{Status: nfs3.ErrJukebox}).Append(successReply(8, nil))
-	s.drc.complete(e, want)
+	s.drc.complete(e, want, time.Now())
 	select {
 	case reply := <-c.replies:
 		require.Equal(t, want, reply)

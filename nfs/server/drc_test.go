@@ -27,7 +27,7 @@ func TestDRC(t *testing.T) {
 	require.True(t, dup, "in progress")
 	require.Same(t, e1, again)
 	require.False(t, isClosed(again.done))
-	d.complete(e1, []byte("reply1"))
+	d.complete(e1, []byte("reply1"), d.now())
 	require.True(t, isClosed(again.done))
 	require.Equal(t, []byte("reply1"), again.reply)
 
@@ -41,11 +41,11 @@ func TestDRC(t *testing.T) {
 
 	// LRU: e1 was used last; two more completed entries evict it last.
 	e2, _ := d.lookup(key(2, "c", ""))
-	d.complete(e2, []byte("reply2"))
+	d.complete(e2, []byte("reply2"), d.now())
 	_, dup = d.lookup(key(1, "10.0.0.2", "x")) // touch e1
 	require.True(t, dup)
 	e3, _ := d.lookup(key(3, "c", ""))
-	d.complete(e3, []byte("reply3"))
+	d.complete(e3, []byte("reply3"), d.now())
 	require.Equal(t, 2, d.stats().Entries)
 	_, dup = d.lookup(key(1, "10.0.0.2", "x"))
 	require.True(t, dup, "the most recently used stayed")
@@ -110,7 +110,7 @@ func TestDRCModel(t *testing.T) {
 				}
 			default:
 				if i := find(k); i >= 0 && !model[i].done {
-					d.complete(live[k], []byte("r"))
+					d.complete(live[k], []byte("r"), d.now())
 					model[i].done = true
 				}
 			}
@@ -149,7 +149,7 @@ func TestDRCAbandon(t *testing.T) {
 	again, dup := d.lookup(k)
 	require.False(t, dup, "the execution again is no duplicate")
 	require.NotSame(t, e, again)
-	d.complete(again, []byte("reply"))
+	d.complete(again, []byte("reply"), d.now())
 	_, dup = d.lookup(k)
 	require.True(t, dup)
 }

@@ -116,7 +116,7 @@ func (p *pendingCalls) end(xid uint32) (pendingCall, bool) {
 }
 
 // observe counts the reply to c.
-func (m *callMetrics) observe(c pendingCall, reply []byte) {
+func (m *callMetrics) observe(c pendingCall, reply []byte, now time.Time) {
 	pm := &m.other
 	switch {
 	case c.prog == nfs.ProgNFS && c.proc < uint32(len(m.nfs)):
@@ -124,7 +124,10 @@ func (m *callMetrics) observe(c pendingCall, reply []byte) {
 	case c.prog == nfs.ProgMount && c.proc < uint32(len(m.mount)):
 		pm = &m.mount[c.proc]
 	}
-	pm.dur.Observe(time.Since(c.start).Seconds())
+	if now.IsZero() {
+		now = time.Now()
+	}
+	pm.dur.Observe(now.Sub(c.start).Seconds())
 	slot, name := statusSlot(c, reply)
 	ctr := pm.byStatus[slot].Load()
 	if ctr == nil {
