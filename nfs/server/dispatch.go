@@ -427,7 +427,8 @@ func (ss *session) replay(e *drcEntry, h *xdr.CallHeader) {
 			ss.close(err)
 		}
 	}
-	if isClosed(e.done) {
+	done := ss.s.drc.wait(e)
+	if done == nil {
 		send()
 		return
 	}
@@ -437,7 +438,7 @@ func (ss *session) replay(e *drcEntry, h *xdr.CallHeader) {
 	go func() {
 		defer ss.s.wg.Done()
 		select {
-		case <-e.done:
+		case <-done:
 			send()
 		case <-ss.done:
 		}

@@ -59,7 +59,11 @@ func newDRCKey(client string, xid, prog, vers, proc uint32, args []byte) drcKey 
 // is recorded (complete) before it is sent, whether or not its
 // connection is still there.
 type drcEntry struct {
-	key   drcKey
+	key drcKey
+	// ended: the call was answered (complete: reply holds the reply) or
+	// abandoned (reply nil). done, made only when a retransmission waits
+	// for the call (drc.wait), is closed then. Both under drc.mu.
+	ended bool
 	done  chan struct{}
 	reply []byte
 	at    time.Time // when the reply was recorded (complete)
@@ -128,7 +132,7 @@ func (d *drc) lookup(k drcKey) (*drcEntry, bool) {
 		// Only a completed entry has an age (complete stamps it): the
 		// clock is read for a retransmission, not for every call (under
 		// an emulator a clock read is a system call).
-		if !isClosed(e.done) || d.now().Sub(e.at) <= d.maxAge {
+		if !e.ended || d.now().Sub(e.at) <= d.maxAge {
 			d.n.Hits++
 			d.unlinkLocked(e)
 			d.pushFrontLocked(e)
@@ -137,7 +141,7 @@ func (d *drc) lookup(k drcKey) (*drcEntry, bool) {
 		d.removeLocked(e)
 	}
 	d.n.Misses++
-	e := &drcEntry{key: k, done: make(chan struct{})}
+	e := &drcEntry{key: k}
 	d.pushFrontLocked(e)
 	d.entries[k] = e
 	// Evict the least recently used completed entries beyond the bound;
@@ -145,7 +149,7 @@ func (d *drc) lookup(k drcKey) (*drcEntry, bool) {
 	// executed).
 	for old := d.lru.prev; len(d.entries) > d.size && old != &d.lru; {
 		prev := old.prev
-		if isClosed(old.done) {
+		if old.ended {
 			d.removeLocked(old)
 			d.n.Evictions++
 		}
@@ -161,11 +165,36 @@ func (d *drc) complete(e *drcEntry, reply []byte, now time.Time) {
 	cp := append([]byte(nil), reply...)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if isClosed(e.done) {
+	if e.ended {
 		return
 	}
 	e.reply, e.at = cp, now
-	close(e.done)
+	d.endLocked(e)
+}
+
+// endLocked marks e's call answered or abandoned, and wakes the
+// retransmissions waiting for it.
+func (d *drc) endLocked(e *drcEntry) {
+	e.ended = true
+	if e.done != nil {
+		close(e.done)
+	}
+}
+
+// wait returns a channel closed once e's call is answered or abandoned, or
+// nil if it is already: its reply (nil if abandoned) may then be read.
+// The channel is made on the first wait, so that a call nobody
+// retransmits costs none.
+func (d *drc) wait(e *drcEntry) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e.ended {
+		return nil
+	}
+	if e.done == nil {
+		e.done = make(chan struct{})
+	}
+	return e.done
 }
 
 // abandon forgets e, a call in progress that was not answered and is to be
@@ -178,13 +207,13 @@ func (d *drc) abandon(e *drcEntry) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if isClosed(e.done) {
+	if e.ended {
 		return
 	}
 	if d.entries[e.key] == e {
 		d.removeLocked(e)
 	}
-	close(e.done)
+	d.endLocked(e)
 }
 
 func (d *drc) removeLocked(e *drcEntry) {
@@ -198,13 +227,4 @@ func (d *drc) stats() DRCStats {
 	s := d.n
 	s.Entries = len(d.entries)
 	return s
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }

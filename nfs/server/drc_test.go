@@ -26,9 +26,12 @@ func TestDRC(t *testing.T) {
 	again, dup := d.lookup(key(1, "10.0.0.2", "x"))
 	require.True(t, dup, "in progress")
 	require.Same(t, e1, again)
-	require.False(t, isClosed(again.done))
+	wait := d.wait(again)
+	require.NotNil(t, wait, "in progress: a retransmission waits")
+	require.False(t, isClosed(wait))
 	d.complete(e1, []byte("reply1"), d.now())
-	require.True(t, isClosed(again.done))
+	require.True(t, isClosed(wait))
+	require.Nil(t, d.wait(again), "answered: no wait")
 	require.Equal(t, []byte("reply1"), again.reply)
 
 	others := newDRC(8, time.Minute)
@@ -140,8 +143,10 @@ func TestDRCAbandon(t *testing.T) {
 	require.False(t, dup)
 	waiter, dup := d.lookup(k)
 	require.True(t, dup)
+	wait := d.wait(waiter)
 	d.abandon(e)
-	require.True(t, isClosed(waiter.done), "the waiting retransmission is woken")
+	require.True(t, isClosed(wait), "the waiting retransmission is woken")
+	require.Nil(t, d.wait(waiter))
 	require.Nil(t, waiter.reply)
 	require.Zero(t, d.stats().Entries)
 	d.abandon(e)
@@ -152,4 +157,14 @@ func TestDRCAbandon(t *testing.T) {
 	d.complete(again, []byte("reply"), d.now())
 	_, dup = d.lookup(k)
 	require.True(t, dup)
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
