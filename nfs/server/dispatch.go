@@ -454,15 +454,18 @@ func (ss *session) answer(entry *drcEntry, reply []byte) error {
 	// duration.
 	now := time.Now()
 	ss.s.drc.complete(entry, reply, now)
-	ss.observe(reply, now)
-	return ss.c.WriteMsg(reply)
+	return ss.sendAt(reply, now)
 }
 
-// send writes one reply to the client. The workers send at once: a
+// send writes one reply to the client (sendAt, reading the clock itself).
+func (ss *session) send(reply []byte) error { return ss.sendAt(reply, time.Time{}) }
+
+// sendAt writes one reply to the client, counted in the metrics as sent
+// at now (observe; zero: read the clock). The workers send at once: a
 // msgConn's WriteMsg is safe for concurrent use, and over RDMA the
 // replies' work requests are then posted together.
-func (ss *session) send(reply []byte) error {
-	ss.observe(reply, time.Time{})
+func (ss *session) sendAt(reply []byte, now time.Time) error {
+	ss.observe(reply, now)
 	return ss.c.WriteMsg(reply)
 }
 
