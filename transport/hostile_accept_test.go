@@ -309,6 +309,8 @@ func TestAcceptHalfOpenFloodOngoing(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	// The peers stop before the Listener closes, even when a check fails.
+	defer func() { cancel(); wg.Wait() }()
 	var mu sync.Mutex
 	sent := 0
 	for range 4 {
@@ -355,8 +357,12 @@ func TestAcceptHalfOpenFloodOngoing(t *testing.T) {
 	if !haWait(func() bool { mu.Lock(); defer mu.Unlock(); return sent >= haFlood }) {
 		t.Fatalf("stats %+v: the burst did not end", l.Stats())
 	}
-	if st := l.Stats(); st.HandshakesEvicted == 0 {
-		t.Fatalf("stats %+v: the flood evicted nothing", st)
+	// The peers' live requests (4×64) outnumber DefaultAcceptBacklog, so
+	// the Listener evicts once it has read enough of them; on a loaded
+	// host the soft listener reads them later than the burst ends (until
+	// then the peers' ring closes some, which fail instead).
+	if !haWait(func() bool { return l.Stats().HandshakesEvicted > 0 }) {
+		t.Fatalf("stats %+v: the flood evicted nothing", l.Stats())
 	}
 	evicted0 := l.Stats().HandshakesEvicted
 	start := time.Now()
