@@ -35,6 +35,17 @@ type InlineHandler interface {
 	ServeInline(msg []byte, arrived time.Time)
 }
 
+// InlineRunEnder is an InlineHandler told when the poll loop ends a run of
+// inline calls: after the last ServeInline of the calls one poll brought,
+// before their replies are posted (together: serveInline). A handler that
+// times its calls can read the clock once there for all of them, at the
+// moment their replies leave. InlineRunDone runs on the poll loop without
+// the Conn's lock, and must neither block nor call the Conn.
+type InlineRunEnder interface {
+	InlineHandler
+	InlineRunDone()
+}
+
 // SetInlineHandler has h executed, on the goroutine that polled them, the
 // calls whose replies need no Reply chunk (an inline Send, after the RDMA
 // Write of a Write chunk's result if the call offers one), whose Read
@@ -97,7 +108,8 @@ func (s *responder) inlineLocked(call *svcCall) bool {
 func (c *Conn) serveInline(ep *endpoint) {
 	ep.pollG.check("serveInline")
 	s := &c.svcState
-	var lent []byte // the CallBuffers buffer of the call just served
+	var lent []byte        // the CallBuffers buffer of the call just served
+	var ran InlineRunEnder // the handler of this run, to be told its end
 	for {
 		c.lock()
 		if lent != nil {
@@ -106,12 +118,23 @@ func (c *Conn) serveInline(ep *endpoint) {
 		}
 		idx, ok := s.inlineQ.pop()
 		if !ok || c.ep != ep {
+			if ran != nil {
+				// The replies stay held (holdPost) while the handler
+				// ends its run; only this loop queues inline calls.
+				c.unlock()
+				ran.InlineRunDone()
+				ran = nil
+				continue
+			}
 			c.holdPost = false
 			c.unlock()
 			return
 		}
 		c.holdPost = true
 		h := s.inline
+		if e, ok := h.(InlineRunEnder); ok {
+			ran = e
+		}
 		call := &s.calls[idx]
 		msg, owned := s.takeOwnedCallLocked(idx)
 		if owned {

@@ -486,3 +486,82 @@ func TestInlineHandlerCallBuffers(t *testing.T) {
 	require.Equal(t, int(lent), gets, "buffers taken")
 	require.Equal(t, int(lent), puts, "buffers given back")
 }
+
+// runEnder is an echoInline told the end of each run (InlineRunEnder): it
+// counts the runs, checks each ended at least one call, and waits wait in
+// each end before noting its time.
+type runEnder struct {
+	echoInline
+	wait     atomic.Int64 // a time.Duration
+	sinceEnd atomic.Int64 // calls served since the last end
+	runs     atomic.Int64
+	empty    atomic.Int64 // ends with no call served since the last
+	ended    atomic.Int64 // UnixNano of the last end's return
+}
+
+func (e *runEnder) ServeInline(msg []byte, arrived time.Time) {
+	e.echoInline.ServeInline(msg, arrived)
+	e.sinceEnd.Add(1)
+}
+
+func (e *runEnder) InlineRunDone() {
+	if e.sinceEnd.Swap(0) == 0 {
+		e.empty.Add(1)
+	}
+	e.runs.Add(1)
+	time.Sleep(time.Duration(e.wait.Load()))
+	e.ended.Store(time.Now().UnixNano())
+}
+
+// TestInlineRunEnder: an InlineRunEnder is told the end of every run of
+// inline calls, each after at least one call and before the run's
+// replies are posted (a reply reaches the requester only after its run's
+// end returned), with one call in flight and with many.
+func TestInlineRunEnder(t *testing.T) {
+	var read atomic.Int64
+	var eh *runEnder
+	c := inlinePair(t, &Config{Binding: testBinding{}}, func(c *Conn) InlineHandler {
+		eh = &runEnder{echoInline: echoInline{c: c}}
+		eh.wait.Store(int64(100 * time.Millisecond))
+		return eh
+	}, &read)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	// One call: its reply is posted after its run's end returned.
+	_, err := c.Call(ctx, appendCall(nil, 1, 0), nil)
+	require.NoError(t, err)
+	answered := time.Now().UnixNano()
+	require.Equal(t, int64(1), eh.runs.Load(), "runs ended after one call")
+	require.NotZero(t, eh.ended.Load())
+	require.GreaterOrEqual(t, answered, eh.ended.Load(), "the reply was posted before its run ended")
+
+	// Many in flight: every run ends, none empty.
+	eh.wait.Store(0)
+	const workers, calls = 8, 50
+	var g errgroup.Group
+	var xid atomic.Uint32
+	xid.Store(1)
+	for range workers {
+		g.Go(func() error {
+			var reply []byte
+			for range calls {
+				var err error
+				if reply, err = c.Call(ctx, appendCall(nil, xid.Add(1), 0), reply); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	if p := eh.err.Load(); p != nil {
+		require.NoError(t, *p)
+	}
+	require.Equal(t, int64(1+workers*calls), eh.served.Load())
+	require.Zero(t, eh.sinceEnd.Load(), "calls served in a run that was never ended")
+	require.Zero(t, eh.empty.Load(), "runs ended without a call")
+	runs := eh.runs.Load()
+	require.True(t, runs >= 2 && runs <= 1+workers*calls, "runs %d", runs)
+	t.Logf("%d calls in %d runs", 1+workers*calls, runs)
+}

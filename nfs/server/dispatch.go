@@ -87,8 +87,13 @@ type session struct {
 	// so no other goroutine's reply matches it.
 	inline    pendingCall
 	inlineXID atomic.Uint64
-	started   time.Time
-	addr      netip.AddrPort // the client's, for the exports' rules
+	// ran holds the polling goroutine's calls answered in the poll
+	// loop's current run, counted but not yet timed: their durations
+	// end at the run's one reading of the clock (InlineRunDone). At most
+	// a run's calls (the connection's credits); that goroutine's only.
+	ran     []ranCall
+	started time.Time
+	addr    netip.AddrPort // the client's, for the exports' rules
 	// portLogged: a call of the session was refused for its port
 	// (refusePort) and logged.
 	portLogged atomic.Bool
@@ -451,8 +456,15 @@ func (ss *session) answer(entry *drcEntry, reply []byte) error {
 		return ss.send(reply)
 	}
 	// One reading of the clock for the cache's timestamp and the call's
-	// duration.
-	now := time.Now()
+	// duration; none for the polling goroutine's call, whose entry is
+	// stamped with its arrival (the cache keeps replies for minutes) and
+	// whose duration the run's reading ends.
+	var now time.Time
+	if ss.isInline(reply) {
+		now = ss.inline.start
+	} else {
+		now = time.Now()
+	}
 	ss.s.drc.complete(entry, reply, now)
 	return ss.sendAt(reply, now)
 }
@@ -492,21 +504,49 @@ func (ss *session) begin(h *xdr.CallHeader, w *worker) {
 // observe counts reply in the metrics, with the call it answers, before
 // it is sent: a client that has the reply sees it counted. now is the
 // time of the reply, if the caller read the clock (zero: read it when a
-// call is found).
+// call is found). The polling goroutine's call is timed at the end of the
+// poll loop's run of calls (endRun), still before its reply is posted:
+// the run's replies are posted together after it, and one reading of the
+// clock (a system call where the clock is the HPET) times them all.
 func (ss *session) observe(reply []byte, now time.Time) {
 	if len(reply) < 4 {
 		return
 	}
-	xid := binary.BigEndian.Uint32(reply)
-	if ss.inlineXID.Load() == inlineSet|uint64(xid) {
+	if ss.isInline(reply) {
 		ss.inlineXID.Store(0)
-		ss.s.metrics.observe(ss.inline, reply, now)
+		pm := ss.s.metrics.count(ss.inline, reply)
+		ss.ran = append(ss.ran, ranCall{pm: pm, start: ss.inline.start})
 		ss.s.inlineAnswered.Add(1)
 		return
 	}
-	if c, ok := ss.pending.end(xid); ok {
+	if c, ok := ss.pending.end(binary.BigEndian.Uint32(reply)); ok {
 		ss.s.metrics.observe(c, reply, now)
 	}
+}
+
+// isInline reports whether reply (at least 4 bytes) answers the polling
+// goroutine's call: true only on that goroutine (inlineXID).
+func (ss *session) isInline(reply []byte) bool {
+	return len(reply) >= 4 && ss.inlineXID.Load() == inlineSet|uint64(binary.BigEndian.Uint32(reply))
+}
+
+// ranCall is a call of session.ran: its procedure's metrics and its start.
+type ranCall struct {
+	pm    *procMetrics
+	start time.Time
+}
+
+// endRun observes the durations of the calls of ran, ended now, and
+// empties it.
+func (ss *session) endRun() {
+	if len(ss.ran) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, r := range ss.ran {
+		r.pm.dur.Observe(now.Sub(r.start).Seconds())
+	}
+	ss.ran = ss.ran[:0]
 }
 
 // directWriter is a msgConn that may send a reply's DDP-eligible result

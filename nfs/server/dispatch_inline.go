@@ -65,6 +65,11 @@ func (ic *inlineCalls) ServeInline(msg []byte, arrived time.Time) {
 	}
 }
 
+// InlineRunDone ends the durations of the calls the poll loop ran since
+// the last (transport.InlineRunEnder): their replies are posted together
+// after it returns.
+func (ic *inlineCalls) InlineRunDone() { ic.ss.endRun() }
+
 // handOff executes a copy of msg on a goroutine of its own; again: its
 // execution began inline (OnCall was called).
 func (ic *inlineCalls) handOff(msg []byte, again bool) {

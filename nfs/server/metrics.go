@@ -51,7 +51,7 @@ func newCallMetrics() *callMetrics {
 		}, []string{"program", "procedure", "status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "rdma_nfsd_call_duration_seconds",
-			Help: "Call duration in seconds, from a call's dispatch (a call executed on the connection's polling goroutine: the poll that received it) to its reply's hand-off to the transport, by program and procedure.",
+			Help: "Call duration in seconds, from a call's dispatch to its reply's hand-off to the transport (a call executed on the connection's polling goroutine: from the poll that received it to the end of that poll's run of calls, whose replies are posted together), by program and procedure.",
 			// 10 µs to about 10 s.
 			Buckets: prometheus.ExponentialBuckets(10e-6, 4, 11),
 		}, []string{"program", "procedure"}),
@@ -115,8 +115,18 @@ func (p *pendingCalls) end(xid uint32) (pendingCall, bool) {
 	return c, ok
 }
 
-// observe counts the reply to c.
+// observe counts the reply to c, timed at now (zero: read the clock).
 func (m *callMetrics) observe(c pendingCall, reply []byte, now time.Time) {
+	pm := m.count(c, reply)
+	if now.IsZero() {
+		now = time.Now()
+	}
+	pm.dur.Observe(now.Sub(c.start).Seconds())
+}
+
+// count counts the reply to c by its status and returns c's procedure's
+// metrics, for its duration (observe, or inlineCalls.InlineRunDone).
+func (m *callMetrics) count(c pendingCall, reply []byte) *procMetrics {
 	pm := &m.other
 	switch {
 	case c.prog == nfs.ProgNFS && c.proc < uint32(len(m.nfs)):
@@ -124,10 +134,6 @@ func (m *callMetrics) observe(c pendingCall, reply []byte, now time.Time) {
 	case c.prog == nfs.ProgMount && c.proc < uint32(len(m.mount)):
 		pm = &m.mount[c.proc]
 	}
-	if now.IsZero() {
-		now = time.Now()
-	}
-	pm.dur.Observe(now.Sub(c.start).Seconds())
 	slot, name := statusSlot(c, reply)
 	ctr := pm.byStatus[slot].Load()
 	if ctr == nil {
@@ -136,6 +142,7 @@ func (m *callMetrics) observe(c pendingCall, reply []byte, now time.Time) {
 		ctr = pm.byStatus[slot].Load()
 	}
 	(*ctr).Inc()
+	return pm
 }
 
 // Status slots: nfsstat3 and mountstat3 values below 100 as themselves,

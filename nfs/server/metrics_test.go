@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/internal/nfstest"
@@ -116,6 +117,26 @@ func TestMetrics(t *testing.T) {
 	// arrival (session.inline), not in pending.
 	require.GreaterOrEqual(t, sample(after, "rdma_nfsd_inline_calls_total", answered)-i0, 25.0, "GETATTRs answered inline")
 	require.Greater(t, histogramSum(after, "getattr"), s0, "GETATTR durations' sum")
+
+	// Eight in flight: the poll loop runs several calls at a time and
+	// times them at the run's end; every one is counted and timed when
+	// its caller has the reply.
+	var g errgroup.Group
+	for range 8 {
+		g.Go(func() error {
+			for range 25 {
+				if _, err := c.Getattr(ctx, env.Exp.Root); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	many := scrape(t, reg)
+	require.Equal(t, g0+225, sample(many, "rdma_nfsd_calls_total", getattr), "GETATTR NFS3_OK, eight in flight")
+	require.Equal(t, h0+225, sample(many, "rdma_nfsd_call_duration_seconds", map[string]string{"procedure": "getattr"}), "GETATTR durations, eight in flight")
+	require.Greater(t, histogramSum(many, "getattr"), histogramSum(after, "getattr"), "GETATTR durations' sum, eight in flight")
 	require.Equal(t, 1.0, sample(after, "rdma_nfsd_connections", map[string]string{"network": "rdma"}))
 	wantV := "1"
 	if nfstest.Version2 {
