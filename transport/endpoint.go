@@ -104,9 +104,15 @@ type endpoint struct {
 	recvRR    [1]verbs.RecvRequest
 	wrs       []verbs.WorkRequest // the batch being built; post queues it
 	sges      []verbs.SGE
-	rrs       []verbs.RecvRequest
-	hdr       chunks.Header
-	keys      *rand.ChaCha8 // key bytes of the rkeys we bind
+	rrs       []verbs.RecvRequest // the Receives batched (batchRecvs), or the first ones
+	rrSGEs    []verbs.SGE         // the lists of rrs's held Receives
+	// batchRecvs: repost queues the Receive in rrs instead of posting it,
+	// until flushRecvs posts them all in one PostRecv; set while the poll
+	// loop serves a run of inline calls, whose replies are held as well
+	// (Conn.holdPost), and which flushRecvs posts first.
+	batchRecvs bool
+	hdr        chunks.Header
+	keys       *rand.ChaCha8 // key bytes of the rkeys we bind
 
 	// posts takes the batches built under Conn.mu to the goroutine that
 	// posts them once Conn.mu is released (Conn.unlock), or to the
@@ -177,6 +183,7 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 		return fmt.Errorf("rpcrdma: posting receives: %w", err)
 	}
 	ep.rrs = ep.rrs[:0]
+	ep.rrSGEs = make([]verbs.SGE, 0, nRecv)
 	return nil
 }
 
@@ -195,11 +202,39 @@ func (ep *endpoint) sendBuf(i int) []byte {
 	return b[:0]
 }
 
-// repost posts Receive buffer i again.
+// repost posts Receive buffer i again, or, while batchRecvs is set, queues
+// it for flushRecvs. Called with Conn.mu held.
 func (ep *endpoint) repost(i int) error {
-	ep.recvSGE[0] = verbs.SGE{Region: ep.recvRegion, Offset: i * ep.recvSize, Length: ep.recvSize}
-	ep.recvRR[0] = verbs.RecvRequest{ID: wrID(wrRecv, 0, i), SGL: ep.recvSGE[:]}
+	sge := verbs.SGE{Region: ep.recvRegion, Offset: i * ep.recvSize, Length: ep.recvSize}
+	rr := verbs.RecvRequest{ID: wrID(wrRecv, 0, i)}
+	if ep.batchRecvs && len(ep.rrs) < cap(ep.rrs) {
+		n := len(ep.rrSGEs)
+		ep.rrSGEs = append(ep.rrSGEs, sge)
+		rr.SGL = ep.rrSGEs[n : n+1 : n+1]
+		ep.rrs = append(ep.rrs, rr)
+		return nil
+	}
+	ep.recvSGE[0] = sge
+	rr.SGL = ep.recvSGE[:]
+	ep.recvRR[0] = rr
 	return ep.vc.PostRecv(ep.recvRR[:])
+}
+
+// flushRecvs ends batchRecvs and posts the Receives it held, in one
+// PostRecv (no system call on rxe, but a cgo call each, and a doorbell
+// each on a NIC). The Receives count as posted from the time they were
+// queued (credits.Post): the replies that grant their credits are held
+// until after this. Called with Conn.mu held.
+func (ep *endpoint) flushRecvs() error {
+	ep.batchRecvs = false
+	if len(ep.rrs) == 0 {
+		return nil
+	}
+	err := ep.vc.PostRecv(ep.rrs)
+	clear(ep.rrs)
+	clear(ep.rrSGEs)
+	ep.rrs, ep.rrSGEs = ep.rrs[:0], ep.rrSGEs[:0]
+	return err
 }
 
 // post queues the batch built so far, to be posted when Conn.mu is

@@ -161,6 +161,9 @@ func (c *protoConn) PostSend(wrs []verbs.WorkRequest) error {
 		}
 	}
 	c.ops.mu.Unlock()
+	if c.gate != nil {
+		c.gate.logPost("send", len(wrs))
+	}
 	return c.Conn.PostSend(wrs)
 }
 

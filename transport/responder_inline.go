@@ -103,8 +103,10 @@ func (s *responder) inlineLocked(call *svcCall) bool {
 // serves them the Conn holds its posts (holdPost), and the release of
 // c.mu that finds the queue empty rings one doorbell for all of them (one
 // ibv_post_send, a system call on Soft-RoCE), as svcrdma and eRPC batch
-// theirs. What another goroutine queued meanwhile goes out with them; the
-// hold lasts as long as the queued calls' execution, which does not block.
+// theirs; the Receives their calls came in are reposted together just
+// before, in one PostRecv (endpoint.batchRecvs). What another goroutine
+// queued meanwhile goes out with them; the hold lasts as long as the
+// queued calls' execution, which does not block.
 func (c *Conn) serveInline(ep *endpoint) {
 	ep.pollG.check("serveInline")
 	s := &c.svcState
@@ -126,11 +128,18 @@ func (c *Conn) serveInline(ep *endpoint) {
 				ran = nil
 				continue
 			}
+			err := ep.flushRecvs() // before the replies' post
+			if c.ep != ep {
+				err = nil // lost: its Receives go with it
+			}
 			c.holdPost = false
 			c.unlock()
+			if err != nil {
+				c.endpointDied(ep, err)
+			}
 			return
 		}
-		c.holdPost = true
+		c.holdPost, ep.batchRecvs = true, true
 		h := s.inline
 		if e, ok := h.(InlineRunEnder); ok {
 			ran = e

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,13 +23,32 @@ type pollGate struct {
 	recvs int // Receives held
 	held  []verbs.Completion
 	buf   [64]verbs.Completion
+	// posts logs the connection's posts since close: "send N" or
+	// "recv N", N work requests in one call.
+	posts []string
 }
 
-// close has the gate gather n Receives.
+// close has the gate gather n Receives, and starts its log of posts.
 func (g *pollGate) close(n int) {
 	g.mu.Lock()
 	g.n = n
+	g.posts = nil
 	g.mu.Unlock()
+}
+
+// logPost logs a post of n work requests of kind.
+func (g *pollGate) logPost(kind string, n int) {
+	g.mu.Lock()
+	g.posts = append(g.posts, fmt.Sprintf("%s %d", kind, n))
+	g.mu.Unlock()
+}
+
+// PostRecv logs the post on a gated connection.
+func (c *protoConn) PostRecv(rrs []verbs.RecvRequest) error {
+	if c.gate != nil {
+		c.gate.logPost("recv", len(rrs))
+	}
+	return c.Conn.PostRecv(rrs)
 }
 
 // Poll hands over what the gate holds once it is open, then polls the
@@ -76,7 +96,7 @@ func (c *protoConn) Wait(ctx context.Context) error {
 
 // TestInlineRepliesShareAPost: the replies of the calls one poll brought,
 // executed by the inline handler, go out in one post (one doorbell), not
-// one each.
+// one each, after the Receives of those calls, reposted in one post too.
 func TestInlineRepliesShareAPost(t *testing.T) {
 	const calls = 4
 	sp := newProtoProvider(false)
@@ -118,4 +138,8 @@ func TestInlineRepliesShareAPost(t *testing.T) {
 	s := srv.Stats()
 	require.Equal(t, uint64(1+calls), s.Sends, "replies")
 	require.Equal(t, uint64(2), s.SendPosts, "posts of the replies: the first call's, then one for the rest")
+	sp.gate.mu.Lock()
+	defer sp.gate.mu.Unlock()
+	require.Equal(t, []string{fmt.Sprintf("recv %d", calls), fmt.Sprintf("send %d", calls)}, sp.gate.posts,
+		"the server's posts once the calls came in one poll")
 }
