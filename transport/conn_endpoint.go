@@ -66,7 +66,10 @@ func (c *Conn) flush(ep *endpoint, mayBulk bool) {
 }
 
 // pollLoop is ep's poll loop: it hands ep's completions to the role under
-// c.mu until ep is shut down or its connection is lost.
+// c.mu until ep is shut down or its connection is lost. The Receives a
+// batch of completions frees are reposted together at its end, in one
+// PostRecv (endpoint.batchRecvs), before c.mu is released and so before
+// anything queued meanwhile is posted.
 func (c *Conn) pollLoop(ep *endpoint) {
 	defer close(ep.loopDone)
 	ep.pollG.set()
@@ -74,14 +77,20 @@ func (c *Conn) pollLoop(ep *endpoint) {
 		c.lock()
 		c.svcState.arrivals.reset()
 		c.svcState.inlineNow.reset() // for the serveInline below
+		ep.batchRecvs = true
 		for i := range cs {
 			if c.ep != ep {
 				break
 			}
 			if err := c.handleCompletionLocked(ep, &cs[i]); err != nil {
+				_ = ep.flushRecvs() // the connection ends anyway
 				c.unlock()
 				return err
 			}
+		}
+		if err := ep.flushRecvs(); err != nil && c.ep == ep {
+			c.unlock()
+			return err
 		}
 		inline := c.svcState.inlineQ.size > 0
 		c.unlock()

@@ -61,8 +61,8 @@ type protoProvider struct {
 	verbs.Provider
 	ops *protoOps
 	// gate, if set, holds back the completions of the connections it
-	// accepts (pollGate).
-	gate *pollGate
+	// accepts (pollGate); dialGate those of the connections it dials.
+	gate, dialGate *pollGate
 }
 
 func newProtoProvider(client bool) *protoProvider {
@@ -94,6 +94,7 @@ func (p *protoProvider) wrapOptions(opts *verbs.ConnOptions) (*verbs.ConnOptions
 
 func (p *protoProvider) Dial(ctx context.Context, addr string, opts *verbs.ConnOptions) (verbs.Conn, error) {
 	o, w := p.wrapOptions(opts)
+	w.gate = p.dialGate
 	vc, err := p.Provider.Dial(ctx, addr, o)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,4 +144,43 @@ func TestInlineRepliesShareAPost(t *testing.T) {
 	defer sp.gate.mu.Unlock()
 	require.Equal(t, []string{fmt.Sprintf("recv %d", calls), fmt.Sprintf("send %d", calls)}, sp.gate.posts,
 		"the server's posts once the calls came in one poll")
+}
+
+// TestRepliesRepostedTogether: the Receives of the replies one poll
+// brought a requester are reposted in one post, not one each.
+func TestRepliesRepostedTogether(t *testing.T) {
+	const calls = 4
+	sp := newProtoProvider(false)
+	sp.dialGate = &pollGate{}
+	var read atomic.Int64
+	c := inlinePair(t, &Config{Provider: sp, Binding: testBinding{}}, func(c *Conn) InlineHandler {
+		return &echoInline{c: c}
+	}, &read)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	// A first call, for the credits that let the others be in flight.
+	_, err := c.Call(ctx, appendCall(nil, 100, 0), nil)
+	require.NoError(t, err)
+	sp.dialGate.close(calls)
+	var g errgroup.Group
+	for i := range calls {
+		g.Go(func() error {
+			xid := uint32(i + 1)
+			reply, err := c.Call(ctx, appendCall(nil, xid, 0), nil)
+			if err == nil && !bytes.Equal(appendReply(nil, xid), reply) {
+				err = fmt.Errorf("call %d: reply %x", xid, reply)
+			}
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	sp.dialGate.mu.Lock()
+	defer sp.dialGate.mu.Unlock()
+	var recvs []string
+	for _, p := range sp.dialGate.posts {
+		if strings.HasPrefix(p, "recv") {
+			recvs = append(recvs, p)
+		}
+	}
+	require.Equal(t, []string{fmt.Sprintf("recv %d", calls)}, recvs, "the requester's Receive posts (all its posts: %q)", sp.dialGate.posts)
 }
