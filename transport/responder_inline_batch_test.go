@@ -96,6 +96,31 @@ func (c *protoConn) Wait(ctx context.Context) error {
 	return c.Conn.Wait(ctx)
 }
 
+// callsAtOnce makes a first NULL call on c, for the credits that let the
+// others be in flight at once (a requester starts with one), closes gate
+// for n Receives and makes n NULL calls at once, each checked for its
+// reply.
+func callsAtOnce(t *testing.T, c *Conn, gate *pollGate, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err := c.Call(ctx, appendCall(nil, 100, 0), nil)
+	require.NoError(t, err)
+	gate.close(n)
+	var g errgroup.Group
+	for i := range n {
+		g.Go(func() error {
+			xid := uint32(i + 1)
+			reply, err := c.Call(ctx, appendCall(nil, xid, 0), nil)
+			if err == nil && !bytes.Equal(appendReply(nil, xid), reply) {
+				err = fmt.Errorf("call %d: reply %x", xid, reply)
+			}
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+}
+
 // TestInlineRepliesShareAPost: the replies of the calls one poll brought,
 // executed by the inline handler, go out in one post (one doorbell), not
 // one each, after the Receives of those calls, reposted in one post too.
@@ -113,25 +138,7 @@ func TestInlineRepliesShareAPost(t *testing.T) {
 		return eh
 	}, &read)
 	<-set
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	// A first call, for the credits that let the others be in flight
-	// at once (a requester starts with one).
-	_, err := c.Call(ctx, appendCall(nil, 100, 0), nil)
-	require.NoError(t, err)
-	sp.gate.close(calls)
-	var g errgroup.Group
-	for i := range calls {
-		g.Go(func() error {
-			xid := uint32(i + 1)
-			reply, err := c.Call(ctx, appendCall(nil, xid, 0), nil)
-			if err == nil {
-				require.Equal(t, appendReply(nil, xid), reply)
-			}
-			return err
-		})
-	}
-	require.NoError(t, g.Wait())
+	callsAtOnce(t, c, sp.gate, calls)
 	if p := eh.err.Load(); p != nil {
 		require.NoError(t, *p)
 	}
@@ -156,24 +163,7 @@ func TestRepliesRepostedTogether(t *testing.T) {
 	c := inlinePair(t, &Config{Provider: sp, Binding: testBinding{}}, func(c *Conn) InlineHandler {
 		return &echoInline{c: c}
 	}, &read)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	// A first call, for the credits that let the others be in flight.
-	_, err := c.Call(ctx, appendCall(nil, 100, 0), nil)
-	require.NoError(t, err)
-	sp.dialGate.close(calls)
-	var g errgroup.Group
-	for i := range calls {
-		g.Go(func() error {
-			xid := uint32(i + 1)
-			reply, err := c.Call(ctx, appendCall(nil, xid, 0), nil)
-			if err == nil && !bytes.Equal(appendReply(nil, xid), reply) {
-				err = fmt.Errorf("call %d: reply %x", xid, reply)
-			}
-			return err
-		})
-	}
-	require.NoError(t, g.Wait())
+	callsAtOnce(t, c, sp.dialGate, calls)
 	sp.dialGate.mu.Lock()
 	defer sp.dialGate.mu.Unlock()
 	var recvs []string
