@@ -108,8 +108,9 @@ type endpoint struct {
 	rrSGEs    []verbs.SGE         // the lists of rrs's held Receives
 	// batchRecvs: repost queues the Receive in rrs instead of posting it,
 	// until flushRecvs posts them all in one PostRecv; set while the poll
-	// loop serves a run of inline calls, whose replies are held as well
-	// (Conn.holdPost), and which flushRecvs posts first.
+	// loop handles a batch of completions under Conn.mu (Conn.pollLoop)
+	// and while it serves a run of inline calls, whose replies are held
+	// as well (Conn.holdPost): flushRecvs comes before either's posts.
 	batchRecvs bool
 	hdr        chunks.Header
 	keys       *rand.ChaCha8 // key bytes of the rkeys we bind
