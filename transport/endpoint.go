@@ -104,7 +104,7 @@ type endpoint struct {
 	recvRR    [1]verbs.RecvRequest
 	wrs       []verbs.WorkRequest // the batch being built; post queues it
 	sges      []verbs.SGE
-	rrs       []verbs.RecvRequest // the Receives batched (batchRecvs), or the first ones
+	rrs       []verbs.RecvRequest // the Receives batched (batchRecvs)
 	rrSGEs    []verbs.SGE         // the lists of rrs's held Receives
 	// batchRecvs: repost queues the Receive in rrs instead of posting it,
 	// until flushRecvs posts them all in one PostRecv; set while the poll
@@ -173,23 +173,20 @@ func (ep *endpoint) setup(vc verbs.Conn, nSlots, nSend, sendSize, nRecv, recvSiz
 	ep.trimWake = make(chan struct{}, 1)
 	ep.regTrimWake = make(chan struct{}, 1)
 	ep.rrs = make([]verbs.RecvRequest, 0, nRecv)
+	ep.rrSGEs = make([]verbs.SGE, 0, nRecv)
 	ep.recvFree = make([]int, 0, nRecv)
 	for i := post; i < nRecv; i++ {
 		ep.recvFree = append(ep.recvFree, i)
 	}
+	// The first Receives in one PostRecv, as a poll's reposts.
+	ep.batchRecvs = true
 	for i := range post {
-		ep.rrs = append(ep.rrs, ep.recvRequest(i))
+		_ = ep.repost(i) // queued: cannot fail
 	}
-	if err := vc.PostRecv(ep.rrs); err != nil {
+	if err := ep.flushRecvs(); err != nil {
 		return fmt.Errorf("rpcrdma: posting receives: %w", err)
 	}
-	ep.rrs = ep.rrs[:0]
-	ep.rrSGEs = make([]verbs.SGE, 0, nRecv)
 	return nil
-}
-
-func (ep *endpoint) recvRequest(i int) verbs.RecvRequest {
-	return verbs.RecvRequest{ID: wrID(wrRecv, 0, i), SGL: []verbs.SGE{{Region: ep.recvRegion, Offset: i * ep.recvSize, Length: ep.recvSize}}}
 }
 
 // recvBuf returns Receive buffer i.
