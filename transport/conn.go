@@ -68,7 +68,7 @@ type Conn struct {
 	mu       sync.Mutex
 	muCheck  lockCheck        // debug builds: mu's holder
 	flushEP  *endpoint        // has batches queued under mu: unlock posts them
-	holdPost bool             // the poll loop serves inline calls: unlock leaves flushEP's batches to it (serveInline)
+	holdPost bool             // the poll loop holds the posts: unlock leaves flushEP's batches to it (serveInline, gatherCalls)
 	dones    *[]func()        // WriteMsgDirect dones due: unlock runs them
 	ep       *endpoint        // the current connection; nil while reconnecting
 	last     *cmpriv.Settings // the settings of the last connection, for Stats once it is gone

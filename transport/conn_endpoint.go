@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
@@ -69,7 +70,8 @@ func (c *Conn) flush(ep *endpoint, mayBulk bool) {
 // c.mu until ep is shut down or its connection is lost. The Receives a
 // batch of completions frees are reposted together at its end, in one
 // PostRecv (endpoint.batchRecvs), before c.mu is released and so before
-// anything queued meanwhile is posted.
+// anything queued meanwhile is posted. The callers a batch's replies woke
+// post their next calls together (gatherCalls).
 func (c *Conn) pollLoop(ep *endpoint) {
 	defer close(ep.loopDone)
 	ep.pollG.set()
@@ -77,6 +79,7 @@ func (c *Conn) pollLoop(ep *endpoint) {
 		c.lock()
 		c.svcState.arrivals.reset()
 		c.svcState.inlineNow.reset() // for the serveInline below
+		c.role.wokenLocked()         // counts the callers this batch wakes
 		ep.batchRecvs = true
 		for i := range cs {
 			if c.ep != ep {
@@ -93,15 +96,44 @@ func (c *Conn) pollLoop(ep *endpoint) {
 			return err
 		}
 		inline := c.svcState.inlineQ.size > 0
+		gather := c.role.wokenLocked() >= 2
 		c.unlock()
 		if inline {
 			c.serveInline(ep)
+		}
+		if gather {
+			c.gatherCalls()
 		}
 		return nil
 	})
 	if err != nil {
 		c.endpointDied(ep, err)
 	}
+}
+
+// gatherCalls lets the callers that one batch of replies woke make their
+// next calls before any of them is posted, so that their Sends share one
+// post (one ibv_post_send, a system call on Soft-RoCE), as the replies of
+// a poll's inline calls do (serveInline). Each woken caller would
+// otherwise post its own: they run one after another, and a post is
+// shared only when it finds another in progress (postQueue).
+//
+// The poll loop holds the Conn's posts (holdPost) and yields its
+// processor once: the goroutines the replies readied on it run first, and
+// what they queue meanwhile, on any processor, waits for the poll loop's
+// release of c.mu that ends the hold. The hold lasts that one yield: the
+// time the readied goroutines take to run until they block (a Call until
+// its reply), or, while one runs without blocking, until another
+// processor takes the yielded poll loop up (with GOMAXPROCS 1, until the
+// runtime preempts the one running). Called by the poll loop without c.mu.
+func (c *Conn) gatherCalls() {
+	c.lock()
+	c.holdPost = true
+	c.unlock()
+	runtime.Gosched()
+	c.lock()
+	c.holdPost = false
+	c.unlock() // posts what the callers queued, together
 }
 
 // endpointLoop is ep's endpoint loop: it posts the queue when a bulk batch

@@ -246,8 +246,10 @@ func (s *requester) queueReplyLocked(slot int) {
 	case call.abandoned:
 		s.replyConsumedLocked(slot)
 	case call.direct:
+		s.woken++
 		wake(call.done)
 	default:
+		s.woken++
 		c.readQ.push(slot)
 		wake(c.readWake)
 	}

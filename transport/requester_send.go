@@ -28,6 +28,7 @@ type requester struct {
 	byXID    map[uint32]int // slot of each call in flight
 	credits  credits.Requester
 	resend   ring           // slots to retransmit after a reconnect
+	woken    int            // callers queueReplyLocked woke since wokenLocked
 	scratchH xdr.CallHeader // Write's and WriteMsg's call header, under Conn.wmu
 }
 
@@ -101,6 +102,12 @@ func (s *requester) kind() cmpriv.Role { return cmpriv.Requester }
 func (s *requester) setupEndpoint(*endpoint) {}
 
 func (s *requester) trimLocked(bool, bool) {}
+
+func (s *requester) wokenLocked() int {
+	n := s.woken
+	s.woken = 0
+	return n
+}
 
 func (s *requester) creditsLocked() uint32 { return s.credits.Limit() }
 

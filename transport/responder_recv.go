@@ -169,6 +169,8 @@ func (s *responder) init(nRecv, nSend int, lcalls, lreplies *sharedBudget, lregs
 
 func (s *responder) kind() cmpriv.Role { return cmpriv.Responder }
 
+func (s *responder) wokenLocked() int { return 0 }
+
 // setupEndpoint bounds the callers' buffers ep may hold registered
 // (MemoryLimits.Registered and ListenerRegistered).
 func (s *responder) setupEndpoint(ep *endpoint) {

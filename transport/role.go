@@ -47,6 +47,10 @@ type connRole interface {
 	setupEndpoint(ep *endpoint)
 	// completionLocked handles one successful completion of ep.
 	completionLocked(ep *endpoint, kind uint64, slot, buf int, wc *verbs.Completion) error
+	// wokenLocked returns how many callers the completions handled since
+	// the last call woke (a requester's Calls and readers: gatherCalls),
+	// and starts the count again; a responder's is 0.
+	wokenLocked() int
 	// trimLocked trims the role's caches when ep's chunk pool was trimmed:
 	// idle, the pool was idle for a period; again, it holds more to trim.
 	trimLocked(idle, again bool)
