@@ -15,6 +15,7 @@ import (
 // reconnects and retransmits, and the call completes on the new
 // connection.
 func TestCallTimeoutReconnects(t *testing.T) {
+	const callTimeout = 200 * time.Millisecond
 	l, err := Listen("127.0.0.1:0", &Config{Provider: &soft.Provider{}, Credits: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -37,12 +38,13 @@ func TestCallTimeoutReconnects(t *testing.T) {
 		}
 	}()
 	c, err := Dial(context.Background(), l.Addr().String(), &Config{Provider: &soft.Provider{}, Reconnect: ReconnectPolicy{
-		Enabled: true, Retransmit: true, Backoff: 10 * time.Millisecond, CallTimeout: 200 * time.Millisecond}})
+		Enabled: true, Retransmit: true, Backoff: 10 * time.Millisecond, CallTimeout: callTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	for xid := uint32(1); xid <= 3; xid++ {
+		sent := time.Now()
 		if err := c.WriteMsg(appendCall(nil, xid, 0)); err != nil {
 			t.Fatal(err)
 		}
@@ -53,6 +55,11 @@ func TestCallTimeoutReconnects(t *testing.T) {
 		}
 		if got, _, _ := xdr.PeekXID(reply); got != xid {
 			t.Fatalf("reply to xid %d, want %d", got, xid)
+		}
+		// Call 2 is answered only after the timeout dropped the
+		// connection: never before CallTimeout.
+		if waited := time.Since(sent); xid == 2 && waited < callTimeout {
+			t.Errorf("call 2 answered after %v: the timeout (%v) came early", waited, callTimeout)
 		}
 	}
 	s := c.Stats()

@@ -335,9 +335,11 @@ type ReconnectPolicy struct {
 	// ErrCallTimeout. Without a timeout, a call the responder dropped
 	// (RFC 8166 leaves it no other choice for some malformed messages),
 	// or whose Call was cancelled and whose reply never comes, would hold
-	// its credit and XID forever. 0 means DefaultCallTimeout; a negative
-	// value disables it. It applies to requesters whether or not Enabled
-	// is set.
+	// its credit and XID forever. A watchdog ticking every quarter of
+	// CallTimeout (at least every 10 ms) finds such a call between
+	// CallTimeout and one tick later; no clock is read per call. 0 means
+	// DefaultCallTimeout; a negative value disables it. It applies to
+	// requesters whether or not Enabled is set.
 	CallTimeout time.Duration
 }
 

@@ -71,6 +71,7 @@ type Conn struct {
 	holdPost bool             // the poll loop holds the posts: unlock leaves flushEP's batches to it (serveInline, gatherCalls)
 	dones    *[]func()        // WriteMsgDirect dones due: unlock runs them
 	ep       *endpoint        // the current connection; nil while reconnecting
+	epGen    uint64           // connections started (endpoint.gen)
 	last     *cmpriv.Settings // the settings of the last connection, for Stats once it is gone
 	closed   bool             // Close was called
 	err      error            // terminal error: reads and writes fail with it

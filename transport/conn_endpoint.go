@@ -27,6 +27,8 @@ func (c *Conn) newEndpoint(settings cmpriv.Settings) *endpoint {
 // startEndpoint starts ep's poll loop and endpoint loop. Called with c.mu
 // held, ep just made c.ep.
 func (c *Conn) startEndpoint(ep *endpoint) {
+	c.epGen++
+	ep.gen = c.epGen
 	ep.begin()
 	go c.pollLoop(ep)
 	go c.endpointLoop(ep)

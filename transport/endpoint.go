@@ -130,7 +130,7 @@ type endpoint struct {
 
 	// Set by begin, before the endpoint's goroutines start; read-only
 	// after.
-	started  time.Time // when polling started
+	gen      uint64 // which of the Conn's connections (Conn.epGen): the call watchdog's
 	ctx      context.Context
 	cancel   context.CancelFunc
 	loopDone chan struct{} // closed when the poll loop ends
@@ -351,7 +351,6 @@ func (ep *endpoint) stopTimers() {
 
 // begin readies ep's loops' state; the Conn starts them (Conn.startEndpoint).
 func (ep *endpoint) begin() {
-	ep.started = time.Now()
 	ep.ctx, ep.cancel = context.WithCancel(context.Background())
 	ep.loopDone = make(chan struct{})
 	ep.postDone = make(chan struct{})

@@ -19,18 +19,27 @@ var ErrCallTimeout = errors.New("rpcrdma: call timed out: dropping the connectio
 
 // watchCalls drops the connection when a call sent on it has had no reply
 // for CallTimeout, so that the reconnection retransmits or fails it.
+//
+// It counts ticks of a quarter of CallTimeout (at least 10 ms) rather than
+// reading the clock for every call: a call records the tick count when its
+// Send is posted, and is stuck once more than ceil(CallTimeout/tick) ticks
+// have passed since. That is never before CallTimeout and at most one
+// tick after it (a tick the runtime drops only makes it later).
 func (s *requester) watchCalls() {
 	c := s.c
 	defer c.bg.Done()
 	timeout := c.cfg.Reconnect.CallTimeout
-	t := time.NewTicker(max(timeout/4, 10*time.Millisecond))
+	tick := max(timeout/4, 10*time.Millisecond)
+	limit := uint64((timeout + tick - 1) / tick)
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.done:
 			return
-		case now := <-t.C:
+		case <-t.C:
 			c.lock()
+			s.ticks++
 			ep := c.ep
 			stuck := false
 			for i := range s.calls {
@@ -38,7 +47,7 @@ func (s *requester) watchCalls() {
 				// Calls sent on an earlier connection wait for their
 				// retransmission; only this connection's count.
 				if ep != nil && call.busy && !call.replied &&
-					!call.sentAt.Before(ep.started) && now.Sub(call.sentAt) > timeout {
+					call.sentGen == ep.gen && s.ticks-call.sentTick > limit {
 					stuck = true
 					break
 				}

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
 
@@ -29,6 +28,7 @@ type requester struct {
 	credits  credits.Requester
 	resend   ring           // slots to retransmit after a reconnect
 	woken    int            // callers queueReplyLocked woke since wokenLocked
+	ticks    uint64         // the call watchdog's ticks (watchCalls)
 	scratchH xdr.CallHeader // Write's and WriteMsg's call header, under Conn.wmu
 }
 
@@ -37,7 +37,8 @@ type reqCall struct {
 	busy       bool // taken: from the call's Send until its reply was read
 	free       bool // on the free list
 	xid        uint32
-	sentAt     time.Time      // when its Send was posted
+	sentTick   uint64         // requester.ticks when its Send was posted
+	sentGen    uint64         // endpoint.gen of the connection it was posted on
 	hdr        xdr.CallHeader // Cred and Verf cleared: for the binding
 	plan       marshal.CallPlan
 	sendBuf    int
@@ -295,9 +296,7 @@ func (s *requester) postCallLocked(ep *endpoint, slot int, msg []byte, info Call
 	c.postLocked(ep)
 	ep.sendPosted(buf)
 	call.sendBuf, call.sending = buf, true
-	if c.cfg.Reconnect.CallTimeout > 0 {
-		call.sentAt = time.Now()
-	}
+	call.sentTick, call.sentGen = s.ticks, ep.gen
 	return nil
 }
 
