@@ -128,9 +128,9 @@ type endpoint struct {
 	trimWake, regTrimWake chan struct{}
 	trimTimer, regTimer   *time.Timer
 
-	// Set by begin, before the endpoint's goroutines start; read-only
-	// after.
-	gen      uint64 // which of the Conn's connections (Conn.epGen): the call watchdog's
+	// Set by startEndpoint (gen) and begin, before the endpoint's
+	// goroutines start; read-only after.
+	gen      uint64 // which of the Conn's connections it is (Conn.epGen), for the call watchdog
 	ctx      context.Context
 	cancel   context.CancelFunc
 	loopDone chan struct{} // closed when the poll loop ends
