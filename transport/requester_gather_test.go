@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,12 +20,7 @@ import (
 func TestWokenCallersShareAPost(t *testing.T) {
 	const calls = 4
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	sp := newProtoProvider(false)
-	sp.dialGate = &pollGate{}
-	var read atomic.Int64
-	c := inlinePair(t, &Config{Provider: sp, Binding: testBinding{}}, func(c *Conn) InlineHandler {
-		return &echoInline{c: c}
-	}, &read)
+	c, sp := gatedRequester(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	_, err := c.Call(ctx, appendCall(nil, 100, 0), nil) // for the credits

@@ -157,12 +157,7 @@ func TestInlineRepliesShareAPost(t *testing.T) {
 // brought a requester are reposted in one post, not one each.
 func TestRepliesRepostedTogether(t *testing.T) {
 	const calls = 4
-	sp := newProtoProvider(false)
-	sp.dialGate = &pollGate{}
-	var read atomic.Int64
-	c := inlinePair(t, &Config{Provider: sp, Binding: testBinding{}}, func(c *Conn) InlineHandler {
-		return &echoInline{c: c}
-	}, &read)
+	c, sp := gatedRequester(t)
 	callsAtOnce(t, c, sp.dialGate, calls)
 	sp.dialGate.mu.Lock()
 	defer sp.dialGate.mu.Unlock()
@@ -173,4 +168,17 @@ func TestRepliesRepostedTogether(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{fmt.Sprintf("recv %d", calls)}, recvs, "the requester's Receive posts (all its posts: %q)", sp.dialGate.posts)
+}
+
+// gatedRequester returns a requester whose completions pass a pollGate
+// (sp.dialGate), connected to a responder that echoes every call inline.
+func gatedRequester(t *testing.T) (*Conn, *protoProvider) {
+	t.Helper()
+	sp := newProtoProvider(false)
+	sp.dialGate = &pollGate{}
+	var read atomic.Int64
+	c := inlinePair(t, &Config{Provider: sp, Binding: testBinding{}}, func(c *Conn) InlineHandler {
+		return &echoInline{c: c}
+	}, &read)
+	return c, sp
 }
