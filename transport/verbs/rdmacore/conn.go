@@ -125,6 +125,7 @@ type conn struct {
 	// see whether one was there after arming it.
 	stash   [1]verbs.Completion
 	stashed bool
+	arms    int // ibv_req_notify_cq calls (a system call each on rxe): for the tests
 
 	regions map[*region]struct{}
 	windows map[*window]struct{}

@@ -17,6 +17,14 @@ func SetYieldThread(f func()) (restore func()) {
 	return func() { yieldThread = old }
 }
 
+// Arms returns how many times c's Waits armed its completion queue.
+func Arms(c verbs.Conn) int {
+	cc := c.(*conn)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.arms
+}
+
 // SpinLimit returns how long c's next Wait polls before it sleeps. Call it
 // from the goroutine that Waits on c.
 func SpinLimit(c verbs.Conn) time.Duration { return c.(*conn).spin.limit() }

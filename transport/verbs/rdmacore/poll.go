@@ -115,7 +115,10 @@ func (c *conn) completionLocked(w *C.struct_rc_wc) verbs.Completion {
 // that a completion that arrived before the arming is not missed (it is
 // kept for the next Poll); only then does it wait for the completion
 // channel's fd to become readable, and consume the event
-// (ibv_get_cq_event, ibv_ack_cq_events). The connection's failure, Close
+// (ibv_get_cq_event, ibv_ack_cq_events). Once woken by an event it polls
+// before it arms again: the completion that raised the event is found
+// without arming (a system call on Soft-RoCE), and the queue is armed
+// only on the way to the next sleep. The connection's failure, Close
 // and ctx wake it by setting the fd's read deadline in the past. One Wait
 // parks at a time; others queue for it.
 //
@@ -152,6 +155,7 @@ func (c *conn) Wait(ctx context.Context) error {
 		found()
 		return nil
 	}
+	woke := false // by an event: the queue is disarmed, so look before arming
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -180,6 +184,13 @@ func (c *conn) Wait(ctx context.Context) error {
 			c.mu.Unlock()
 			return errNotEstablished
 		}
+		if woke && c.pollLocked(c.stash[:]) > 0 {
+			c.stashed = true
+			c.mu.Unlock()
+			found()
+			return nil
+		}
+		c.arms++
 		if rc := C.rc_req_notify(c.cq); rc != 0 {
 			c.failLocked(errCQ)
 			c.mu.Unlock()
@@ -194,7 +205,7 @@ func (c *conn) Wait(ctx context.Context) error {
 		c.mu.Unlock()
 		// Returns after an event, or with an error once woken (deadline)
 		// or closed; the loop looks again either way.
-		_ = c.rc.Read(c.readEvent)
+		woke = c.rc.Read(c.readEvent) == nil
 	}
 }
 

@@ -420,6 +420,37 @@ func TestPollFirstYieldsThread(t *testing.T) {
 	require.Positive(t, yields.Load(), "sched_yield calls while polling")
 }
 
+// TestWaitArmsOnlyToSleep: a Wait that sleeps arms the completion queue
+// once, before it sleeps; woken by the completion's event, it finds the
+// completion without arming again (ibv_req_notify_cq is a system call on
+// rxe). No spin, so that the Wait sleeps at once.
+func TestWaitArmsOnlyToSleep(t *testing.T) {
+	_, server := providers()
+	ln, err := server.Listen(listenAddr)
+	require.NoError(t, err)
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	caps := verbs.QueueCaps{SendQueue: 4, RecvQueue: 4, MaxSGE: 1, ReadDepth: 1}
+	client := &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: -1}
+	p := dialPair(t, ctx, client, ln, caps, 128, 1, 64)
+	defer func() { _ = p.client.Close() }()
+	before := rdmacore.Arms(p.client)
+	sent := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		sent <- p.server.PostSend([]verbs.WorkRequest{{Op: verbs.OpSend, SGL: []verbs.SGE{{Region: p.sregion, Offset: 64, Length: 64}}}})
+	}()
+	require.NoError(t, p.client.Wait(ctx))
+	require.NoError(t, <-sent)
+	cs := make([]verbs.Completion, 4)
+	n, err := p.client.Poll(cs)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, verbs.OpRecv, cs[0].Op)
+	require.Equal(t, 1, rdmacore.Arms(p.client)-before, "arms of a Wait that slept once")
+}
+
 // TestRoundTripAllocs: posting, polling and waiting allocate nothing, on
 // both sides (the echoing side runs during the measurement too).
 func TestRoundTripAllocs(t *testing.T) {
