@@ -392,30 +392,13 @@ func TestPollFirstYieldsThread(t *testing.T) {
 	var yields atomic.Int64
 	restore := rdmacore.SetYieldThread(func() { yields.Add(1) })
 	defer restore()
-	_, server := providers()
-	ln, err := server.Listen(listenAddr)
-	require.NoError(t, err)
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	caps := verbs.QueueCaps{SendQueue: 4, RecvQueue: 4, MaxSGE: 1, ReadDepth: 1}
-	client := &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: 30 * time.Second}
-	p := dialPair(t, ctx, client, ln, caps, 128, 1, 64)
+	ctx, p := oneSendPair(t, &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: 30 * time.Second})
 	defer func() { _ = p.client.Close() }() // before restore
-	sent := make(chan error, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		sent <- p.server.PostSend([]verbs.WorkRequest{{Op: verbs.OpSend, SGL: []verbs.SGE{{Region: p.sregion, Offset: 64, Length: 64}}}})
-	}()
+	sent := sendLater(p)
 	start := time.Now()
 	require.NoError(t, p.client.Wait(ctx))
 	waited := time.Since(start)
-	require.NoError(t, <-sent)
-	cs := make([]verbs.Completion, 4)
-	n, err := p.client.Poll(cs)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	require.Equal(t, verbs.OpRecv, cs[0].Op)
+	requireOneRecv(t, p, sent)
 	require.Less(t, waited, 20*time.Second, "the Send arrived while Wait polled")
 	require.Positive(t, yields.Load(), "sched_yield calls while polling")
 }
@@ -425,30 +408,51 @@ func TestPollFirstYieldsThread(t *testing.T) {
 // completion without arming again (ibv_req_notify_cq is a system call on
 // rxe). No spin, so that the Wait sleeps at once.
 func TestWaitArmsOnlyToSleep(t *testing.T) {
+	ctx, p := oneSendPair(t, &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: -1})
+	defer func() { _ = p.client.Close() }()
+	before := rdmacore.Arms(p.client)
+	sent := sendLater(p)
+	require.NoError(t, p.client.Wait(ctx))
+	requireOneRecv(t, p, sent)
+	require.Equal(t, 1, rdmacore.Arms(p.client)-before, "arms of a Wait that slept once")
+}
+
+// oneSendPair dials a pair whose client, of the client provider, has one
+// Receive posted; the caller closes the client. The listener and the
+// context (a minute) end with the test.
+func oneSendPair(t *testing.T, client *rdmacore.Provider) (context.Context, pair) {
+	t.Helper()
 	_, server := providers()
 	ln, err := server.Listen(listenAddr)
 	require.NoError(t, err)
-	defer ln.Close()
+	t.Cleanup(func() { _ = ln.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	caps := verbs.QueueCaps{SendQueue: 4, RecvQueue: 4, MaxSGE: 1, ReadDepth: 1}
-	client := &rdmacore.Provider{LocalAddr: clientIP, PollBeforeWait: -1}
-	p := dialPair(t, ctx, client, ln, caps, 128, 1, 64)
-	defer func() { _ = p.client.Close() }()
-	before := rdmacore.Arms(p.client)
+	return ctx, dialPair(t, ctx, client, ln, caps, 128, 1, 64)
+}
+
+// sendLater has p's server Send once, 50 ms from now: time for the
+// client's Wait to start. The post's error comes on the channel.
+func sendLater(p pair) <-chan error {
 	sent := make(chan error, 1)
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		sent <- p.server.PostSend([]verbs.WorkRequest{{Op: verbs.OpSend, SGL: []verbs.SGE{{Region: p.sregion, Offset: 64, Length: 64}}}})
 	}()
-	require.NoError(t, p.client.Wait(ctx))
+	return sent
+}
+
+// requireOneRecv checks that the Send of sendLater was posted and that
+// p's client polls exactly its Receive.
+func requireOneRecv(t *testing.T, p pair, sent <-chan error) {
+	t.Helper()
 	require.NoError(t, <-sent)
 	cs := make([]verbs.Completion, 4)
 	n, err := p.client.Poll(cs)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, verbs.OpRecv, cs[0].Op)
-	require.Equal(t, 1, rdmacore.Arms(p.client)-before, "arms of a Wait that slept once")
 }
 
 // TestRoundTripAllocs: posting, polling and waiting allocate nothing, on
