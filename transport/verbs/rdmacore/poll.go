@@ -184,19 +184,21 @@ func (c *conn) Wait(ctx context.Context) error {
 			c.mu.Unlock()
 			return errNotEstablished
 		}
-		if woke && c.pollLocked(c.stash[:]) > 0 {
-			c.stashed = true
-			c.mu.Unlock()
-			found()
-			return nil
+		// Arm, then look; once woken, look first and arm only to sleep.
+		n := 0
+		if woke {
+			n = c.pollLocked(c.stash[:])
 		}
-		c.arms++
-		if rc := C.rc_req_notify(c.cq); rc != 0 {
-			c.failLocked(errCQ)
-			c.mu.Unlock()
-			continue
+		if n == 0 {
+			c.arms++
+			if rc := C.rc_req_notify(c.cq); rc != 0 {
+				c.failLocked(errCQ)
+				c.mu.Unlock()
+				continue
+			}
+			n = c.pollLocked(c.stash[:])
 		}
-		if c.pollLocked(c.stash[:]) > 0 {
+		if n > 0 {
 			c.stashed = true
 			c.mu.Unlock()
 			found()
