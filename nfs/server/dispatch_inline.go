@@ -27,9 +27,9 @@ type inlineCalls struct {
 }
 
 // Inline takes NULL, and GETATTR, LOOKUP and READ of NFSv3 whose file
-// (LOOKUP: directory) is in the open-file cache, and a WRITE, CREATE,
-// MKDIR or REMOVE that cannot wait (mayBlock); the others go to the session's workers, with no
-// goroutine of their own. It runs under the transport's lock, and takes
+// (LOOKUP: directory) is in the open-file cache, and a WRITE, SETATTR,
+// CREATE, MKDIR or REMOVE that cannot wait (mayBlock); the others go to
+// the session's workers, with no goroutine of their own. It runs under the transport's lock, and takes
 // the open-file cache's (a leaf).
 func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
 	switch {
@@ -38,7 +38,7 @@ func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
 	case h.Proc == nfs.ProcNull:
 		return true
 	case h.Proc == nfs.ProcGetattr, h.Proc == nfs.ProcLookup, h.Proc == nfs.ProcRead, h.Proc == nfs.ProcWrite,
-		h.Proc == nfs.ProcCreate, h.Proc == nfs.ProcMkdir, h.Proc == nfs.ProcRemove:
+		h.Proc == nfs.ProcSetattr, h.Proc == nfs.ProcCreate, h.Proc == nfs.ProcMkdir, h.Proc == nfs.ProcRemove:
 		return !ic.mayBlock(&ic.peek, msg)
 	}
 	return false
@@ -88,9 +88,9 @@ func (ic *inlineCalls) handOff(msg []byte, again bool) {
 // mayBlock reports whether the call msg may wait on the file system or
 // for another thread: a GETATTR, LOOKUP or READ whose file (LOOKUP:
 // directory) has no descriptor in the open-file cache (resolving its
-// handle may read directories); a WRITE, CREATE, MKDIR or REMOVE but of
-// a cached file (directory) of an export in memory by a caller whose
-// identity the polling goroutine has. h is scratch, zeroed after.
+// handle may read directories); a WRITE, SETATTR, CREATE, MKDIR or REMOVE
+// but of a cached file (directory) of an export in memory by a caller
+// whose identity the polling goroutine has. h is scratch, zeroed after.
 func (ic *inlineCalls) mayBlock(h *xdr.CallHeader, msg []byte) bool {
 	args, err := h.Unmarshal(msg)
 	defer func() { *h = xdr.CallHeader{} }()
@@ -110,14 +110,15 @@ func (ic *inlineCalls) mayBlock(h *xdr.CallHeader, msg []byte) bool {
 	case nfs.ProcGetattr, nfs.ProcLookup, nfs.ProcRead:
 		return !x.Handler.files.cached(fh)
 	}
-	// A WRITE, or a CREATE, MKDIR or REMOVE (fh: the directory), is
-	// taken only where nothing it does can wait: a file of an export in
-	// memory (tmpfs, ramfs: no device, a sync that returns at once) in
-	// the cache (a WRITE's open for writing), and a caller whose identity
-	// the polling goroutine has (permit and Server.as then never wait
-	// for an identity thread). Its duplicate request cache entry is made
-	// before it runs, so it must not be found to block after
-	// (drc.abandon is the guard).
+	// A WRITE or SETATTR, or a CREATE, MKDIR or REMOVE (fh: the
+	// directory), is taken only where nothing it does can wait: a file of
+	// an export in memory (tmpfs, ramfs: no device, a sync or a truncate
+	// that returns at once) in the cache (a WRITE's open for writing; a
+	// SETATTR after an exclusive CREATE finds the file CREATE left
+	// there), and a caller whose identity the polling goroutine has
+	// (permit and Server.as then never wait for an identity thread). Its
+	// duplicate request cache entry is made before it runs, so it must
+	// not be found to block after (drc.abandon is the guard).
 	cached := x.Handler.files.cached
 	if h.Proc == nfs.ProcWrite {
 		cached = x.Handler.files.cachedRW

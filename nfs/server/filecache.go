@@ -276,6 +276,30 @@ func (h *DirHandler) cacheDir(fh []byte, o *object) {
 	h.files.put(h.files.add(fh, &openFile{fd: fd}))
 }
 
+// recheck keeps fh's cached descriptor after a change to its file's mode,
+// owner or group only if the server could still open the file with the
+// access the descriptor has (read, and write if rw): a faccessat as the
+// process, whose file system identity the calling goroutine's thread has
+// (the kernel's check of an open, capabilities included). Otherwise it
+// drops it, so that the next call opens the file with the access the new
+// mode gives (an unprivileged server, a file made read-only). A server
+// whose opens the mode does not limit (root, CAP_DAC_OVERRIDE) keeps it,
+// as knfsd keeps its file cache's entry across a SETATTR.
+func (h *DirHandler) recheck(fh []byte) {
+	of := h.files.get(fh, false)
+	if of == nil {
+		return
+	}
+	defer h.files.put(of)
+	mode := uint32(unix.R_OK)
+	if of.rw {
+		mode |= unix.W_OK
+	}
+	if unix.Faccessat2(of.fd, "", mode, unix.AT_EACCESS|unix.AT_EMPTY_PATH) != nil {
+		h.files.forget(fh, of)
+	}
+}
+
 // statOpen fills st with the attributes of of, fh's file. A file removed
 // since it was opened (no link left) makes fh stale, and leaves the cache.
 func (h *DirHandler) statOpen(fh []byte, of *openFile, st *unix.Stat_t) error {

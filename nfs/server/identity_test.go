@@ -630,6 +630,18 @@ func unprivilegedChild(t *testing.T) {
 	st := e.stat("by5555")
 	require.Equal(t, [2]uint32{1234, 1234}, [2]uint32{st.Uid, st.Gid}, "created as the process")
 	require.Equal(t, [2]uint32{1234, 1234}, [2]uint32{res.ObjAttr.Attr.UID, res.ObjAttr.Attr.GID})
+	// The process's own access decides a WRITE: a file made read-only
+	// is not written through the descriptor the open-file cache kept
+	// from before (SETATTR rechecks it), as an open now would refuse.
+	fh := res.Obj.FH
+	require.Equal(t, nfs3.OK, e.write(sysCred(5555, 5555), fh, 0, "a").Status)
+	require.Equal(t, nfs3.OK, e.setattr(sysCred(5555, 5555), fh, nfs3.Sattr{SetMode: true, Mode: 0o444}).Status)
+	require.Equal(t, nfs3.ErrAcces, e.write(sysCred(5555, 5555), fh, 1, "b").Status, "a WRITE of the read-only file")
+	require.Equal(t, nfs3.OK, e.setattr(sysCred(5555, 5555), fh, nfs3.Sattr{SetMode: true, Mode: 0o644}).Status)
+	require.Equal(t, nfs3.OK, e.write(sysCred(5555, 5555), fh, 1, "c").Status, "writable again")
+	got, err := os.ReadFile(e.path("by5555"))
+	require.NoError(t, err)
+	require.Equal(t, "ac", string(got))
 	// No more warnings for the calls.
 	require.Len(t, strings.Split(strings.TrimSpace(logs.String()), "\n"), 1, "%q", logs.String())
 	fmt.Printf("identity child: switching=false uid=%d owner=%d:%d\n", os.Geteuid(), st.Uid, st.Gid)

@@ -34,7 +34,9 @@ func (s *Server) setattr(c *call, r *xdr.Reader, b []byte) ([]byte, bool) {
 		err = nfs3.ErrROFS
 	default:
 		err = s.setAttrs(c, o, &a.NewAttr)
-		c.dh.files.forget(a.Object, nil) // reopened with the access the new mode gives
+		if a.NewAttr.SetMode || a.NewAttr.SetUID || a.NewAttr.SetGID {
+			c.dh.recheck(a.Object)
+		}
 	}
 	res.Status = statusOf(err)
 	res.Wcc = nfs3.WccData{Before: preOpOf(&o.st), After: o.fresh()}
