@@ -31,7 +31,9 @@ type InlineHandler interface {
 	// posted by a goroutine of its own. arrived is when the poll loop
 	// took the call's Receive completion: one clock reading shared by
 	// the calls of one poll, so that a handler that times its calls
-	// need not read the clock again to start.
+	// need not read the clock again to start. It is for durations (Sub,
+	// time.Since): a reading of the monotonic clock alone, whose wall
+	// clock part may depart from the system's.
 	ServeInline(msg []byte, arrived time.Time)
 }
 

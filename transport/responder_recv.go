@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/cmpriv"
+	"github.com/go-rpcrdma/rpcrdma/internal/monotime"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
@@ -532,7 +533,7 @@ func (s *responder) checkAgeLocked(call *svcCall, what string) {
 	if call.inlined {
 		now = s.inlineNow.now()
 	} else {
-		now = time.Now()
+		now = monotime.Now()
 	}
 	age := now.Sub(call.arrived)
 	if age <= c.cfg.SlowReply {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/monotime"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/transport"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -463,7 +464,7 @@ func (ss *session) answer(entry *drcEntry, reply []byte) error {
 	if ss.isInline(reply) {
 		now = ss.inline.start
 	} else {
-		now = time.Now()
+		now = monotime.Now()
 	}
 	ss.s.drc.complete(entry, reply, now)
 	return ss.sendAt(reply, now)
@@ -495,7 +496,7 @@ func (ss *session) begin(h *xdr.CallHeader, w *worker) {
 	}
 	start := w.arrived
 	if start.IsZero() {
-		start = time.Now()
+		start = monotime.Now()
 	}
 	ss.inline = pendingCall{prog: h.Prog, proc: h.Proc, start: start}
 	ss.inlineXID.Store(inlineSet | uint64(h.XID))
@@ -542,7 +543,7 @@ func (ss *session) endRun() {
 	if len(ss.ran) == 0 {
 		return
 	}
-	now := time.Now()
+	now := monotime.Now()
 	for _, r := range ss.ran {
 		r.pm.dur.Observe(now.Sub(r.start).Seconds())
 	}

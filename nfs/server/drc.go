@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/monotime"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 )
 
@@ -105,7 +106,7 @@ func newDRC(size int, maxAge time.Duration) *drc {
 	if maxAge <= 0 {
 		maxAge = DefaultDRCMaxAge
 	}
-	d := &drc{size: size, maxAge: maxAge, now: time.Now, entries: map[drcKey]*drcEntry{}}
+	d := &drc{size: size, maxAge: maxAge, now: monotime.Now, entries: map[drcKey]*drcEntry{}}
 	d.lru.prev, d.lru.next = &d.lru, &d.lru
 	return d
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/monotime"
 	"github.com/go-rpcrdma/rpcrdma/nfs"
 	"github.com/go-rpcrdma/rpcrdma/nfs/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/transport"
@@ -102,7 +103,7 @@ func (p *pendingCalls) begin(h *xdr.CallHeader) {
 	if p.calls == nil {
 		p.calls = make(map[uint32]pendingCall)
 	}
-	p.calls[h.XID] = pendingCall{prog: h.Prog, proc: h.Proc, start: time.Now()}
+	p.calls[h.XID] = pendingCall{prog: h.Prog, proc: h.Proc, start: monotime.Now()}
 	p.mu.Unlock()
 }
 
@@ -119,7 +120,7 @@ func (p *pendingCalls) end(xid uint32) (pendingCall, bool) {
 func (m *callMetrics) observe(c pendingCall, reply []byte, now time.Time) {
 	pm := m.count(c, reply)
 	if now.IsZero() {
-		now = time.Now()
+		now = monotime.Now()
 	}
 	pm.dur.Observe(now.Sub(c.start).Seconds())
 }

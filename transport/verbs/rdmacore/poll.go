@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/monotime"
 	"github.com/go-rpcrdma/rpcrdma/transport/verbs"
 )
 
@@ -144,7 +145,7 @@ func (c *conn) Wait(ctx context.Context) error {
 	adaptive := c.spin.adaptive()
 	var start time.Time
 	if adaptive {
-		start = time.Now()
+		start = monotime.Now()
 	}
 	found := func() {
 		if adaptive {
@@ -258,7 +259,7 @@ func (c *conn) pollFirst(ctx context.Context, start time.Time, spin time.Duratio
 		return false
 	}
 	if start.IsZero() {
-		start = time.Now()
+		start = monotime.Now()
 	}
 	for i := 1; ; i++ {
 		c.mu.Lock()
