@@ -29,8 +29,8 @@ type inlineCalls struct {
 // Inline takes NULL, and GETATTR, LOOKUP and READ of NFSv3 whose file
 // (LOOKUP: directory) is in the open-file cache, and a WRITE, SETATTR,
 // CREATE, MKDIR or REMOVE that cannot wait (mayBlock); the others go to
-// the session's workers, with no goroutine of their own. It runs under the transport's lock, and takes
-// the open-file cache's (a leaf).
+// the session's workers, with no goroutine of their own. It runs under
+// the transport's lock, and takes the open-file cache's (a leaf).
 func (ic *inlineCalls) Inline(h *xdr.CallHeader, msg []byte) bool {
 	switch {
 	case h.Prog != nfs.ProgNFS || h.Vers != 3:

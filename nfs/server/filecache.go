@@ -283,8 +283,7 @@ func (h *DirHandler) cacheDir(fh []byte, o *object) {
 // (the kernel's check of an open, capabilities included). Otherwise it
 // drops it, so that the next call opens the file with the access the new
 // mode gives (an unprivileged server, a file made read-only). A server
-// whose opens the mode does not limit (root, CAP_DAC_OVERRIDE) keeps it,
-// as knfsd keeps its file cache's entry across a SETATTR.
+// whose opens the mode does not limit (root, CAP_DAC_OVERRIDE) keeps it.
 func (h *DirHandler) recheck(fh []byte) {
 	of := h.files.get(fh, false)
 	if of == nil {
