@@ -326,6 +326,24 @@ func TestInlineWrite(t *testing.T) {
 	}
 }
 
+// rootInlineEnv starts a client environment whose server does not squash
+// root, its export taken for one in memory or not, the root directory in
+// the open-file cache (a GETATTR). want is how many calls a step of root's
+// in that directory answers on the poll loop: 1 in memory, else 0.
+func rootInlineEnv(t *testing.T, inMemory bool) (env *clientEnv, want uint64) {
+	t.Helper()
+	env = startClientEnv(t, func(sc *server.Config, _ *client.MountOptions) {
+		sc.Squash = server.NoRootSquash
+	})
+	server.SetInMemory(env.srv, inMemory)
+	_, err := env.exp.Client.Getattr(callCtx(t), env.exp.Root) // the root directory into the cache
+	require.NoError(t, err)
+	if inMemory {
+		want = 1
+	}
+	return env, want
+}
+
 // inlineStep returns a check that f had answered calls of srv on the poll
 // loop and none handed off to a worker.
 func inlineStep(t *testing.T, srv *server.Server, inMemory bool) func(what string, answered uint64, f func()) {
@@ -346,25 +364,17 @@ func inlineStep(t *testing.T, srv *server.Server, inMemory bool) func(what strin
 // go to the workers. The results are the workers' results.
 func TestInlineCreateRemove(t *testing.T) {
 	for _, inMemory := range []bool{true, false} {
-		env := startClientEnv(t, func(sc *server.Config, _ *client.MountOptions) {
-			sc.Squash = server.NoRootSquash
-		})
-		server.SetInMemory(env.srv, inMemory)
+		env, want := rootInlineEnv(t, inMemory)
 		require.NoError(t, os.Chmod(env.dir, 0o777))
 		c, ctx := env.exp.Client, callCtx(t)
 		root := env.exp.Root
-		_, err := c.Getattr(ctx, root) // the root directory into the cache
-		require.NoError(t, err)
-		want := uint64(0)
-		if inMemory {
-			want = 1
-		}
 		step := inlineStep(t, env.srv, inMemory)
 		mode := uint32(0o640)
 		how := client.CreateHow{Mode: client.Guarded, Attr: &client.SetAttr{Mode: &mode}}
 		var fh client.FH
 		step("root's CREATE", want, func() {
 			var attr *client.Attr
+			var err error
 			fh, attr, err = c.Create(ctx, root, "f", how)
 			require.NoError(t, err)
 			require.NotNil(t, attr)
@@ -416,21 +426,13 @@ func TestInlineCreateRemove(t *testing.T) {
 // workers. The results are the workers' results.
 func TestInlineExclusiveCreate(t *testing.T) {
 	for _, inMemory := range []bool{true, false} {
-		env := startClientEnv(t, func(sc *server.Config, _ *client.MountOptions) {
-			sc.Squash = server.NoRootSquash
-		})
-		server.SetInMemory(env.srv, inMemory)
+		env, want := rootInlineEnv(t, inMemory)
 		c, ctx := env.exp.Client, callCtx(t)
 		root := env.exp.Root
-		_, err := c.Getattr(ctx, root) // the root directory into the cache
-		require.NoError(t, err)
-		want := uint64(0)
-		if inMemory {
-			want = 1
-		}
 		step := inlineStep(t, env.srv, inMemory)
 		var fh client.FH
 		step("root's EXCLUSIVE CREATE", want, func() {
+			var err error
 			fh, _, err = c.Create(ctx, root, "x", client.CreateHow{Mode: client.Exclusive, Verf: [8]byte{1, 2, 3, 4, 5, 6, 7, 8}})
 			require.NoError(t, err)
 		})
