@@ -157,9 +157,14 @@ func fdIdentity(fd int, st *unix.Stat_t) (fileID, error) {
 	if err := unix.Fstat(fd, st); err != nil {
 		return fileID{}, err
 	}
+	return identityOf(fd, st), nil
+}
+
+// identityOf is fdIdentity for a file whose attributes st already holds.
+func identityOf(fd int, st *unix.Stat_t) fileID {
 	if fh, _, err := unix.NameToHandleAt(fd, "", unix.AT_EMPTY_PATH); err == nil {
 		if id, ok := kernelID(fh, st.Ino); ok {
-			return id, nil
+			return id
 		}
 	}
 	id := fileID{kind: fhKindInode, ino: st.Ino}
@@ -171,7 +176,7 @@ func fdIdentity(fd int, st *unix.Stat_t) (fileID, error) {
 			_ = unix.Close(rfd)
 		}
 	}
-	return id, nil
+	return id
 }
 
 // encodeHandle lays out a handle of export for id made in directory

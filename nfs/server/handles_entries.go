@@ -100,8 +100,9 @@ func entryKeyOf(parent uint64, st *unix.Stat_t) entryKey {
 	return entryKey{parent: parent, ino: st.Ino, ctime: st.Ctim}
 }
 
-// entryHandles caches the handles READDIRPLUS made (entry). When full,
-// an eighth of them, chosen by the map's order, give way.
+// entryHandles caches the handles READDIRPLUS, LOOKUP and CREATE made
+// (entry, handleOf). When full, an eighth of them, chosen by the map's
+// order, give way.
 type entryHandles struct {
 	mu   sync.Mutex
 	m    map[entryKey][]byte

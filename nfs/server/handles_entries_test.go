@@ -138,8 +138,9 @@ func TestDirEntriesCached(t *testing.T) {
 }
 
 // checkEntry calls entry for base in do, the directory dir below root,
-// and checks the handle against handle's and the attributes against
-// lstat's; it returns the handle. what names the case in failures.
+// and checks the handle against one made afresh (freshHandle) and the
+// attributes against lstat's; it returns the handle. what names the case
+// in failures.
 func checkEntry(t *testing.T, h *DirHandler, root string, do *object, dir, base, what string) []byte {
 	t.Helper()
 	name := filepath.Join(dir, base)
@@ -148,8 +149,8 @@ func checkEntry(t *testing.T, h *DirHandler, root string, do *object, dir, base,
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	if want := h.handle(name); !bytes.Equal(fh, want) {
-		t.Errorf("%s: handle %x, handle %x", what, fh, want)
+	if want := freshHandle(t, h, do, base); !bytes.Equal(fh, want) {
+		t.Errorf("%s: handle %x, made afresh %x", what, fh, want)
 	}
 	var lst unix.Stat_t
 	if err := unix.Lstat(filepath.Join(root, name), &lst); err != nil {
@@ -159,4 +160,64 @@ func checkEntry(t *testing.T, h *DirHandler, root string, do *object, dir, base,
 		t.Errorf("%s: attributes %+v, lstat %+v", what, fattrOf(&st), fattrOf(&lst))
 	}
 	return fh
+}
+
+// freshHandle makes the handle of the entry base of directory do as
+// handleOf makes one it has not cached: from the entry's descriptor.
+func freshHandle(t *testing.T, h *DirHandler, do *object, base string) []byte {
+	t.Helper()
+	fd, err := unix.Openat(do.fd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	id, err := fdIdentity(fd, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return encodeHandle(h.export, id, do.st.Ino)
+}
+
+// TestHandleOfCached: the handle of a file opened by name (a LOOKUP's,
+// handleOf) is the entry handles' when they have it: made once, then a
+// cache hit, the same bytes as made afresh; a file renamed over the name
+// has its own (another inode: a miss).
+func TestHandleOfCached(t *testing.T) {
+	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
+		root := t.TempDir()
+		for _, f := range []string{"a", "new"} {
+			if err := os.WriteFile(filepath.Join(root, f), []byte(f), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, h := openHandler(t, root, opt)
+		do, err := h.objectAt(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer do.close()
+		handle := func(what string, hit bool) []byte {
+			t.Helper()
+			hits := h.entries.hits
+			fh := h.handle("a")
+			if got := h.entries.hits > hits; got != hit {
+				t.Errorf("%s: a cache hit %v, want %v", what, got, hit)
+			}
+			if want := freshHandle(t, h, do, "a"); !bytes.Equal(fh, want) {
+				t.Errorf("%s: handle %x, made afresh %x", what, fh, want)
+			}
+			return fh
+		}
+		a := handle("a, first", false)
+		if !bytes.Equal(handle("a, again", true), a) {
+			t.Error("a again: another handle")
+		}
+		if err := os.Rename(filepath.Join(root, "new"), filepath.Join(root, "a")); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(handle("a renamed over", false), a) {
+			t.Error("a renamed over: the replaced file's handle")
+		}
+	})
 }

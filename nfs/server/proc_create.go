@@ -44,16 +44,25 @@ func (h *DirHandler) objectOf(fd int, parent uint64, name string) (*object, erro
 // handleOf returns the handle of the file open as fd, the entry name
 // (below the root) of directory parent, fills st with its attributes,
 // and records its name in the handle index unless name is "" (not
-// known). fd stays the caller's.
+// known). fd stays the caller's. The handle is the entry handles' (see
+// entry) when they have the file's, under its inode and change time from
+// the fstat: a LOOKUP of a file listed, created or looked up before
+// costs no name_to_handle_at and no MAC. It is shared: the caller must
+// not modify it.
 func (h *DirHandler) handleOf(fd int, parent uint64, name string, st *unix.Stat_t) ([]byte, error) {
-	id, err := fdIdentity(fd, st)
-	if err != nil {
+	if err := unix.Fstat(fd, st); err != nil {
 		return nil, err
 	}
 	if name != "" {
-		h.dir.idx.add(id.ino, name, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+		h.dir.idx.add(st.Ino, name, st.Mode&unix.S_IFMT == unix.S_IFDIR)
 	}
-	return encodeHandle(h.export, id, parent), nil
+	k := entryKeyOf(parent, st)
+	if fh := h.entries.get(k); fh != nil {
+		return fh, nil
+	}
+	fh := encodeHandle(h.export, identityOf(fd, st), parent)
+	h.entries.put(k, fh)
+	return fh, nil
 }
 
 // createRes finishes a CREATE, MKDIR, SYMLINK or MKNOD: the new entry's
