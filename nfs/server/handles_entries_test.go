@@ -94,18 +94,7 @@ func fileIno(t *testing.T, name string) uint64 {
 // attributes changed keeps its handle with the new attributes.
 func TestDirEntriesCached(t *testing.T) {
 	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
-		root := t.TempDir()
-		for _, f := range []string{"a", "b", "new"} {
-			if err := os.WriteFile(filepath.Join(root, f), []byte(f), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		_, h := openHandler(t, root, opt)
-		do, err := h.objectAt(".")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer do.close()
+		root, h, do := filesRoot(t, opt, "a", "b", "new")
 		// hit: 1 a cache hit, 0 not, -1 either (a change of attributes
 		// within a tick of the file system's clock keeps the ctime).
 		check := func(what, name string, hit int) []byte {
@@ -185,18 +174,7 @@ func freshHandle(t *testing.T, h *DirHandler, do *object, base string) []byte {
 // has its own (another inode: a miss).
 func TestHandleOfCached(t *testing.T) {
 	handleModes(t, func(t *testing.T, opt DirHandlerOptions) {
-		root := t.TempDir()
-		for _, f := range []string{"a", "new"} {
-			if err := os.WriteFile(filepath.Join(root, f), []byte(f), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		_, h := openHandler(t, root, opt)
-		do, err := h.objectAt(".")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer do.close()
+		root, h, do := filesRoot(t, opt, "a", "new")
 		handle := func(what string, hit bool) []byte {
 			t.Helper()
 			hits := h.entries.hits
@@ -220,4 +198,24 @@ func TestHandleOfCached(t *testing.T) {
 			t.Error("a renamed over: the replaced file's handle")
 		}
 	})
+}
+
+// filesRoot makes a directory with the files names (each holding its
+// name), opens a DirHandler on it with opt, and returns the directory,
+// the handler and its root as an object (closed at the test's end).
+func filesRoot(t *testing.T, opt DirHandlerOptions, names ...string) (string, *DirHandler, *object) {
+	t.Helper()
+	root := t.TempDir()
+	for _, f := range names {
+		if err := os.WriteFile(filepath.Join(root, f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, h := openHandler(t, root, opt)
+	do, err := h.objectAt(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(do.close)
+	return root, h, do
 }
