@@ -59,28 +59,22 @@ func (h *DirHandler) entryAt(dirfd int, parent uint64, base, full string, st *un
 // directory dirfd (inode parent), whose attributes st holds (and are
 // refreshed): see entry.
 func (h *DirHandler) makeEntryHandle(dirfd int, parent uint64, base string, st *unix.Stat_t) ([]byte, error) {
-	var fh []byte
 	if kfh, _, err := unix.NameToHandleAt(dirfd, base, 0); err == nil {
 		var after unix.Stat_t
 		id, ok := kernelID(kfh, st.Ino)
 		if ok && unix.Fstatat(dirfd, base, &after, unix.AT_SYMLINK_NOFOLLOW) == nil && after.Ino == st.Ino && after.Ctim == st.Ctim {
 			*st = after
-			fh = encodeHandle(h.export, id, parent)
+			fh := encodeHandle(h.export, id, parent)
+			h.entries.put(entryKeyOf(parent, st), fh)
+			return fh, nil
 		}
 	}
-	if fh == nil {
-		fd, err := unix.Openat(dirfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, err
-		}
-		fh, err = h.handleOf(fd, parent, "", st) // entryAt indexes the name
-		_ = unix.Close(fd)
-		if err != nil {
-			return nil, err
-		}
+	fd, err := unix.Openat(dirfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
 	}
-	h.entries.put(entryKeyOf(parent, st), fh)
-	return fh, nil
+	defer unix.Close(fd)
+	return h.handleOf(fd, parent, "", st) // which caches it; entryAt indexes the name
 }
 
 // entryHandlesMax bounds the handles a DirHandler keeps for READDIRPLUS
