@@ -28,14 +28,14 @@ import (
 // clock (a few ms); its handle would then be the removed file's, which
 // the client finds stale (NFS3ERR_STALE) and looks up again.
 func (h *DirHandler) entry(dir *object, base string, st *unix.Stat_t) ([]byte, error) {
-	return h.entryAt(dir.fd, dir.st.Ino, base, dir.child(base), st)
+	return h.entryAt(dir.fd, dir.st.Ino, base, dir.name, st)
 }
 
 // entryAt is entry for the directory open as dirfd, whose inode number is
-// parent, with the entry's name below the root full ("": not known, not
-// indexed). LOOKUP takes its entries this way too (two system calls for
+// parent and whose name below the root is dirName ("." for the root; "":
+// not known, the entry then not indexed). LOOKUP takes its entries this way too (two system calls for
 // a cached handle, where opening the entry takes five).
-func (h *DirHandler) entryAt(dirfd int, parent uint64, base, full string, st *unix.Stat_t) ([]byte, error) {
+func (h *DirHandler) entryAt(dirfd int, parent uint64, base, dirName string, st *unix.Stat_t) ([]byte, error) {
 	if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
 		return nil, unix.EINVAL
 	}
@@ -49,8 +49,8 @@ func (h *DirHandler) entryAt(dirfd int, parent uint64, base, full string, st *un
 			return nil, err
 		}
 	}
-	if full != "" {
-		h.dir.idx.add(st.Ino, full, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	if dirName != "" {
+		h.dir.idx.addChild(st.Ino, dirName, base, st.Mode&unix.S_IFMT == unix.S_IFDIR)
 	}
 	return fh, nil
 }

@@ -44,6 +44,40 @@ func (x *handleIndex) add(ino uint64, p string, dir bool) {
 	x.addLocked(ino, p, dir)
 }
 
+// addChild records that ino is named base in the directory named dir
+// ("." for the root): add of their join, which it makes only when the
+// index does not hold that name for ino already (a directory listed
+// again: READDIRPLUS and LOOKUP index each entry they answer).
+func (x *handleIndex) addChild(ino uint64, dir, base string, isDir bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e, ok := x.byIno[ino]; ok && e.dir == isDir && isChildName(e.path, dir, base) && x.byPath[e.path] == ino {
+		if len(x.gone) > 0 {
+			delete(x.gone, ino)
+		}
+		return
+	}
+	x.addLocked(ino, childName(dir, base), isDir)
+}
+
+// childName is the name below the root of the entry base (one component)
+// of the directory named dir ("." for the root).
+func childName(dir, base string) string {
+	if dir == "." {
+		return base
+	}
+	return dir + "/" + base
+}
+
+// isChildName reports whether p is childName(dir, base), without making
+// it.
+func isChildName(p, dir, base string) bool {
+	if dir == "." {
+		return p == base
+	}
+	return len(p) == len(dir)+1+len(base) && p[len(dir)] == '/' && p[:len(dir)] == dir && p[len(dir)+1:] == base
+}
+
 func (x *handleIndex) addLocked(ino uint64, p string, dir bool) {
 	if old, ok := x.byIno[ino]; ok && old.path != p && x.byPath[old.path] == ino {
 		delete(x.byPath, old.path)

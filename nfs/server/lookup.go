@@ -157,17 +157,15 @@ func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []by
 	// by name). After a rename on the server's disk that name may be
 	// stale; the index is a hint checked on use (resolve), which then
 	// finds the entry by its parent or a walk.
-	var full string
-	if dst.Ino == h.root.ino {
-		full = name
-	} else if dir, ok := h.dir.idx.lookup(dst.Ino); ok {
-		full = path.Join(dir, name)
+	dirName := "."
+	if dst.Ino != h.root.ino {
+		dirName, _ = h.dir.idx.lookup(dst.Ino) // "" if not: not indexed
 	}
 	if resolve == 0 {
 		// In memory: a lookup never waits on a device, and the entry's
 		// handle is taken by name (entryAt) without opening it.
 		var st unix.Stat_t
-		fh, err := h.entryAt(of.fd, dst.Ino, name, full, &st)
+		fh, err := h.entryAt(of.fd, dst.Ino, name, dirName, &st)
 		return h.entryReply(&res, fh, &st, err, b)
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: resolve}
@@ -182,6 +180,10 @@ func (s *Server) lookupCached(c *call, dirFH []byte, name string, b []byte) []by
 	case err != nil:
 		res.Status = statusOf(err)
 		return res.Append(b)
+	}
+	full := ""
+	if dirName != "" {
+		full = childName(dirName, name)
 	}
 	o, err := h.objectOf(fd, dst.Ino, full)
 	if err != nil {
