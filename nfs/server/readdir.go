@@ -234,7 +234,10 @@ func (h *DirHandler) listing(dir *object, cookie uint64) ([]dirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	contents, err := listDir(fd)
+	// In directory order: byCookie sorts them (listDir's sort by name
+	// would be undone).
+	contents, err := readDirents(fd)
+	_ = unix.Close(fd)
 	if err != nil {
 		return nil, err
 	}
