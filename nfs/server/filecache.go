@@ -43,10 +43,15 @@ var errNotCacheable = errors.New("nfs: file not cached")
 // file is freed soon and an idle server holds nothing open; at most
 // openFilesMax are kept, the least recently used giving way.
 type openFiles struct {
-	mu    sync.Mutex
-	m     map[string]*openFile // by file handle
-	epoch uint64               // sweeps so far
-	timer *time.Timer          // the next sweep, while m is not empty
+	mu sync.Mutex
+	m  map[string]*openFile // by file handle
+	// lru lists m's descriptors, the most recently used first; byIno
+	// chains them by inode (openFile.sameIno). Both keep add's eviction
+	// and forgetInode at a constant cost, however many are cached.
+	lru   openFile // the list's sentinel: lru.next is the most recent
+	byIno map[uint64]*openFile
+	epoch uint64      // sweeps so far
+	timer *time.Timer // the next sweep, while m is not empty
 	armed bool
 	max   int
 	every time.Duration
@@ -60,10 +65,33 @@ type openFile struct {
 	rw   bool   // opened read-write (else read-only)
 	refs int    // calls using fd, plus one while in the cache's map
 	used uint64 // the epoch of its last use
+	// Its place in the cache while in m (openFiles.lru, byIno).
+	key        string
+	prev, next *openFile
+	sameIno    *openFile
 }
 
 func newOpenFiles(max int, every time.Duration) *openFiles {
-	return &openFiles{m: make(map[string]*openFile), max: max, every: every, close: unix.Close}
+	c := &openFiles{m: make(map[string]*openFile), byIno: make(map[uint64]*openFile), max: max, every: every, close: unix.Close}
+	c.lru.prev, c.lru.next = &c.lru, &c.lru
+	return c
+}
+
+// touchLocked makes of, which is in m, the most recently used.
+func (c *openFiles) touchLocked(of *openFile) {
+	of.used = c.epoch
+	if c.lru.next == of {
+		return
+	}
+	of.prev.next, of.next.prev = of.next, of.prev
+	c.linkFirstLocked(of)
+}
+
+// linkFirstLocked puts of first in the list.
+func (c *openFiles) linkFirstLocked(of *openFile) {
+	of.prev, of.next = &c.lru, c.lru.next
+	c.lru.next.prev = of
+	c.lru.next = of
 }
 
 // get returns fh's cached descriptor, one that can write if write, with a
@@ -76,7 +104,7 @@ func (c *openFiles) get(fh []byte, write bool) *openFile {
 		return nil
 	}
 	of.refs++
-	of.used = c.epoch
+	c.touchLocked(of)
 	return of
 }
 
@@ -106,7 +134,7 @@ func (c *openFiles) add(fh []byte, of *openFile) *openFile {
 		if old.rw || !of.rw {
 			_ = c.close(of.fd)
 			old.refs++
-			old.used = c.epoch
+			c.touchLocked(old)
 			return old
 		}
 		c.dropLocked(key, old)
@@ -117,8 +145,11 @@ func (c *openFiles) add(fh []byte, of *openFile) *openFile {
 	if _, id, _, err := decodeHandle(fh); err == nil {
 		of.ino = id.ino
 	}
-	of.refs, of.used = 2, c.epoch
+	of.refs, of.used, of.key = 2, c.epoch, key
 	c.m[key] = of
+	c.linkFirstLocked(of)
+	of.sameIno = c.byIno[of.ino]
+	c.byIno[of.ino] = of
 	if !c.armed {
 		c.armed = true
 		if c.timer == nil {
@@ -154,15 +185,33 @@ func (c *openFiles) forget(fh []byte, of *openFile) {
 func (c *openFiles) forgetInode(ino uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, of := range c.m {
-		if of.ino == ino {
-			c.dropLocked(k, of)
-		}
+	for of := c.byIno[ino]; of != nil; {
+		next := of.sameIno
+		c.dropLocked(of.key, of)
+		of = next
 	}
 }
 
+// dropLocked takes of, cached under key, out of the cache.
 func (c *openFiles) dropLocked(key string, of *openFile) {
 	delete(c.m, key)
+	of.prev.next, of.next.prev = of.next, of.prev
+	of.prev, of.next = nil, nil
+	if first := c.byIno[of.ino]; first == of {
+		if of.sameIno == nil {
+			delete(c.byIno, of.ino)
+		} else {
+			c.byIno[of.ino] = of.sameIno
+		}
+	} else {
+		for p := first; p != nil; p = p.sameIno { // of is in the chain
+			if p.sameIno == of {
+				p.sameIno = of.sameIno
+				break
+			}
+		}
+	}
+	of.sameIno = nil
 	c.unrefLocked(of)
 }
 
@@ -175,15 +224,8 @@ func (c *openFiles) unrefLocked(of *openFile) {
 
 // evictLocked drops the least recently used descriptor.
 func (c *openFiles) evictLocked() {
-	var key string
-	var lru *openFile
-	for k, of := range c.m {
-		if lru == nil || of.used < lru.used {
-			key, lru = k, of
-		}
-	}
-	if lru != nil {
-		c.dropLocked(key, lru)
+	if lru := c.lru.prev; lru != &c.lru {
+		c.dropLocked(lru.key, lru)
 	}
 }
 
@@ -192,10 +234,12 @@ func (c *openFiles) evictLocked() {
 func (c *openFiles) sweep() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, of := range c.m {
-		if of.used < c.epoch {
-			c.dropLocked(k, of)
-		}
+	// From the least recently used: the list is in order of use, so of
+	// epochs too.
+	for of := c.lru.prev; of != &c.lru && of.used < c.epoch; {
+		prev := of.prev
+		c.dropLocked(of.key, of)
+		of = prev
 	}
 	c.epoch++
 	if len(c.m) == 0 {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -324,4 +325,116 @@ func TestOpenFilesForgetInode(t *testing.T) {
 	require.Equal(t, []int{10}, []int(*closed), "the unused descriptor of inode 7 closed at once")
 	c.put(inUse)
 	require.Equal(t, []int{10, 11}, []int(*closed), "the one in use closed when put")
+}
+
+// TestOpenFilesLRU: the descriptor given way to is the least recently
+// used one by the order of calls, within one sweep period too.
+func TestOpenFilesLRU(t *testing.T) {
+	c, closed := newTestOpenFiles(3)
+	a, b, d, n := []byte("a"), []byte("b"), []byte("d"), []byte("n")
+	c.put(c.add(a, &openFile{fd: 1}))
+	c.put(c.add(b, &openFile{fd: 2}))
+	c.put(c.add(d, &openFile{fd: 3}))
+	c.put(c.get(a, false))
+	c.put(c.add(n, &openFile{fd: 4}))
+	require.Equal(t, []int{2}, []int(*closed), "b, the least recently used, gave way")
+	c.put(c.add(a, &openFile{fd: 5})) // a has one as good: 5 is closed
+	c.put(c.add(b, &openFile{fd: 6}))
+	require.Equal(t, []int{2, 5, 3}, []int(*closed), "then d gave way")
+	checkOpenFiles(t, c)
+}
+
+// TestOpenFilesConsistent: after a random run of adds, uses, forgets,
+// evictions and sweeps, the cache's list and inode chains hold exactly
+// its descriptors, in order of use.
+func TestOpenFilesConsistent(t *testing.T) {
+	c, _ := newTestOpenFiles(16)
+	key, err := newHandleKey(nil)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	handle := func() []byte {
+		return encodeHandle(exportID{key: key}, fileID{kind: fhKindInode, ino: uint64(rng.IntN(24))}, uint64(rng.IntN(2)))
+	}
+	var held []*openFile
+	for i := range 20000 {
+		switch rng.IntN(8) {
+		case 0, 1, 2:
+			held = append(held, c.add(handle(), &openFile{fd: 100 + i, rw: rng.IntN(2) == 0}))
+		case 3, 4:
+			if of := c.get(handle(), rng.IntN(2) == 0); of != nil {
+				held = append(held, of)
+			}
+		case 5:
+			c.forget(handle(), nil)
+		case 6:
+			c.forgetInode(uint64(rng.IntN(24)))
+		case 7:
+			if rng.IntN(50) == 0 {
+				c.sweep()
+			}
+		}
+		for len(held) > 4 {
+			c.put(held[0])
+			held = held[1:]
+		}
+		if i%97 == 0 {
+			checkOpenFiles(t, c)
+		}
+	}
+	checkOpenFiles(t, c)
+}
+
+// checkOpenFiles checks c's list and inode chains against its map.
+func checkOpenFiles(t *testing.T, c *openFiles) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[*openFile]bool{}
+	last := ^uint64(0)
+	for of := c.lru.next; of != &c.lru; of = of.next {
+		require.Same(t, of, of.next.prev, "list links")
+		require.Same(t, of, c.m[of.key], "a listed descriptor is the map's under its key")
+		require.False(t, seen[of], "listed twice")
+		require.LessOrEqual(t, of.used, last, "the list is in order of use")
+		seen[of], last = true, of.used
+	}
+	require.Len(t, seen, len(c.m), "every cached descriptor is listed once")
+	chained := 0
+	for ino, first := range c.byIno {
+		require.NotNil(t, first)
+		for of := first; of != nil; of = of.sameIno {
+			require.Equal(t, ino, of.ino)
+			require.True(t, seen[of], "a chained descriptor is cached")
+			chained++
+		}
+	}
+	require.Equal(t, len(c.m), chained, "every cached descriptor is in its inode's chain once")
+	require.LessOrEqual(t, len(c.m), c.max)
+}
+
+// BenchmarkOpenFilesChurn: a full cache taking a new descriptor (the
+// least recently used giving way) and forgetting an inode, as a stream of
+// creates and removes does; one op is one of each.
+func BenchmarkOpenFilesChurn(b *testing.B) {
+	c, _ := newTestOpenFiles(openFilesMax)
+	key, err := newHandleKey(nil)
+	require.NoError(b, err)
+	mk := func(ino uint64) []byte {
+		return encodeHandle(exportID{key: key}, fileID{kind: fhKindInode, ino: ino}, 1)
+	}
+	const files = 4 * openFilesMax
+	fhs := make([][]byte, files)
+	for i := range fhs {
+		fhs[i] = mk(uint64(i + 10))
+	}
+	for i := range openFilesMax {
+		c.put(c.add(fhs[i], &openFile{fd: i}))
+	}
+	b.ReportAllocs()
+	i := openFilesMax
+	for b.Loop() {
+		c.put(c.add(fhs[i%files], &openFile{fd: i}))
+		c.forgetInode(uint64((i+files/2)%files + 10))
+		i++
+	}
 }
