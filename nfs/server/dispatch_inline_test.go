@@ -450,5 +450,28 @@ func TestInlineExclusiveCreate(t *testing.T) {
 		require.Equal(t, os.FileMode(0o640), fi.Mode().Perm())
 		require.Equal(t, int64(4), fi.Size())
 		require.Less(t, time.Since(fi.ModTime()), time.Hour, "the times are the server's, not the verifier's")
+
+		// Through the cached descriptor (fchmod, futimens) as through
+		// the file's name: a client's times are set to the nanosecond,
+		// and a caller who does not own the file may not chmod it.
+		mtime := time.Date(2020, 1, 2, 3, 4, 5, 6789, time.UTC)
+		_, err = c.Setattr(ctx, fh, &client.SetAttr{Mtime: &mtime}, nil)
+		require.NoError(t, err)
+		fi, err = os.Stat(env.path("x"))
+		require.NoError(t, err)
+		require.True(t, fi.ModTime().Equal(mtime), "mtime %v, want %v", fi.ModTime(), mtime)
+		cred := (&xdr.AuthSys{UID: 1234, GID: 1234, GIDs: []uint32{1234}}).OpaqueAuth(nil)
+		h := xdr.CallHeader{XID: 6000, Prog: nfs.ProgNFS, Vers: 3, Proc: nfs.ProcSetattr, Cred: cred}
+		args := nfs3.SetattrArgs{Object: fh, NewAttr: nfs3.Sattr{SetMode: true, Mode: 0o777}}
+		reply, err := c.Conn().Call(ctx, args.Append(h.Append(nil)), nil)
+		require.NoError(t, err)
+		var rh xdr.ReplyHeader
+		res, err := rh.Unmarshal(reply)
+		require.NoError(t, err)
+		require.Equal(t, xdr.AcceptSuccess, rh.AcceptStat)
+		require.EqualValues(t, nfs3.ErrPerm, binary.BigEndian.Uint32(reply[res:]), "a user's chmod of root's file")
+		fi, err = os.Stat(env.path("x"))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "the mode stays")
 	}
 }

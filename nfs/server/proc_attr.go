@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -91,8 +92,11 @@ func (s *Server) setAttrs(c *call, o *object, a *nfs3.Sattr) error {
 		(a.Atime.How == nfs3.DontChange) != (a.Mtime.How == nfs3.DontChange) && o.st.Uid != c.cred.UID
 	utimes := func() error {
 		ts := [2]unix.Timespec{timespecOf(a.Atime), timespecOf(a.Mtime)}
-		if parent >= 0 {
+		switch {
+		case parent >= 0:
 			return unix.UtimesNanoAt(parent, baseName(o.name), ts[:], unix.AT_SYMLINK_NOFOLLOW)
+		case o.of != nil:
+			return futimens(o.fd, &ts)
 		}
 		return unix.UtimesNanoAt(unix.AT_FDCWD, o.proc(), ts[:], 0)
 	}
@@ -124,7 +128,7 @@ func (s *Server) setAttrs(c *call, o *object, a *nfs3.Sattr) error {
 		}
 		// A symbolic link has no mode of its own: knfsd ignores one.
 		if a.SetMode && typ != unix.S_IFLNK {
-			if err := unix.Fchmodat(unix.AT_FDCWD, o.proc(), a.Mode&0o7777, 0); err != nil {
+			if err := o.chmod(a.Mode & 0o7777); err != nil {
 				return err
 			}
 		}
@@ -140,6 +144,28 @@ func (s *Server) setAttrs(c *call, o *object, a *nfs3.Sattr) error {
 		err = utimes()
 	}
 	return err
+}
+
+// chmod sets o's mode: through its descriptor if it is the open-file
+// cache's (opened, not O_PATH: fchmod), else through its /proc/self/fd
+// name (a path walk through procfs the descriptor saves). The kernel's
+// permission check is the inode's either way.
+func (o *object) chmod(mode uint32) error {
+	if o.of != nil {
+		return unix.Fchmod(o.fd, mode)
+	}
+	return unix.Fchmodat(unix.AT_FDCWD, o.proc(), mode, 0)
+}
+
+// futimens sets the times of the file open as fd (not O_PATH) to ts
+// (utimensat with a NULL path, as glibc's futimens), which x/sys/unix
+// has no call for (its Futimes goes through /proc/self/fd).
+func futimens(fd int, ts *[2]unix.Timespec) error {
+	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // timespecOf is utimensat's time for a set_atime or set_mtime: UTIME_OMIT,
