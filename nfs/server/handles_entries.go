@@ -33,8 +33,9 @@ func (h *DirHandler) entry(dir *object, base string, st *unix.Stat_t) ([]byte, e
 
 // entryAt is entry for the directory open as dirfd, whose inode number is
 // parent and whose name below the root is dirName ("." for the root; "":
-// not known, the entry then not indexed). LOOKUP takes its entries this way too (two system calls for
-// a cached handle, where opening the entry takes five).
+// not known, the entry then not indexed). LOOKUP takes its entries this
+// way too (two system calls for a cached handle, where opening the entry
+// takes five).
 func (h *DirHandler) entryAt(dirfd int, parent uint64, base, dirName string, st *unix.Stat_t) ([]byte, error) {
 	if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
 		return nil, unix.EINVAL
