@@ -137,7 +137,7 @@ func (c *openFiles) add(fh []byte, of *openFile) *openFile {
 			c.touchLocked(old)
 			return old
 		}
-		c.dropLocked(key, old)
+		c.dropLocked(old)
 	}
 	if len(c.m) >= c.max {
 		c.evictLocked()
@@ -173,9 +173,8 @@ func (c *openFiles) put(of *openFile) {
 func (c *openFiles) forget(fh []byte, of *openFile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := string(fh)
-	if old := c.m[key]; old != nil && (of == nil || old == of) {
-		c.dropLocked(key, old)
+	if old := c.m[string(fh)]; old != nil && (of == nil || old == of) {
+		c.dropLocked(old)
 	}
 }
 
@@ -187,14 +186,14 @@ func (c *openFiles) forgetInode(ino uint64) {
 	defer c.mu.Unlock()
 	for of := c.byIno[ino]; of != nil; {
 		next := of.sameIno
-		c.dropLocked(of.key, of)
+		c.dropLocked(of)
 		of = next
 	}
 }
 
-// dropLocked takes of, cached under key, out of the cache.
-func (c *openFiles) dropLocked(key string, of *openFile) {
-	delete(c.m, key)
+// dropLocked takes of, which is in m, out of the cache.
+func (c *openFiles) dropLocked(of *openFile) {
+	delete(c.m, of.key)
 	of.prev.next, of.next.prev = of.next, of.prev
 	of.prev, of.next = nil, nil
 	if first := c.byIno[of.ino]; first == of {
@@ -225,7 +224,7 @@ func (c *openFiles) unrefLocked(of *openFile) {
 // evictLocked drops the least recently used descriptor.
 func (c *openFiles) evictLocked() {
 	if lru := c.lru.prev; lru != &c.lru {
-		c.dropLocked(lru.key, lru)
+		c.dropLocked(lru)
 	}
 }
 
@@ -238,7 +237,7 @@ func (c *openFiles) sweep() {
 	// epochs too.
 	for of := c.lru.prev; of != &c.lru && of.used < c.epoch; {
 		prev := of.prev
-		c.dropLocked(of.key, of)
+		c.dropLocked(of)
 		of = prev
 	}
 	c.epoch++
